@@ -1,0 +1,85 @@
+//===- TrainAttributes.td - Attributes of the train dialect -*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINATTRIBUTES_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINATTRIBUTES_TD
+
+include "amp/Dialect/Train/IR/TrainDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Train_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
+    I32EnumAttrCase<"zeros", 0>,
+    I32EnumAttrCase<"ones", 1>,
+    I32EnumAttrCase<"constant", 2>,
+    I32EnumAttrCase<"normal", 3>,
+    I32EnumAttrCase<"uniform", 4>,
+    I32EnumAttrCase<"kaiming_uniform", 5>,
+    I32EnumAttrCase<"kaiming_normal", 6>,
+    I32EnumAttrCase<"xavier_uniform", 7>,
+    I32EnumAttrCase<"xavier_normal", 8>,
+  ]> {
+  let cppNamespace = "::amp::train";
+  let genSpecializedAttr = 0;
+}
+
+/// Printed as a bare keyword (`approximate tanh`) in the op's format.
+def Train_GeluApproximationAttr : I32EnumAttr<"GeluApproximation",
+    "GELU formula", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"tanh", 1>,
+  ]> {
+  let cppNamespace = "::amp::train";
+}
+
+//===----------------------------------------------------------------------===//
+// #train.init
+//===----------------------------------------------------------------------===//
+
+def Train_InitAttr : AttrDef<Train_Dialect, "Init"> {
+  let mnemonic = "init";
+  let summary = "How a parameter is initialized";
+  let description = [{
+    Names the distribution `amp-run` draws a parameter's initial value from.
+
+    ```mlir
+    #train.init<zeros>                      // 0
+    #train.init<ones>                       // 1
+    #train.init<constant(0.1)>              // the given value
+    #train.init<normal(0.02)>               // N(0, std^2)
+    #train.init<uniform(0.05)>              // U(-bound, bound)
+    #train.init<kaiming_uniform>            // U(-b, b), b = 1/sqrt(fan_in) (PyTorch Linear/Conv default)
+    #train.init<kaiming_normal>             // N(0, 2/fan_in)  (He, for ReLU)
+    #train.init<xavier_uniform>             // U(-b, b), b = sqrt(6/(fan_in+fan_out))
+    #train.init<xavier_normal>              // N(0, 2/(fan_in+fan_out))
+    #train.init<kaiming_uniform(fan_in = 784)>   // explicit fan, e.g. for a bias
+    ```
+
+    Fans come from the parameter's shape: a rank-2 matmul weight `[in, out]`
+    has fan_in = in, fan_out = out; a rank-4 conv filter `[F, C, KH, KW]` has
+    fan_in = C*KH*KW and fan_out = F*KH*KW. Other ranks (biases, norm scales)
+    must give `fan_in` (and `fan_out` for xavier) explicitly.
+  }];
+  let parameters = (ins
+    "InitKind":$kind,
+    APFloatParameter<"constant, std or bound">:$value,
+    "int64_t":$fanIn,
+    "int64_t":$fanOut
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// True when the initializer derives its scale from fan_in / fan_out.
+    bool usesFans() const;
+    /// True when the initializer takes a value (constant, normal, uniform).
+    bool takesValue() const;
+  }];
+}
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINATTRIBUTES_TD

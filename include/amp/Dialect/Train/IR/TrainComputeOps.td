@@ -1,0 +1,400 @@
+//===- TrainComputeOps.td - Compute ops of train -----------*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Element-wise ops, contractions (matmul, conv), normalizations, pooling,
+// reductions, embedding and dropout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINCOMPUTEOPS_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINCOMPUTEOPS_TD
+
+include "amp/Dialect/Train/IR/TrainDialect.td"
+include "amp/Dialect/Train/IR/TrainAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Element-wise unary ops
+//===----------------------------------------------------------------------===//
+
+/// An element-wise op on one float tensor; the result has the operand's type.
+class Train_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : Train_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let summary = "element-wise " # formula;
+  let description = [{
+    Applies `}] # formula # [{` to every element. The result has the operand's
+    type (shape and element type).
+
+    ```mlir
+    %y = train.}] # mnemonic # [{ %x : tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Train_ReluOp : Train_UnaryOp<"relu", "max(x, 0)"> {
+  let hasFolder = 1;
+}
+def Train_TanhOp : Train_UnaryOp<"tanh", "tanh(x)">;
+def Train_SigmoidOp : Train_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)">;
+def Train_LogOp : Train_UnaryOp<"log", "log(x)">;
+
+def Train_GeluOp : Train_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise Gaussian error linear unit";
+  let description = [{
+    `gelu(x) = x * Phi(x)` with Phi the standard normal CDF (no `approximate`
+    or `approximate none`), or the tanh approximation
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (`approximate tanh`),
+    as PyTorch's `approximate` argument.
+
+    ```mlir
+    %y = train.gelu %x approximate tanh : tensor<1024x1024xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input,
+    OptionalAttr<Train_GeluApproximationAttr>:$approximate);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat =
+    "$input (`approximate` $approximate^)? attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise binary ops with broadcasting
+//===----------------------------------------------------------------------===//
+
+/// An element-wise op on two float tensors of one element type whose shapes
+/// broadcast with NumPy rules; the result has the broadcast shape.
+class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : Train_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let summary = "element-wise " # formula # " with broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` element-wise. The operand shapes broadcast
+    with NumPy rules (trailing dimensions aligned, each pair equal or one of
+    them 1); both operands have the same element type (autocast inserts
+    `train.cast` to reach it).
+
+    ```mlir
+    %y = train.}] # mnemonic # [{ %x, %b : tensor<128x256xf32>, tensor<256xf32> -> tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &results) {
+      return inferBroadcastResult(getOperationName(), location,
+                                  adaptor.getLhs().getType(),
+                                  adaptor.getRhs().getType(), results);
+    }
+  }];
+}
+
+def Train_AddOp : Train_BinaryOp<"add", "lhs + rhs", [Commutative]>;
+def Train_SubOp : Train_BinaryOp<"sub", "lhs - rhs">;
+def Train_MulOp : Train_BinaryOp<"mul", "lhs * rhs", [Commutative]> {
+  let hasFolder = 1;
+}
+def Train_DivOp : Train_BinaryOp<"div", "lhs / rhs"> {
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Train_MatmulOp : Train_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "matrix product [M, K] x [K, N] -> [M, N]";
+  let description = [{
+    The product of two rank-2 tensors of one element type. `transpose_lhs` /
+    `transpose_rhs` say an operand is stored transposed (`[K, M]` resp.
+    `[N, K]`), so `x @ W^T` needs no separate transpose. A linear layer is a
+    matmul with the weight stored `[in, out]` plus a broadcast `train.add` of
+    the bias.
+
+    ```mlir
+    %h = train.matmul %x, %w : tensor<128x784xf32>, tensor<784x256xf32> -> tensor<128x256xf32>
+    %s = train.matmul %q, %k transpose_rhs : tensor<128x64xf32>, tensor<128x64xf32> -> tensor<128x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Train_BatchMatmulOp : Train_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product [B, M, K] x [B, K, N] -> [B, M, N]";
+  let description = [{
+    A matrix product per batch index; the transpose flags apply to the two
+    trailing dimensions. Attention scores are
+    `train.batch_matmul %q, %k transpose_rhs` over `[batch*heads, seq, dim]`.
+
+    ```mlir
+    %s = train.batch_matmul %q, %k transpose_rhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Train_Conv2dOp : Train_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW input, FCHW filter";
+  let description = [{
+    Cross-correlation of an `[N, C, H, W]` input with an `[F, C, KH, KW]`
+    filter, giving `[N, F, OH, OW]` with
+    `OH = (H + 2*padding[0] - dilation[0]*(KH-1) - 1) / strides[0] + 1` (and
+    likewise OW). `strides` and `dilation` default to `[1, 1]`, `padding`
+    (zeros, symmetric) to `[0, 0]`. A bias is a broadcast `train.add`.
+
+    ```mlir
+    %y = train.conv2d %x, %w padding [1, 1] : tensor<128x1x28x28xf32>, tensor<32x1x3x3xf32> -> tensor<128x32x28x28xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$filter,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`strides` $strides^)? (`padding` $padding^)?
+    (`dilation` $dilation^)?
+    attr-dict `:` type($input) `,` type($filter) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// A 2-D pooling window over NCHW input.
+class Train_Pool2dOp<string mnemonic, string reduction>
+    : Train_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D " # reduction # " pooling, NCHW";
+  let description = [{
+    Takes the }] # reduction # [{ of each `kernel` window of an `[N, C, H, W]`
+    input, moving by `strides`, giving `[N, C, OH, OW]` with
+    `OH = (H + 2*padding[0] - kernel[0]) / strides[0] + 1`. `padding` defaults
+    to `[0, 0]` and may be at most half the kernel; padded positions never win
+    a max and count as zeros in an average (PyTorch's `count_include_pad`).
+
+    ```mlir
+    %y = train.}] # mnemonic # [{ %x kernel [2, 2] strides [2, 2] : tensor<128x32x28x28xf32> -> tensor<128x32x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$strides,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` $kernel `strides` $strides (`padding` $padding^)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &results) {
+      return inferPool2dResult(getOperationName(), location,
+                               adaptor.getInput().getType(),
+                               adaptor.getKernel(), adaptor.getStrides(),
+                               adaptor.getPadding(), results);
+    }
+  }];
+}
+
+def Train_MaxPool2dOp : Train_Pool2dOp<"max_pool2d", "maximum">;
+def Train_AvgPool2dOp : Train_Pool2dOp<"avg_pool2d", "average">;
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+/// A softmax-like normalization along one axis.
+class Train_SoftmaxLikeOp<string mnemonic, string formula>
+    : Train_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = formula # " along an axis";
+  let description = [{
+    Computes `}] # formula # [{` along `axis` (0 <= axis < rank), subtracting
+    the maximum first so that large inputs do not overflow.
+
+    ```mlir
+    %p = train.}] # mnemonic # [{ %logits axis 1 : tensor<128x10xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Train_SoftmaxOp
+    : Train_SoftmaxLikeOp<"softmax", "exp(x_i) / sum_j exp(x_j)">;
+def Train_LogSoftmaxOp
+    : Train_SoftmaxLikeOp<"log_softmax", "x_i - log(sum_j exp(x_j))">;
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Train_LayerNormOp : Train_Op<"layer_norm", [Pure,
+    AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over the trailing dimensions that `scale` (and `bias`, of the
+    same type) span: `y = (x - mean) / sqrt(var + epsilon) * scale + bias`,
+    with the biased variance. `scale`'s shape is the trailing part of the
+    input's shape (PyTorch's `normalized_shape`). Statistics are accumulated in
+    fp32 whatever the input type. `epsilon` defaults to 1e-5.
+
+    ```mlir
+    %y = train.layer_norm %x, %g, %b : tensor<1024x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$scale,
+    Train_FloatTensor:$bias,
+    DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias (`epsilon` $epsilon^)?
+    attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
+    AllTypesMatch<["input", "output"]>,
+    AllTypesMatch<["scale", "bias", "running_mean", "running_var",
+                   "new_running_mean", "new_running_var"]>]> {
+  let summary = "batch normalization in training mode";
+  let description = [{
+    Normalizes each channel (dimension 1 of an `[N, C, ...]` input) with the
+    batch statistics: `y = (x - mean) / sqrt(var + epsilon) * scale + bias`,
+    mean and biased variance over every dimension but 1. Returns the output and
+    the updated running statistics
+    `new = (1 - momentum) * running + momentum * batch_stat` (the running
+    variance uses the unbiased batch variance, as PyTorch).
+
+    `scale`, `bias` and the running statistics are `[C]` tensors of one float
+    type, which may differ from the input's: fp16 activations with fp32
+    parameters and statistics is PyTorch's autocast behaviour. `epsilon`
+    defaults to 1e-5, `momentum` to 0.1.
+
+    ```mlir
+    %y, %rm, %rv = train.batch_norm %x, %g, %b, %m, %v
+        : tensor<128x32x28x28xf16>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$scale,
+    Train_FloatTensor:$bias, Train_FloatTensor:$running_mean,
+    Train_FloatTensor:$running_var,
+    DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon,
+    DefaultValuedOptionalAttr<F64Attr, "0.1">:$momentum);
+  let results = (outs Train_FloatTensor:$output,
+    Train_FloatTensor:$new_running_mean, Train_FloatTensor:$new_running_var);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $running_mean `,` $running_var
+    (`epsilon` $epsilon^)? (`momentum` $momentum^)?
+    attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// A reduction over a set of axes.
+class Train_ReduceOp<string mnemonic, string reduction>
+    : Train_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = reduction # " over axes";
+  let description = [{
+    The }] # reduction # [{ over the distinct `axes` (each in [0, rank)),
+    accumulated in fp32. Reduced dimensions are dropped, or kept as size 1
+    with `keep_dims`.
+
+    ```mlir
+    %s = train.}] # mnemonic # [{ %x axes [1] keep_dims : tensor<128x10xf32> -> tensor<128x1xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axes` $axes (`keep_dims` $keep_dims^)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &results) {
+      return inferReduceResult(getOperationName(), location,
+                               adaptor.getInput().getType(), adaptor.getAxes(),
+                               adaptor.getKeepDims(), results);
+    }
+  }];
+}
+
+def Train_ReduceSumOp : Train_ReduceOp<"reduce_sum", "sum">;
+def Train_ReduceMeanOp : Train_ReduceOp<"reduce_mean", "mean">;
+
+//===----------------------------------------------------------------------===//
+// Embedding and dropout
+//===----------------------------------------------------------------------===//
+
+def Train_EmbeddingOp : Train_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "row lookup in an embedding table";
+  let description = [{
+    Gathers rows of a `[V, D]` table at i32 `indices` of any shape S, giving
+    `S ++ [D]`. Indices outside [0, V) are a run-time error of the lowered code.
+
+    ```mlir
+    %e = train.embedding %table, %tokens : tensor<1024x256xf32>, tensor<8x128xi32> -> tensor<8x128x256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$table, Train_IndexTensor:$indices);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Train_DropoutOp : Train_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+  let summary = "seeded inverted dropout";
+  let description = [{
+    Zeroes each element with probability `rate` (0 <= rate < 1) and scales the
+    others by `1 / (1 - rate)`. The mask is a pure function of `seed` and the
+    element index, so the backward pass regenerates it instead of storing it.
+
+    ```mlir
+    %y = train.dropout %x rate 1.000000e-01 seed 42 : tensor<1024x256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `rate` $rate `seed` $seed attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINCOMPUTEOPS_TD

@@ -1,0 +1,67 @@
+//===- TrainDialect.td - The train dialect -----------------*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINDIALECT_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Train_Dialect : Dialect {
+  let name = "train";
+  let cppNamespace = "::amp::train";
+  let summary = "Neural-network training graphs on tensors";
+  let description = [{
+    The `train` dialect represents the forward computation of a neural network
+    and its loss as a graph of tensor ops with static shapes, in the form amp's
+    passes rewrite into a mixed-precision training step: autocast assigns each
+    op a precision and inserts `train.cast` ops, autodiff derives the backward
+    graph, and the loss-scaling and optimizer passes complete the step.
+
+    Values are builtin ranked tensors of `f32`, `f16`, `bf16` (floats) and
+    `i32` (labels, token ids). Element-wise binary ops broadcast with NumPy
+    rules; every other op states its shape rule in its description. Only
+    `train.cast` changes a float element type, so every precision change in a
+    graph is an explicit op.
+
+    Trainable parameters are function arguments marked `train.param`, with an
+    optional `train.init` initializer (`#train.init<kaiming_uniform>`).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The unit attribute marking a function argument as a trainable parameter.
+    static constexpr ::llvm::StringLiteral kParamAttrName = "train.param";
+    /// The `#train.init` attribute giving a parameter's initializer.
+    static constexpr ::llvm::StringLiteral kInitAttrName = "train.init";
+
+    /// Registers the dialect's attributes (TrainAttributes.cpp).
+    void registerAttributes();
+  }];
+}
+
+/// Base class of every train op.
+class Train_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Train_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+/// The float element types a training graph computes in.
+def Train_Float : AnyTypeOf<[F16, BF16, F32], "f16, bf16 or f32">;
+
+/// A statically shaped tensor of f16, bf16 or f32.
+def Train_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32]>;
+
+/// A statically shaped tensor of i32 (labels, token ids).
+def Train_IndexTensor : StaticShapeTensorOf<[I32]>;
+
+/// A rank-0 float tensor (a loss).
+def Train_ScalarFloatTensor : 0DTensorOf<[F16, BF16, F32]>;
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINDIALECT_TD

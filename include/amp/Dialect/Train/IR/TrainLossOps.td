@@ -1,0 +1,50 @@
+//===- TrainLossOps.td - Loss ops of train -----------------*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINLOSSOPS_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINLOSSOPS_TD
+
+include "amp/Dialect/Train/IR/TrainDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean softmax cross-entropy with integer labels";
+  let description = [{
+    `mean_n(-log_softmax(logits)[n, labels[n]])` over `[N, C]` logits and `[N]`
+    i32 labels in [0, C) (PyTorch's `F.cross_entropy` with its default mean
+    reduction). The result is a rank-0 tensor of the logits' element type.
+
+    ```mlir
+    %loss = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels);
+  let results = (outs Train_ScalarFloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+}
+
+def Train_MseLossOp : Train_Op<"mse_loss", [Pure, InferTypeOpAdaptor,
+    AllTypesMatch<["input", "target"]>]> {
+  let summary = "mean squared error";
+  let description = [{
+    `mean((input - target)^2)` over all elements of two tensors of one type.
+    The result is a rank-0 tensor of their element type.
+
+    ```mlir
+    %loss = train.mse_loss %pred, %target : tensor<64x1xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$target);
+  let results = (outs Train_ScalarFloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINLOSSOPS_TD

@@ -1,0 +1,37 @@
+//===- TrainPrecisionOps.td - Precision ops of train -------*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINPRECISIONOPS_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINPRECISIONOPS_TD
+
+include "amp/Dialect/Train/IR/TrainDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Train_CastOp : Train_Op<"cast", [Pure]> {
+  let summary = "converts a tensor between float types";
+  let description = [{
+    The only op that changes a float element type: converts every element of
+    an f32, f16 or bf16 tensor to another of these types with
+    round-to-nearest-even (values beyond the target's range become infinity).
+    The shape is unchanged.
+
+    A widening cast (f16 -> f32, bf16 -> f32) is exact, so a cast back to the
+    original type folds away; a narrowing round trip (f32 -> f16 -> f32) loses
+    information and is kept.
+
+    ```mlir
+    %h = train.cast %w : tensor<784x256xf32> to tensor<784x256xf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINPRECISIONOPS_TD

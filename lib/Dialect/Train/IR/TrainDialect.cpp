@@ -1,0 +1,96 @@
+//===- TrainDialect.cpp - The train dialect -------------------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace amp::train;
+
+#include "amp/Dialect/Train/IR/TrainOpsDialect.cpp.inc"
+
+void TrainDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "amp/Dialect/Train/IR/TrainOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+Operation *TrainDialect::materializeConstant(OpBuilder &builder,
+                                             Attribute value, Type type,
+                                             Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+/// Where to report a problem with argument `argIndex` of region `regionIndex`:
+/// the argument's own location when the region has a body, else the op's.
+static Location argumentLoc(Operation *op, unsigned regionIndex,
+                            unsigned argIndex) {
+  Region &region = op->getRegion(regionIndex);
+  if (!region.empty() && argIndex < region.getNumArguments())
+    return region.getArgument(argIndex).getLoc();
+  return op->getLoc();
+}
+
+LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  Location loc = argumentLoc(op, regionIndex, argIndex);
+  StringRef name = attr.getName().getValue();
+  Region &region = op->getRegion(regionIndex);
+  // Declarations have no block; the argument type is then unknown here.
+  Type argType = !region.empty() && argIndex < region.getNumArguments()
+                     ? region.getArgument(argIndex).getType()
+                     : Type();
+  auto tensorType = dyn_cast_or_null<RankedTensorType>(argType);
+
+  if (name == kParamAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return emitError(loc) << "'" << kParamAttrName
+                            << "' must be a unit attribute, got "
+                            << attr.getValue();
+    if (argType && (!tensorType || !tensorType.hasStaticShape() ||
+                    !isa<Float16Type, BFloat16Type, Float32Type>(
+                        tensorType.getElementType())))
+      return emitError(loc) << "parameter #" << argIndex
+                            << " must be a statically shaped f32, f16 or bf16 "
+                               "tensor, got "
+                            << argType;
+    return success();
+  }
+
+  if (name == kInitAttrName) {
+    auto init = dyn_cast<InitAttr>(attr.getValue());
+    if (!init)
+      return emitError(loc) << "'" << kInitAttrName
+                            << "' must be a #train.init attribute, got "
+                            << attr.getValue();
+    if (auto func = dyn_cast<FunctionOpInterface>(op)) {
+      if (!func.getArgAttr(argIndex, kParamAttrName))
+        return emitError(loc) << "'" << kInitAttrName << "' on argument #"
+                              << argIndex << " needs '" << kParamAttrName
+                              << "' too (only parameters are initialized)";
+    }
+    if (tensorType && tensorType.hasStaticShape() &&
+        failed(computeFans(init, tensorType.getShape(),
+                           [&] { return emitError(loc); })))
+      return failure();
+    return success();
+  }
+
+  return emitError(loc) << "unknown train argument attribute '" << name
+                        << "' (expected '" << kParamAttrName << "' or '"
+                        << kInitAttrName << "')";
+}

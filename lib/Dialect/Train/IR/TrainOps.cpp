@@ -1,0 +1,381 @@
+//===- TrainOps.cpp - Ops of the train dialect ----------------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Shape inference and verifiers. Every diagnostic names the op and the rule
+// that failed; the rules themselves live in ShapeInference.cpp. Folders and
+// canonicalization patterns are in TrainFolds.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/IR/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace amp::train;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Emits "'<opName>' op <message>" at `location` (if any) and fails.
+static LogicalResult emitOpFailure(std::optional<Location> location,
+                                   StringRef opName, const Twine &message) {
+  return emitOptionalError(location, "'", opName, "' op ", message);
+}
+
+/// The type as a ranked tensor, or null (builders may pass anything).
+static RankedTensorType asTensor(Type type) {
+  return dyn_cast_or_null<RankedTensorType>(type);
+}
+
+/// Checks that the operands' element types agree; a mismatch names both.
+static LogicalResult checkSameElementType(std::optional<Location> location,
+                                          StringRef opName, RankedTensorType a,
+                                          RankedTensorType b) {
+  if (a.getElementType() == b.getElementType())
+    return success();
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << "operand element types '" << a.getElementType() << "' and '"
+     << b.getElementType() << "' differ (insert a train.cast)";
+  return emitOpFailure(location, opName, message);
+}
+
+/// Appends a tensor type of `result`'s shape and `elementType`, or reports the
+/// rule's failure at the op.
+static LogicalResult pushResult(std::optional<Location> location,
+                                StringRef opName, const ShapeOrError &result,
+                                Type elementType,
+                                SmallVectorImpl<Type> &results) {
+  if (!result.ok())
+    return emitOpFailure(location, opName, result.getError());
+  results.push_back(RankedTensorType::get(result.getShape(), elementType));
+  return success();
+}
+
+/// Fails quietly (the ODS type constraints report it) when any type is not a
+/// ranked tensor.
+template <typename... Ts> static bool allRanked(Ts... types) {
+  return (asTensor(types) && ...);
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise binary ops, pooling, reductions (shared rules)
+//===----------------------------------------------------------------------===//
+
+LogicalResult amp::train::inferBroadcastResult(
+    StringRef opName, std::optional<Location> location, Type lhsType,
+    Type rhsType, SmallVectorImpl<Type> &results) {
+  if (!allRanked(lhsType, rhsType))
+    return failure();
+  auto lhs = asTensor(lhsType), rhs = asTensor(rhsType);
+  if (failed(checkSameElementType(location, opName, lhs, rhs)))
+    return failure();
+  return pushResult(location, opName,
+                    inferBroadcastShape(lhs.getShape(), rhs.getShape()),
+                    lhs.getElementType(), results);
+}
+
+LogicalResult amp::train::inferPool2dResult(
+    StringRef opName, std::optional<Location> location, Type inputType,
+    ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+    ArrayRef<int64_t> padding, SmallVectorImpl<Type> &results) {
+  auto input = asTensor(inputType);
+  if (!input)
+    return failure();
+  return pushResult(location, opName,
+                    inferPool2dShape(input.getShape(), kernel, strides, padding),
+                    input.getElementType(), results);
+}
+
+LogicalResult amp::train::inferReduceResult(StringRef opName,
+                                            std::optional<Location> location,
+                                            Type inputType,
+                                            ArrayRef<int64_t> axes,
+                                            bool keepDims,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = asTensor(inputType);
+  if (!input)
+    return failure();
+  return pushResult(location, opName,
+                    inferReduceShape(input.getShape(), axes, keepDims),
+                    input.getElementType(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// Shared rule of matmul and batch_matmul.
+template <typename AdaptorT>
+static LogicalResult
+inferContraction(StringRef opName, std::optional<Location> location,
+                 AdaptorT adaptor, SmallVectorImpl<Type> &results,
+                 bool batched) {
+  if (!allRanked(adaptor.getLhs().getType(), adaptor.getRhs().getType()))
+    return failure();
+  auto lhs = asTensor(adaptor.getLhs().getType());
+  auto rhs = asTensor(adaptor.getRhs().getType());
+  if (failed(checkSameElementType(location, opName, lhs, rhs)))
+    return failure();
+  ShapeOrError shape =
+      batched ? inferBatchMatmulShape(lhs.getShape(), rhs.getShape(),
+                                      adaptor.getTransposeLhs(),
+                                      adaptor.getTransposeRhs())
+              : inferMatmulShape(lhs.getShape(), rhs.getShape(),
+                                 adaptor.getTransposeLhs(),
+                                 adaptor.getTransposeRhs());
+  return pushResult(location, opName, shape, lhs.getElementType(), results);
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  return inferContraction(getOperationName(), location, adaptor, results,
+                          /*batched=*/false);
+}
+
+LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> location,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  return inferContraction(getOperationName(), location, adaptor, results,
+                          /*batched=*/true);
+}
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  if (!allRanked(adaptor.getInput().getType(), adaptor.getFilter().getType()))
+    return failure();
+  auto input = asTensor(adaptor.getInput().getType());
+  auto filter = asTensor(adaptor.getFilter().getType());
+  if (failed(checkSameElementType(location, getOperationName(), input, filter)))
+    return failure();
+  return pushResult(location, getOperationName(),
+                    inferConv2dShape(input.getShape(), filter.getShape(),
+                                     adaptor.getStrides(), adaptor.getPadding(),
+                                     adaptor.getDilation()),
+                    input.getElementType(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, normalization, dropout
+//===----------------------------------------------------------------------===//
+
+/// Checks the softmax axis against the input rank.
+template <typename OpT> static LogicalResult verifySoftmaxLike(OpT op) {
+  std::string err =
+      checkAxis(op.getAxis(), op.getInput().getType().getRank());
+  if (!err.empty())
+    return op.emitOpError(err);
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxLike(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxLike(*this); }
+
+/// Checks a normalization epsilon.
+static LogicalResult verifyEpsilon(Operation *op, double epsilon) {
+  if (!(epsilon > 0.0))
+    return op->emitOpError("epsilon must be positive, got ") << epsilon;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto input = getInput().getType();
+  auto scale = getScale().getType();
+  if (input.getElementType() != scale.getElementType())
+    return emitOpError("input element type '")
+           << input.getElementType() << "' and scale/bias element type '"
+           << scale.getElementType() << "' differ";
+  ArrayRef<int64_t> in = input.getShape(), norm = scale.getShape();
+  if (norm.empty() || norm.size() > in.size() ||
+      in.take_back(norm.size()) != norm)
+    return emitOpError("scale shape ")
+           << formatShape(norm) << " is not a non-empty trailing part of the "
+           << "input shape " << formatShape(in);
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto input = getInput().getType();
+  auto scale = getScale().getType();
+  if (input.getRank() < 2)
+    return emitOpError("input must have rank >= 2 ([N, C, ...]), got ")
+           << formatShape(input.getShape());
+  int64_t channels = input.getDimSize(1);
+  if (scale.getRank() != 1 || scale.getDimSize(0) != channels)
+    return emitOpError("scale, bias and running statistics must be [")
+           << channels << "] (the input's channels), got "
+           << formatShape(scale.getShape());
+  double momentum = getMomentum().convertToDouble();
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOpError("momentum must be in [0, 1], got ") << momentum;
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError("rate must be in [0, 1), got ") << rate;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  if (!allRanked(adaptor.getTable().getType(), adaptor.getIndices().getType()))
+    return failure();
+  auto table = asTensor(adaptor.getTable().getType());
+  auto indices = asTensor(adaptor.getIndices().getType());
+  return pushResult(location, getOperationName(),
+                    inferEmbeddingShape(table.getShape(), indices.getShape()),
+                    table.getElementType(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto input = getInput().getType(), result = getResult().getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("element type '")
+           << input.getElementType() << "' of the input and '"
+           << result.getElementType()
+           << "' of the result differ (only train.cast converts)";
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError("cannot reshape ")
+           << formatShape(input.getShape()) << " (" << input.getNumElements()
+           << " elements) to " << formatShape(result.getShape()) << " ("
+           << result.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = asTensor(adaptor.getInput().getType());
+  if (!input)
+    return failure();
+  return pushResult(
+      location, getOperationName(),
+      inferTransposeShape(input.getShape(), adaptor.getPermutation()),
+      input.getElementType(), results);
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto input = getInput().getType(), result = getResult().getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("element type '")
+           << input.getElementType() << "' of the input and '"
+           << result.getElementType()
+           << "' of the result differ (only train.cast converts)";
+  if (!isBroadcastableTo(input.getShape(), result.getShape()))
+    return emitOpError("input shape ")
+           << formatShape(input.getShape()) << " does not broadcast to "
+           << formatShape(result.getShape());
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  SmallVector<SmallVector<int64_t, 4>> shapes;
+  RankedTensorType first;
+  for (Value v : adaptor.getInputs()) {
+    auto t = asTensor(v.getType());
+    if (!t)
+      return failure();
+    if (!first)
+      first = t;
+    else if (failed(checkSameElementType(location, getOperationName(), first,
+                                         t)))
+      return failure();
+    shapes.emplace_back(t.getShape());
+  }
+  return pushResult(location, getOperationName(),
+                    inferConcatShape(shapes, adaptor.getAxis()),
+                    first ? first.getElementType() : Type(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> location,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  if (!allRanked(adaptor.getLogits().getType(), adaptor.getLabels().getType()))
+    return failure();
+  auto logits = asTensor(adaptor.getLogits().getType());
+  auto labels = asTensor(adaptor.getLabels().getType());
+  StringRef name = getOperationName();
+  if (logits.getRank() != 2)
+    return emitOpFailure(location, name,
+                         "logits must be rank 2 [batch, classes], got " +
+                             formatShape(logits.getShape()));
+  if (labels.getRank() != 1)
+    return emitOpFailure(location, name,
+                         "labels must be rank 1 [batch], got " +
+                             formatShape(labels.getShape()));
+  if (labels.getDimSize(0) != logits.getDimSize(0))
+    return emitOpFailure(location, name,
+                         "labels batch " + Twine(labels.getDimSize(0)) +
+                             " does not match logits batch " +
+                             Twine(logits.getDimSize(0)));
+  results.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  auto input = asTensor(adaptor.getInput().getType());
+  if (!input)
+    return failure();
+  results.push_back(RankedTensorType::get({}, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  auto input = getInput().getType(), result = getResult().getType();
+  auto isTrainFloat = [](Type t) {
+    return isa<Float16Type, BFloat16Type, Float32Type>(t);
+  };
+  if (!isTrainFloat(input.getElementType()) ||
+      !isTrainFloat(result.getElementType()))
+    return emitOpError("can only cast between f32, f16 and bf16, got '")
+           << input.getElementType() << "' to '" << result.getElementType()
+           << "'";
+  if (input.getShape() != result.getShape())
+    return emitOpError("input shape ")
+           << formatShape(input.getShape()) << " and result shape "
+           << formatShape(result.getShape())
+           << " differ (a cast keeps the shape)";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "amp/Dialect/Train/IR/TrainOps.cpp.inc"

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -56,13 +57,15 @@ static bool usesFanOut(InitKind kind) {
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                InitKind kind, APFloat apValue,
                                int64_t fanIn, int64_t fanOut) {
-  double value = apValue.convertToDouble();
   if ((kind == InitKind::normal || kind == InitKind::uniform) &&
-      !(value > 0.0))
+      !(apValue.convertToDouble() > 0.0)) {
+    SmallString<16> text;
+    apValue.toString(text);
     return emitError() << "#train.init<" << stringifyInitKind(kind)
                        << "> needs a positive "
                        << (kind == InitKind::normal ? "std" : "bound")
-                       << ", got " << value;
+                       << ", got " << text;
+  }
   if (fanIn < 0 || fanOut < 0)
     return emitError() << "#train.init fans must be positive, got fan_in = "
                        << fanIn << ", fan_out = " << fanOut;

@@ -194,9 +194,9 @@ LogicalResult LayerNormOp::verify() {
   auto input = getInput().getType();
   auto scale = getScale().getType();
   if (input.getElementType() != scale.getElementType())
-    return emitOpError("input element type '")
-           << input.getElementType() << "' and scale/bias element type '"
-           << scale.getElementType() << "' differ";
+    return emitOpError("input element type ")
+           << input.getElementType() << " and scale/bias element type "
+           << scale.getElementType() << " differ";
   ArrayRef<int64_t> in = input.getShape(), norm = scale.getShape();
   if (norm.empty() || norm.size() > in.size() ||
       in.take_back(norm.size()) != norm)
@@ -254,10 +254,10 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 LogicalResult ReshapeOp::verify() {
   auto input = getInput().getType(), result = getResult().getType();
   if (input.getElementType() != result.getElementType())
-    return emitOpError("element type '")
-           << input.getElementType() << "' of the input and '"
+    return emitOpError("element type ")
+           << input.getElementType() << " of the input and "
            << result.getElementType()
-           << "' of the result differ (only train.cast converts)";
+           << " of the result differ (only train.cast converts)";
   if (input.getNumElements() != result.getNumElements())
     return emitOpError("cannot reshape ")
            << formatShape(input.getShape()) << " (" << input.getNumElements()
@@ -282,10 +282,10 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 LogicalResult BroadcastOp::verify() {
   auto input = getInput().getType(), result = getResult().getType();
   if (input.getElementType() != result.getElementType())
-    return emitOpError("element type '")
-           << input.getElementType() << "' of the input and '"
+    return emitOpError("element type ")
+           << input.getElementType() << " of the input and "
            << result.getElementType()
-           << "' of the result differ (only train.cast converts)";
+           << " of the result differ (only train.cast converts)";
   if (!isBroadcastableTo(input.getShape(), result.getShape()))
     return emitOpError("input shape ")
            << formatShape(input.getShape()) << " does not broadcast to "
@@ -366,9 +366,8 @@ LogicalResult CastOp::verify() {
   };
   if (!isTrainFloat(input.getElementType()) ||
       !isTrainFloat(result.getElementType()))
-    return emitOpError("can only cast between f32, f16 and bf16, got '")
-           << input.getElementType() << "' to '" << result.getElementType()
-           << "'";
+    return emitOpError("can only cast between f32, f16 and bf16, got ")
+           << input.getElementType() << " to " << result.getElementType();
   if (input.getShape() != result.getShape())
     return emitOpError("input shape ")
            << formatShape(input.getShape()) << " and result shape "

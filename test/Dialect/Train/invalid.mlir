@@ -1,0 +1,673 @@
+// RUN: amp-opt %s -split-input-file -verify-diagnostics
+
+// Every verifier, shape-rule and attribute diagnostic of the train dialect.
+
+//===----------------------------------------------------------------------===//
+// Element-wise binary ops
+//===----------------------------------------------------------------------===//
+
+func.func @add_not_broadcastable(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{'train.add' op operands of shapes [2, 3] and [4] are not broadcast-compatible (dimension 3 vs 4 at 1 from the end)}}
+  // expected-error @+1 {{'train.add' op failed to infer returned types}}
+  %0 = train.add %a, %b : tensor<2x3xf32>, tensor<4xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @mul_mixed_types(%a: tensor<4xf16>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'train.mul' op operand element types 'f16' and 'f32' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.mul' op failed to infer returned types}}
+  %0 = train.mul %a, %b : tensor<4xf16>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @sub_wrong_result(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x4xf32> {
+  // expected-error @+2 {{'train.sub' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x4xf32>'}}
+  // expected-error @+1 {{'train.sub' op failed to infer returned types}}
+  %0 = train.sub %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'train.relu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<?x4xf32>'}}
+  %0 = train.relu %a : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @f64_not_allowed(%a: tensor<4xf64>) -> tensor<4xf64> {
+  // expected-error @+1 {{'train.exp' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<4xf64>'}}
+  %0 = train.exp %a : tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @gelu_bad_approximation(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'approximate' [none, tanh]}}
+  %0 = train.gelu %a approximate erf : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @matmul_contracting(%x: tensor<128x784xf32>, %w: tensor<512x10xf32>) -> tensor<128x10xf32> {
+  // expected-error @+2 {{'train.matmul' op contracting dims 784 and 512 differ (lhs [128, 784], rhs [512, 10])}}
+  // expected-error @+1 {{'train.matmul' op failed to infer returned types}}
+  %0 = train.matmul %x, %w : tensor<128x784xf32>, tensor<512x10xf32> -> tensor<128x10xf32>
+  return %0 : tensor<128x10xf32>
+}
+
+// -----
+
+func.func @matmul_contracting_transposed(%x: tensor<128x784xf32>, %w: tensor<784x10xf32>) -> tensor<128x784xf32> {
+  // expected-error @+2 {{'train.matmul' op contracting dims 784 and 10 differ (lhs [128, 784], rhs [784, 10] transposed)}}
+  // expected-error @+1 {{'train.matmul' op failed to infer returned types}}
+  %0 = train.matmul %x, %w transpose_rhs : tensor<128x784xf32>, tensor<784x10xf32> -> tensor<128x784xf32>
+  return %0 : tensor<128x784xf32>
+}
+
+// -----
+
+func.func @matmul_rank(%x: tensor<2x3x4xf32>, %w: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  // expected-error @+2 {{'train.matmul' op operands must be rank 2, got [2, 3, 4] and [4, 5] (use train.batch_matmul for rank 3)}}
+  // expected-error @+1 {{'train.matmul' op failed to infer returned types}}
+  %0 = train.matmul %x, %w : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @matmul_mixed(%x: tensor<2x4xf16>, %w: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+2 {{'train.matmul' op operand element types 'f16' and 'f32' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.matmul' op failed to infer returned types}}
+  %0 = train.matmul %x, %w : tensor<2x4xf16>, tensor<4x5xf32> -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @batch_matmul_rank(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>) -> tensor<4x6xf32> {
+  // expected-error @+2 {{'train.batch_matmul' op operands must be rank 3, got [4, 5] and [5, 6]}}
+  // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
+  %0 = train.batch_matmul %a, %b : tensor<4x5xf32>, tensor<5x6xf32> -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @batch_matmul_batch(%a: tensor<4x2x3xf32>, %b: tensor<5x3x2xf32>) -> tensor<4x2x2xf32> {
+  // expected-error @+2 {{'train.batch_matmul' op batch dims 4 and 5 differ}}
+  // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
+  %0 = train.batch_matmul %a, %b : tensor<4x2x3xf32>, tensor<5x3x2xf32> -> tensor<4x2x2xf32>
+  return %0 : tensor<4x2x2xf32>
+}
+
+// -----
+
+func.func @batch_matmul_contracting(%a: tensor<4x2x3xf32>, %b: tensor<4x2x3xf32>) -> tensor<4x2x3xf32> {
+  // expected-error @+2 {{'train.batch_matmul' op contracting dims 3 and 2 differ (lhs [4, 2, 3], rhs [4, 2, 3])}}
+  // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
+  %0 = train.batch_matmul %a, %b : tensor<4x2x3xf32>, tensor<4x2x3xf32> -> tensor<4x2x3xf32>
+  return %0 : tensor<4x2x3xf32>
+}
+
+// -----
+
+func.func @conv_input_rank(%x: tensor<3x28x28xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<1x8x26x26xf32> {
+  // expected-error @+2 {{'train.conv2d' op input must be rank 4 (NCHW), got [3, 28, 28]}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w : tensor<3x28x28xf32>, tensor<8x3x3x3xf32> -> tensor<1x8x26x26xf32>
+  return %0 : tensor<1x8x26x26xf32>
+}
+
+// -----
+
+func.func @conv_filter_rank(%x: tensor<1x3x28x28xf32>, %w: tensor<8x3x3xf32>) -> tensor<1x8x26x26xf32> {
+  // expected-error @+2 {{'train.conv2d' op filter must be rank 4 (FCHW), got [8, 3, 3]}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w : tensor<1x3x28x28xf32>, tensor<8x3x3xf32> -> tensor<1x8x26x26xf32>
+  return %0 : tensor<1x8x26x26xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x28x28xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x26x26xf32> {
+  // expected-error @+2 {{'train.conv2d' op input channels 3 and filter channels 1 differ}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w : tensor<1x3x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x26x26xf32>
+  return %0 : tensor<1x8x26x26xf32>
+}
+
+// -----
+
+func.func @conv_window(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x5x5xf32>) -> tensor<1x1x1x1xf32> {
+  // expected-error @+2 {{'train.conv2d' op window 5 (kernel 5, dilation 1) exceeds padded input 4 in dimension H}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w : tensor<1x1x4x4xf32>, tensor<1x1x5x5xf32> -> tensor<1x1x1x1xf32>
+  return %0 : tensor<1x1x1x1xf32>
+}
+
+// -----
+
+func.func @conv_strides_count(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op strides must have 2 values (H, W), got 3}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w strides [1, 1, 1] : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x6x6xf32>
+  return %0 : tensor<1x1x6x6xf32>
+}
+
+// -----
+
+func.func @conv_negative_padding(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op padding values must be >= 0, got [-1, 0]}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w padding [-1, 0] : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x6x6xf32>
+  return %0 : tensor<1x1x6x6xf32>
+}
+
+// -----
+
+func.func @conv_zero_dilation(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op dilation values must be >= 1, got [0, 1]}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w dilation [0, 1] : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x6x6xf32>
+  return %0 : tensor<1x1x6x6xf32>
+}
+
+// -----
+
+func.func @conv_mixed(%x: tensor<1x1x8x8xf16>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x6x6xf16> {
+  // expected-error @+2 {{'train.conv2d' op operand element types 'f16' and 'f32' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w : tensor<1x1x8x8xf16>, tensor<1x1x3x3xf32> -> tensor<1x1x6x6xf16>
+  return %0 : tensor<1x1x6x6xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @pool_rank(%x: tensor<8x8xf32>) -> tensor<4x4xf32> {
+  // expected-error @+2 {{'train.max_pool2d' op input must be rank 4 (NCHW), got [8, 8]}}
+  // expected-error @+1 {{'train.max_pool2d' op failed to infer returned types}}
+  %0 = train.max_pool2d %x kernel [2, 2] strides [2, 2] : tensor<8x8xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @pool_kernel_count(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+2 {{'train.avg_pool2d' op kernel must have 2 values (H, W), got 1}}
+  // expected-error @+1 {{'train.avg_pool2d' op failed to infer returned types}}
+  %0 = train.avg_pool2d %x kernel [2] strides [2, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @pool_zero_stride(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+2 {{'train.max_pool2d' op strides values must be >= 1, got [0, 2]}}
+  // expected-error @+1 {{'train.max_pool2d' op failed to infer returned types}}
+  %0 = train.max_pool2d %x kernel [2, 2] strides [0, 2] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @pool_padding(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+2 {{'train.max_pool2d' op padding 2 is more than half the kernel 2 in dimension H}}
+  // expected-error @+1 {{'train.max_pool2d' op failed to infer returned types}}
+  %0 = train.max_pool2d %x kernel [2, 2] strides [2, 2] padding [2, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @pool_kernel_too_big(%x: tensor<1x1x8x2xf32>) -> tensor<1x1x4x1xf32> {
+  // expected-error @+2 {{'train.avg_pool2d' op kernel 3 exceeds padded input 2 in dimension W}}
+  // expected-error @+1 {{'train.avg_pool2d' op failed to infer returned types}}
+  %0 = train.avg_pool2d %x kernel [3, 3] strides [2, 2] : tensor<1x1x8x2xf32> -> tensor<1x1x4x1xf32>
+  return %0 : tensor<1x1x4x1xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, normalization, dropout
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @softmax_axis(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.softmax' op axis 2 is out of range for a rank-2 input (expected 0..1)}}
+  %0 = train.softmax %x axis 2 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @log_softmax_negative_axis(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.log_softmax' op axis -1 is out of range for a rank-2 input (expected 0..1)}}
+  %0 = train.log_softmax %x axis -1 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @layer_norm_shape(%x: tensor<8x256xf32>, %g: tensor<128xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{'train.layer_norm' op scale shape [128] is not a non-empty trailing part of the input shape [8, 256]}}
+  %0 = train.layer_norm %x, %g, %g : tensor<8x256xf32>, tensor<128xf32>
+  return %0 : tensor<8x256xf32>
+}
+
+// -----
+
+func.func @layer_norm_types(%x: tensor<8x256xf16>, %g: tensor<256xf32>) -> tensor<8x256xf16> {
+  // expected-error @+1 {{'train.layer_norm' op input element type 'f16' and scale/bias element type 'f32' differ}}
+  %0 = train.layer_norm %x, %g, %g : tensor<8x256xf16>, tensor<256xf32>
+  return %0 : tensor<8x256xf16>
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<8x256xf32>, %g: tensor<256xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{'train.layer_norm' op epsilon must be positive, got 0}}
+  %0 = train.layer_norm %x, %g, %g epsilon 0.0 : tensor<8x256xf32>, tensor<256xf32>
+  return %0 : tensor<8x256xf32>
+}
+
+// -----
+
+// expected-note @+1 {{prior use here}}
+func.func @layer_norm_bias_type(%x: tensor<8x256xf32>, %g: tensor<256xf32>, %b: tensor<256xf16>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{use of value '%b' expects different type than prior uses: 'tensor<256xf32>' vs 'tensor<256xf16>'}}
+  %0 = train.layer_norm %x, %g, %b : tensor<8x256xf32>, tensor<256xf32>
+  return %0 : tensor<8x256xf32>
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<32xf32>, %s: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'train.batch_norm' op input must have rank >= 2 ([N, C, ...]), got [32]}}
+  %0:3 = train.batch_norm %x, %s, %s, %s, %s : tensor<32xf32>, tensor<32xf32>
+  return %0#0 : tensor<32xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<8x32x4x4xf32>, %s: tensor<16xf32>) -> tensor<8x32x4x4xf32> {
+  // expected-error @+1 {{'train.batch_norm' op scale, bias and running statistics must be [32] (the input's channels), got [16]}}
+  %0:3 = train.batch_norm %x, %s, %s, %s, %s : tensor<8x32x4x4xf32>, tensor<16xf32>
+  return %0#0 : tensor<8x32x4x4xf32>
+}
+
+// -----
+
+func.func @batch_norm_momentum(%x: tensor<8x32xf32>, %s: tensor<32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'train.batch_norm' op momentum must be in [0, 1], got 1.5}}
+  %0:3 = train.batch_norm %x, %s, %s, %s, %s momentum 1.5 : tensor<8x32xf32>, tensor<32xf32>
+  return %0#0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @batch_norm_epsilon(%x: tensor<8x32xf32>, %s: tensor<32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'train.batch_norm' op epsilon must be positive, got -1}}
+  %0:3 = train.batch_norm %x, %s, %s, %s, %s epsilon -1.0 : tensor<8x32xf32>, tensor<32xf32>
+  return %0#0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @dropout_rate(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'train.dropout' op rate must be in [0, 1), got 1}}
+  %0 = train.dropout %x rate 1.0 seed 0 : tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, embedding
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reduce_axis(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'train.reduce_sum' op axis 2 is out of range for a rank-2 input (expected 0..1)}}
+  // expected-error @+1 {{'train.reduce_sum' op failed to infer returned types}}
+  %0 = train.reduce_sum %x axes [2] : tensor<2x3xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_twice(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'train.reduce_mean' op axis 1 is listed twice}}
+  // expected-error @+1 {{'train.reduce_mean' op failed to infer returned types}}
+  %0 = train.reduce_mean %x axes [1, 1] : tensor<2x3xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_empty(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{'train.reduce_sum' op axes must not be empty}}
+  // expected-error @+1 {{'train.reduce_sum' op failed to infer returned types}}
+  %0 = train.reduce_sum %x axes [] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @reduce_wrong_result(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'train.reduce_sum' op inferred type(s) 'tensor<2x1xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{'train.reduce_sum' op failed to infer returned types}}
+  %0 = train.reduce_sum %x axes [1] keep_dims : tensor<2x3xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<1000xf32>, %ids: tensor<8xi32>) -> tensor<8x1xf32> {
+  // expected-error @+2 {{'train.embedding' op table must be rank 2 [vocab, dim], got [1000]}}
+  // expected-error @+1 {{'train.embedding' op failed to infer returned types}}
+  %0 = train.embedding %t, %ids : tensor<1000xf32>, tensor<8xi32> -> tensor<8x1xf32>
+  return %0 : tensor<8x1xf32>
+}
+
+// -----
+
+func.func @embedding_float_ids(%t: tensor<1000x4xf32>, %ids: tensor<8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'train.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<8xf32>'}}
+  %0 = train.embedding %t, %ids : tensor<1000x4xf32>, tensor<8xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error @+1 {{'train.reshape' op cannot reshape [2, 3] (6 elements) to [7] (7 elements)}}
+  %0 = train.reshape %x : tensor<2x3xf32> -> tensor<7xf32>
+  return %0 : tensor<7xf32>
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<2x3xf32>) -> tensor<6xf16> {
+  // expected-error @+1 {{'train.reshape' op element type 'f32' of the input and 'f16' of the result differ (only train.cast converts)}}
+  %0 = train.reshape %x : tensor<2x3xf32> -> tensor<6xf16>
+  return %0 : tensor<6xf16>
+}
+
+// -----
+
+func.func @transpose_count(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{'train.transpose' op permutation [1, 0, 2] has 3 entries for a rank-2 input}}
+  // expected-error @+1 {{'train.transpose' op failed to infer returned types}}
+  %0 = train.transpose %x permutation [1, 0, 2] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @transpose_repeat(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{'train.transpose' op permutation [0, 0] is not a permutation of 0..1}}
+  // expected-error @+1 {{'train.transpose' op failed to infer returned types}}
+  %0 = train.transpose %x permutation [0, 0] : tensor<2x3xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @broadcast_shape(%x: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'train.broadcast' op input shape [3] does not broadcast to [2, 4]}}
+  %0 = train.broadcast %x : tensor<3xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @broadcast_type(%x: tensor<4xf32>) -> tensor<2x4xbf16> {
+  // expected-error @+1 {{'train.broadcast' op element type 'f32' of the input and 'bf16' of the result differ (only train.cast converts)}}
+  %0 = train.broadcast %x : tensor<4xf32> -> tensor<2x4xbf16>
+  return %0 : tensor<2x4xbf16>
+}
+
+// -----
+
+func.func @concat_dims(%a: tensor<8x16xf32>, %b: tensor<4x32xf32>) -> tensor<8x48xf32> {
+  // expected-error @+2 {{'train.concat' op operand 1 shape [4, 32] differs from operand 0 shape [8, 16] in dimension 0 (only axis 1 may differ)}}
+  // expected-error @+1 {{'train.concat' op failed to infer returned types}}
+  %0 = train.concat %a, %b axis 1 : tensor<8x16xf32>, tensor<4x32xf32> -> tensor<8x48xf32>
+  return %0 : tensor<8x48xf32>
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<8x16xf32>, %b: tensor<8xf32>) -> tensor<16x16xf32> {
+  // expected-error @+2 {{'train.concat' op operand 1 has rank 1, operand 0 has rank 2}}
+  // expected-error @+1 {{'train.concat' op failed to infer returned types}}
+  %0 = train.concat %a, %b axis 0 : tensor<8x16xf32>, tensor<8xf32> -> tensor<16x16xf32>
+  return %0 : tensor<16x16xf32>
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+2 {{'train.concat' op axis 2 is out of range for a rank-2 input (expected 0..1)}}
+  // expected-error @+1 {{'train.concat' op failed to infer returned types}}
+  %0 = train.concat %a axis 2 : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @concat_types(%a: tensor<8x16xf32>, %b: tensor<8x16xf16>) -> tensor<8x32xf32> {
+  // expected-error @+2 {{'train.concat' op operand element types 'f32' and 'f16' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.concat' op failed to infer returned types}}
+  %0 = train.concat %a, %b axis 1 : tensor<8x16xf32>, tensor<8x16xf16> -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @concat_empty() -> tensor<8x16xf32> {
+  // expected-error @+2 {{'train.concat' op needs at least one operand}}
+  // expected-error @+1 {{'train.concat' op failed to infer returned types}}
+  %0 = "train.concat"() <{axis = 0 : i64}> : () -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @constant_type() -> tensor<4xf32> {
+  // expected-error @+1 {{'train.constant' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 32-bit signless integer values, but got 'tensor<4xf64>'}}
+  %0 = train.constant dense<1.0> : tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @ce_batch(%logits: tensor<128x10xf32>, %labels: tensor<64xi32>) -> tensor<f32> {
+  // expected-error @+2 {{'train.cross_entropy' op labels batch 64 does not match logits batch 128}}
+  // expected-error @+1 {{'train.cross_entropy' op failed to infer returned types}}
+  %0 = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<64xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @ce_logits_rank(%logits: tensor<10xf32>, %labels: tensor<10xi32>) -> tensor<f32> {
+  // expected-error @+2 {{'train.cross_entropy' op logits must be rank 2 [batch, classes], got [10]}}
+  // expected-error @+1 {{'train.cross_entropy' op failed to infer returned types}}
+  %0 = train.cross_entropy %logits, %labels : tensor<10xf32>, tensor<10xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @ce_labels_rank(%logits: tensor<4x10xf32>, %labels: tensor<4x1xi32>) -> tensor<f32> {
+  // expected-error @+2 {{'train.cross_entropy' op labels must be rank 1 [batch], got [4, 1]}}
+  // expected-error @+1 {{'train.cross_entropy' op failed to infer returned types}}
+  %0 = train.cross_entropy %logits, %labels : tensor<4x10xf32>, tensor<4x1xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @ce_labels_type(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'train.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<4xi64>'}}
+  %0 = train.cross_entropy %logits, %labels : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @ce_result_rank(%logits: tensor<4x10xf32>, %labels: tensor<4xi32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.cross_entropy' op result #0 must be 0D tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<4xf32>'}}
+  %0 = train.cross_entropy %logits, %labels : tensor<4x10xf32>, tensor<4xi32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @mse_result_type(%p: tensor<4xf16>) -> tensor<f32> {
+  // expected-error @+2 {{'train.mse_loss' op inferred type(s) 'tensor<f16>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{'train.mse_loss' op failed to infer returned types}}
+  %0 = train.mse_loss %p, %p : tensor<4xf16> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cast_int(%x: tensor<4xi32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'train.cast' op can only cast between f32, f16 and bf16, got 'i32' to 'f16'}}
+  %0 = train.cast %x : tensor<4xi32> to tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @cast_f64(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'train.cast' op can only cast between f32, f16 and bf16, got 'f32' to 'f64'}}
+  %0 = train.cast %x : tensor<4xf32> to tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<2x3xf32>) -> tensor<3x2xf16> {
+  // expected-error @+1 {{'train.cast' op input shape [2, 3] and result shape [3, 2] differ (a cast keeps the shape)}}
+  %0 = train.cast %x : tensor<2x3xf32> to tensor<3x2xf16>
+  return %0 : tensor<3x2xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter attributes
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'train.param' must be a unit attribute, got true}}
+func.func @param_not_unit(%w: tensor<4xf32> {train.param = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{parameter #0 must be a statically shaped f32, f16 or bf16 tensor, got 'tensor<4xi32>'}}
+func.func @param_int(%w: tensor<4xi32> {train.param}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'train.init' must be a #train.init attribute, got "zeros"}}
+func.func @init_string(%w: tensor<4xf32> {train.param, train.init = "zeros"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'train.init' on argument #0 needs 'train.param' too (only parameters are initialized)}}
+func.func @init_without_param(%w: tensor<4xf32> {train.init = #train.init<zeros>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#train.init<kaiming_uniform> cannot derive fan_in from a rank-1 parameter; give it explicitly, e.g. #train.init<kaiming_uniform(fan_in = N)>}}
+func.func @init_bias_fans(%b: tensor<256xf32> {train.param, train.init = #train.init<kaiming_uniform>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#train.init<xavier_normal> cannot derive fan_out from a rank-1 parameter; give it explicitly, e.g. #train.init<xavier_normal(fan_in = N, fan_out = M)>}}
+func.func @init_xavier_fan_out(%b: tensor<256xf32> {train.param, train.init = #train.init<xavier_normal(fan_in = 4)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param' or 'train.init')}}
+func.func @unknown_arg_attr(%w: tensor<4xf32> {train.weight}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown initializer 'he_uniform'; expected one of zeros, ones, constant, normal, uniform, kaiming_uniform, kaiming_normal, xavier_uniform, xavier_normal}}
+func.func @init_unknown(%w: tensor<4x4xf32> {train.param, train.init = #train.init<he_uniform>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#train.init<uniform> needs a positive bound, got -0.5}}
+func.func @init_negative_bound(%w: tensor<4x4xf32> {train.param, train.init = #train.init<uniform(-0.5)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#train.init<normal> needs a positive std, got 0}}
+func.func @init_zero_std(%w: tensor<4x4xf32> {train.param, train.init = #train.init<normal(0.0)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{fan_out is not used by kaiming_uniform (only xavier_*)}}
+func.func @init_fan_out_kaiming(%w: tensor<4x4xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = 3, fan_out = 3)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#train.init fans must be positive, got fan_in = -3, fan_out = 0}}
+func.func @init_negative_fan(%w: tensor<4xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = -3)>}) {
+  return
+}

@@ -1,0 +1,158 @@
+// RUN: amp-opt %s | amp-opt | FileCheck %s
+// RUN: amp-opt %s --mlir-print-op-generic | amp-opt | FileCheck %s
+// RUN: amp-opt %s --emit-bytecode | amp-opt | FileCheck %s
+
+// Round trip of every train op: custom form, generic form and bytecode all
+// parse back to the same custom form.
+
+// CHECK-LABEL: func.func @unary
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[R:.*]] = train.relu %[[X]] : tensor<4x8xf32>
+  %0 = train.relu %x : tensor<4x8xf32>
+  // CHECK: %[[T:.*]] = train.tanh %[[R]] : tensor<4x8xf32>
+  %1 = train.tanh %0 : tensor<4x8xf32>
+  // CHECK: %[[S:.*]] = train.sigmoid %[[T]] : tensor<4x8xf32>
+  %2 = train.sigmoid %1 : tensor<4x8xf32>
+  // CHECK: %[[E:.*]] = train.exp %[[S]] : tensor<4x8xf32>
+  %3 = train.exp %2 : tensor<4x8xf32>
+  // CHECK: %[[L:.*]] = train.log %[[E]] : tensor<4x8xf32>
+  %4 = train.log %3 : tensor<4x8xf32>
+  // CHECK: %[[G:.*]] = train.gelu %[[L]] : tensor<4x8xf32>
+  %5 = train.gelu %4 : tensor<4x8xf32>
+  // CHECK: %[[GT:.*]] = train.gelu %[[G]] approximate tanh : tensor<4x8xf32>
+  %6 = train.gelu %5 approximate tanh : tensor<4x8xf32>
+  // CHECK: return %[[GT]]
+  return %6 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @binary_broadcast
+func.func @binary_broadcast(%a: tensor<8x1x5xf16>, %b: tensor<4x1xf16>, %c: tensor<5xf16>) -> tensor<8x4x5xf16> {
+  // CHECK: train.add %{{.*}}, %{{.*}} : tensor<8x1x5xf16>, tensor<4x1xf16> -> tensor<8x4x5xf16>
+  %0 = train.add %a, %b : tensor<8x1x5xf16>, tensor<4x1xf16> -> tensor<8x4x5xf16>
+  // CHECK: train.sub %{{.*}}, %{{.*}} : tensor<8x4x5xf16>, tensor<5xf16> -> tensor<8x4x5xf16>
+  %1 = train.sub %0, %c : tensor<8x4x5xf16>, tensor<5xf16> -> tensor<8x4x5xf16>
+  // CHECK: train.mul %{{.*}}, %{{.*}} : tensor<5xf16>, tensor<8x4x5xf16> -> tensor<8x4x5xf16>
+  %2 = train.mul %c, %1 : tensor<5xf16>, tensor<8x4x5xf16> -> tensor<8x4x5xf16>
+  // CHECK: train.div %{{.*}}, %{{.*}} : tensor<8x4x5xf16>, tensor<8x4x5xf16> -> tensor<8x4x5xf16>
+  %3 = train.div %2, %2 : tensor<8x4x5xf16>, tensor<8x4x5xf16> -> tensor<8x4x5xf16>
+  return %3 : tensor<8x4x5xf16>
+}
+
+// CHECK-LABEL: func.func @contractions
+func.func @contractions(%x: tensor<128x784xbf16>, %w: tensor<784x256xbf16>, %wt: tensor<256x784xbf16>,
+                        %q: tensor<32x128x64xf32>, %k: tensor<32x128x64xf32>) -> (tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<32x128x128xf32>, tensor<32x64x64xf32>) {
+  // CHECK: train.matmul %{{.*}}, %{{.*}} : tensor<128x784xbf16>, tensor<784x256xbf16> -> tensor<128x256xbf16>
+  %0 = train.matmul %x, %w : tensor<128x784xbf16>, tensor<784x256xbf16> -> tensor<128x256xbf16>
+  // CHECK: train.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<128x784xbf16>, tensor<256x784xbf16> -> tensor<128x256xbf16>
+  %1 = train.matmul %x, %wt transpose_rhs : tensor<128x784xbf16>, tensor<256x784xbf16> -> tensor<128x256xbf16>
+  // CHECK: train.batch_matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x128x128xf32>
+  %2 = train.batch_matmul %q, %k transpose_rhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x128x128xf32>
+  // CHECK: train.batch_matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x64x64xf32>
+  %3 = train.batch_matmul %q, %k transpose_lhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x64x64xf32>
+  return %0, %1, %2, %3 : tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<32x128x128xf32>, tensor<32x64x64xf32>
+}
+
+// CHECK-LABEL: func.func @conv_and_pool
+func.func @conv_and_pool(%x: tensor<2x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) -> (tensor<2x16x32x32xf32>, tensor<2x16x15x15xf32>, tensor<2x16x16x16xf32>, tensor<2x16x17x17xf32>) {
+  // CHECK: train.conv2d %{{.*}}, %{{.*}} padding [1, 1] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x32x32xf32>
+  %0 = train.conv2d %x, %w padding [1, 1] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x32x32xf32>
+  // Default-valued attributes are elided when printed.
+  // CHECK: train.conv2d %{{.*}}, %{{.*}} strides [2, 2] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x15x15xf32>
+  %1 = train.conv2d %x, %w strides [2, 2] padding [0, 0] dilation [1, 1] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x15x15xf32>
+  // CHECK: train.max_pool2d %{{.*}} kernel [2, 2] strides [2, 2] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
+  %2 = train.max_pool2d %0 kernel [2, 2] strides [2, 2] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
+  // CHECK: train.avg_pool2d %{{.*}} kernel [3, 3] strides [2, 2] padding [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
+  %3 = train.avg_pool2d %0 kernel [3, 3] strides [2, 2] padding [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
+  // CHECK: train.conv2d %{{.*}}, %{{.*}} padding [2, 2] dilation [2, 2] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x32x32xf32>
+  %4 = train.conv2d %x, %w padding [2, 2] dilation [2, 2] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x32x32xf32>
+  %5 = train.avg_pool2d %4 kernel [2, 2] strides [2, 2] padding [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x17x17xf32>
+  return %0, %1, %2, %5 : tensor<2x16x32x32xf32>, tensor<2x16x15x15xf32>, tensor<2x16x16x16xf32>, tensor<2x16x17x17xf32>
+}
+
+// CHECK-LABEL: func.func @normalization
+func.func @normalization(%x: tensor<4x10xf32>, %y: tensor<8x16x256xf32>, %g: tensor<256xf32>, %b: tensor<256xf32>,
+                         %img: tensor<8x32x4x4xf16>, %s: tensor<32xf32>, %m: tensor<32xf32>, %v: tensor<32xf32>)
+    -> (tensor<4x10xf32>, tensor<4x10xf32>, tensor<8x16x256xf32>, tensor<8x32x4x4xf16>, tensor<32xf32>, tensor<32xf32>) {
+  // CHECK: train.softmax %{{.*}} axis 1 : tensor<4x10xf32>
+  %0 = train.softmax %x axis 1 : tensor<4x10xf32>
+  // CHECK: train.log_softmax %{{.*}} axis 0 : tensor<4x10xf32>
+  %1 = train.log_softmax %x axis 0 : tensor<4x10xf32>
+  // CHECK: train.layer_norm %{{.*}}, %{{.*}}, %{{.*}} epsilon 9.9999999999999995E-7 : tensor<8x16x256xf32>, tensor<256xf32>
+  %2 = train.layer_norm %y, %g, %b epsilon 1.0e-6 : tensor<8x16x256xf32>, tensor<256xf32>
+  // Mixed precision batch norm: f16 activations, f32 parameters and statistics.
+  // CHECK: train.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} momentum 1.000000e-02 : tensor<8x32x4x4xf16>, tensor<32xf32>
+  %3:3 = train.batch_norm %img, %s, %s, %m, %v momentum 0.01 : tensor<8x32x4x4xf16>, tensor<32xf32>
+  return %0, %1, %2, %3#0, %3#1, %3#2 : tensor<4x10xf32>, tensor<4x10xf32>, tensor<8x16x256xf32>, tensor<8x32x4x4xf16>, tensor<32xf32>, tensor<32xf32>
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x1x4xf32>, tensor<f32>) {
+  // CHECK: train.reduce_sum %{{.*}} axes [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>
+  %0 = train.reduce_sum %x axes [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>
+  // CHECK: train.reduce_mean %{{.*}} axes [1] keep_dims : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  %1 = train.reduce_mean %x axes [1] keep_dims : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  // CHECK: train.reduce_sum %{{.*}} axes [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>
+  %2 = train.reduce_sum %x axes [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>
+  return %0, %1, %2 : tensor<3xf32>, tensor<2x1x4xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @embedding_dropout
+func.func @embedding_dropout(%table: tensor<1000x64xf32>, %ids: tensor<8x16xi32>) -> tensor<8x16x64xf32> {
+  // CHECK: train.embedding %{{.*}}, %{{.*}} : tensor<1000x64xf32>, tensor<8x16xi32> -> tensor<8x16x64xf32>
+  %0 = train.embedding %table, %ids : tensor<1000x64xf32>, tensor<8x16xi32> -> tensor<8x16x64xf32>
+  // CHECK: train.dropout %{{.*}} rate 1.000000e-01 seed 42 : tensor<8x16x64xf32>
+  %1 = train.dropout %0 rate 0.1 seed 42 : tensor<8x16x64xf32>
+  return %1 : tensor<8x16x64xf32>
+}
+
+// CHECK-LABEL: func.func @shape_ops
+func.func @shape_ops(%x: tensor<8x128x256xf32>, %b: tensor<256xf32>, %ids: tensor<4xi32>) -> (tensor<8x4x128x64xf32>, tensor<1024x256xf32>, tensor<8x48xf32>, tensor<2x2xi32>) {
+  // CHECK: train.reshape %{{.*}} : tensor<8x128x256xf32> -> tensor<8x128x4x64xf32>
+  %0 = train.reshape %x : tensor<8x128x256xf32> -> tensor<8x128x4x64xf32>
+  // CHECK: train.transpose %{{.*}} permutation [0, 2, 1, 3] : tensor<8x128x4x64xf32> -> tensor<8x4x128x64xf32>
+  %1 = train.transpose %0 permutation [0, 2, 1, 3] : tensor<8x128x4x64xf32> -> tensor<8x4x128x64xf32>
+  // CHECK: train.broadcast %{{.*}} : tensor<256xf32> -> tensor<1024x256xf32>
+  %2 = train.broadcast %b : tensor<256xf32> -> tensor<1024x256xf32>
+  // CHECK: %[[C:.*]] = train.constant dense<2.500000e-01> : tensor<8x16xf32>
+  %c = train.constant dense<0.25> : tensor<8x16xf32>
+  %d = train.constant dense<1.0> : tensor<8x32xf32>
+  // CHECK: train.concat %[[C]], %{{.*}} axis 1 : tensor<8x16xf32>, tensor<8x32xf32> -> tensor<8x48xf32>
+  %3 = train.concat %c, %d axis 1 : tensor<8x16xf32>, tensor<8x32xf32> -> tensor<8x48xf32>
+  // Integer tensors reshape too (token ids).
+  // CHECK: train.reshape %{{.*}} : tensor<4xi32> -> tensor<2x2xi32>
+  %4 = train.reshape %ids : tensor<4xi32> -> tensor<2x2xi32>
+  return %1, %2, %3, %4 : tensor<8x4x128x64xf32>, tensor<1024x256xf32>, tensor<8x48xf32>, tensor<2x2xi32>
+}
+
+// CHECK-LABEL: func.func @losses
+func.func @losses(%logits: tensor<128x10xf32>, %labels: tensor<128xi32>, %p: tensor<64x1xbf16>, %t: tensor<64x1xbf16>) -> (tensor<f32>, tensor<bf16>) {
+  // CHECK: train.cross_entropy %{{.*}}, %{{.*}} : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
+  %0 = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
+  // CHECK: train.mse_loss %{{.*}}, %{{.*}} : tensor<64x1xbf16> -> tensor<bf16>
+  %1 = train.mse_loss %p, %t : tensor<64x1xbf16> -> tensor<bf16>
+  return %0, %1 : tensor<f32>, tensor<bf16>
+}
+
+// CHECK-LABEL: func.func @casts
+func.func @casts(%w: tensor<784x256xf32>) -> (tensor<784x256xf16>, tensor<784x256xbf16>) {
+  // CHECK: train.cast %{{.*}} : tensor<784x256xf32> to tensor<784x256xf16>
+  %0 = train.cast %w : tensor<784x256xf32> to tensor<784x256xf16>
+  // CHECK: train.cast %{{.*}} : tensor<784x256xf32> to tensor<784x256xbf16>
+  %1 = train.cast %w : tensor<784x256xf32> to tensor<784x256xbf16>
+  return %0, %1 : tensor<784x256xf16>, tensor<784x256xbf16>
+}
+
+// CHECK-LABEL: func.func @params
+// CHECK-SAME: {train.init = #train.init<kaiming_uniform>, train.param}
+// CHECK-SAME: {train.init = #train.init<kaiming_uniform(fan_in = 784)>, train.param}
+// CHECK-SAME: {train.init = #train.init<normal(2.000000e-02)>, train.param}
+// CHECK-SAME: {train.init = #train.init<xavier_uniform(fan_in = 4, fan_out = 8)>, train.param}
+// CHECK-SAME: {train.param}
+func.func @params(%w: tensor<784x256xf32> {train.param, train.init = #train.init<kaiming_uniform>},
+                  %b: tensor<256xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = 784)>},
+                  %e: tensor<100x16xf32> {train.param, train.init = #train.init<normal(0.02)>},
+                  %v: tensor<3xf32> {train.param, train.init = #train.init<xavier_uniform(fan_in = 4, fan_out = 8)>},
+                  %u: tensor<3xf16> {train.param}) {
+  return
+}

@@ -1,0 +1,38 @@
+# -*- Python -*-
+# lit configuration of amp's regression tests (see mlir/examples/standalone).
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "AMP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.amp_obj_root, "test")
+
+# Inputs that are not tests themselves.
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "Unit"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%amp_src", config.amp_src_root))
+config.substitutions.append(("%examples", os.path.join(config.amp_src_root, "examples")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# FileCheck's --enable-var-scope everywhere (DESIGN.md conventions).
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+config.amp_tools_dir = os.path.join(config.amp_obj_root, "bin")
+tool_dirs = [config.amp_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["amp-opt"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=True)
+
+if config.amp_enable_cuda:
+    config.available_features.add("cuda")

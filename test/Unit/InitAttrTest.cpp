@@ -45,7 +45,7 @@ protected:
 
 TEST_F(InitAttrTest, ParsesEveryKind) {
   for (const char *kind :
-       {"zeros", "ones", "kaiming_uniform", "kaiming_normal", "xavier_uniform",
+       {"zeros", "ones", "fan_in_uniform", "kaiming_uniform", "kaiming_normal", "xavier_uniform",
         "xavier_normal"}) {
     auto attr = dyn_cast_or_null<InitAttr>(
         parse(std::string("#train.init<") + kind + ">"));
@@ -103,6 +103,26 @@ TEST_F(InitAttrTest, RejectsFanOutForKaiming) {
   EXPECT_NE(diagnostics.find("fan_out is not used by kaiming_normal"),
             std::string::npos)
       << diagnostics;
+}
+
+TEST_F(InitAttrTest, VerifierRejectsFansOnNonFanKinds) {
+  auto emit = [&] { return emitError(UnknownLoc::get(&context)); };
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    diagnostics += d.str();
+    return success();
+  });
+  EXPECT_TRUE(failed(
+      InitAttr::verify(emit, InitKind::zeros, llvm::APFloat(0.0), 3, 0)));
+  EXPECT_NE(diagnostics.find("#train.init<zeros> does not use fans"),
+            std::string::npos)
+      << diagnostics;
+  EXPECT_TRUE(failed(InitAttr::verify(emit, InitKind::kaiming_uniform,
+                                      llvm::APFloat(0.0), 3, 4)));
+  EXPECT_NE(diagnostics.find("does not use fan_out (only xavier_*)"),
+            std::string::npos)
+      << diagnostics;
+  EXPECT_TRUE(succeeded(InitAttr::verify(emit, InitKind::xavier_uniform,
+                                         llvm::APFloat(0.0), 3, 4)));
 }
 
 TEST_F(InitAttrTest, FansFromShape) {

@@ -9,6 +9,11 @@
 // of mlir-opt's flags work (--pass-pipeline, -split-input-file,
 // -verify-diagnostics, --mlir-print-ir-after-all, --mlir-timing, ...).
 //
+// Two things differ from mlir-opt, both for users feeding it bad input:
+// an input with no operations (empty, or only comments) is an error, and the
+// `-o` file is written through a temporary file renamed into place on
+// success, so a failed run leaves an existing output file untouched.
+//
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
@@ -18,17 +23,78 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+/// True when `text` holds nothing but whitespace and `//` comments.
+static bool hasNoOperations(llvm::StringRef text) {
+  while (true) {
+    text = text.ltrim();
+    if (text.empty())
+      return true;
+    if (!text.starts_with("//"))
+      return false;
+    text = text.drop_until([](char c) { return c == '\n'; });
+  }
+}
 
 int main(int argc, char **argv) {
-  mlir::DialectRegistry registry;
-  registry.insert<amp::train::TrainDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::scf::SCFDialect,
-                  mlir::tensor::TensorDialect>();
+  DialectRegistry registry;
+  registry.insert<amp::train::TrainDialect, arith::ArithDialect,
+                  func::FuncDialect, scf::SCFDialect, tensor::TensorDialect>();
   // Generic transformations: canonicalize, cse, inline, symbol-dce, ...
-  mlir::registerTransformsPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
+  registerTransformsPasses();
+
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv, "amp optimizer: mixed-precision training graphs\n",
-      registry));
+      registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // Listing flags write no IR: let the stock driver answer them.
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::WithColor::error(llvm::errs(), "amp-opt") << errorMessage << "\n";
+    return EXIT_FAILURE;
+  }
+  if (hasNoOperations(input->getBuffer())) {
+    llvm::errs() << inputFilename << ":1:1: ";
+    llvm::WithColor::error()
+        << "input has no operations (the file is empty or only comments)\n";
+    return EXIT_FAILURE;
+  }
+
+  // Write to a temporary file that replaces the output only on success.
+  bool failedRun = false;
+  llvm::Error written =
+      llvm::writeToOutput(outputFilename, [&](llvm::raw_ostream &os) -> llvm::Error {
+        if (failed(MlirOptMain(os, std::move(input), registry, config))) {
+          failedRun = true;
+          return llvm::createStringError("amp-opt failed");
+        }
+        return llvm::Error::success();
+      });
+  if (failedRun) {
+    llvm::consumeError(std::move(written));
+    return EXIT_FAILURE;
+  }
+  if (written) {
+    // The message already names the file.
+    llvm::WithColor::error(llvm::errs(), "amp-opt")
+        << "cannot write output: " << llvm::toString(std::move(written))
+        << "\n";
+    return EXIT_FAILURE;
+  }
+  return EXIT_SUCCESS;
 }

@@ -257,6 +257,22 @@ func.func @softmax_axis(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 
 // -----
 
+func.func @softmax_causal_not_square(%x: tensor<4x8x16xf32>) -> tensor<4x8x16xf32> {
+  // expected-error @+1 {{'train.softmax' op causal softmax needs square trailing [S, S] scores and axis = the last dimension, got shape [4, 8, 16] and axis 2}}
+  %0 = train.softmax %x axis 2 causal : tensor<4x8x16xf32>
+  return %0 : tensor<4x8x16xf32>
+}
+
+// -----
+
+func.func @softmax_causal_axis(%x: tensor<4x16x16xf32>) -> tensor<4x16x16xf32> {
+  // expected-error @+1 {{'train.softmax' op causal softmax needs square trailing [S, S] scores and axis = the last dimension, got shape [4, 16, 16] and axis 1}}
+  %0 = train.softmax %x axis 1 causal : tensor<4x16x16xf32>
+  return %0 : tensor<4x16x16xf32>
+}
+
+// -----
+
 func.func @log_softmax_negative_axis(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
   // expected-error @+1 {{'train.log_softmax' op axis -1 is out of range for a rank-2 input (expected 0..1)}}
   %0 = train.log_softmax %x axis -1 : tensor<4x10xf32>
@@ -604,6 +620,27 @@ func.func @param_int(%w: tensor<4xi32> {train.param}) {
 
 // -----
 
+// expected-error @+1 {{'train.state' must be a unit attribute, got 1 : i64}}
+func.func @state_not_unit(%m: tensor<4xf32> {train.state = 1}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{state #0 must be a statically shaped f32, f16 or bf16 tensor, got 'tensor<?xf32>'}}
+func.func @state_dynamic(%m: tensor<?xf32> {train.state}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0 cannot be both a parameter and state}}
+func.func @param_and_state(%m: tensor<4xf32> {train.param, train.state}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'train.init' must be a #train.init attribute, got "zeros"}}
 func.func @init_string(%w: tensor<4xf32> {train.param, train.init = "zeros"}) {
   return
@@ -611,7 +648,7 @@ func.func @init_string(%w: tensor<4xf32> {train.param, train.init = "zeros"}) {
 
 // -----
 
-// expected-error @+1 {{'train.init' on argument #0 needs 'train.param' too (only parameters are initialized)}}
+// expected-error @+1 {{'train.init' on argument #0 needs 'train.param' or 'train.state' (only parameters and state are initialized)}}
 func.func @init_without_param(%w: tensor<4xf32> {train.init = #train.init<zeros>}) {
   return
 }
@@ -632,14 +669,14 @@ func.func @init_xavier_fan_out(%b: tensor<256xf32> {train.param, train.init = #t
 
 // -----
 
-// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param' or 'train.init')}}
+// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state' or 'train.init')}}
 func.func @unknown_arg_attr(%w: tensor<4xf32> {train.weight}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{unknown initializer 'he_uniform'; expected one of zeros, ones, constant, normal, uniform, kaiming_uniform, kaiming_normal, xavier_uniform, xavier_normal}}
+// expected-error @+1 {{unknown initializer 'he_uniform'; expected one of zeros, ones, constant, normal, uniform, fan_in_uniform, kaiming_uniform, kaiming_normal, xavier_uniform, xavier_normal}}
 func.func @init_unknown(%w: tensor<4x4xf32> {train.param, train.init = #train.init<he_uniform>}) {
   return
 }

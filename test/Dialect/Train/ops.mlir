@@ -71,11 +71,13 @@ func.func @conv_and_pool(%x: tensor<2x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) ->
 }
 
 // CHECK-LABEL: func.func @normalization
-func.func @normalization(%x: tensor<4x10xf32>, %y: tensor<8x16x256xf32>, %g: tensor<256xf32>, %b: tensor<256xf32>,
+func.func @normalization(%x: tensor<4x10xf32>, %sq: tensor<4x10x10xf32>, %y: tensor<8x16x256xf32>, %g: tensor<256xf32>, %b: tensor<256xf32>,
                          %img: tensor<8x32x4x4xf16>, %s: tensor<32xf32>, %m: tensor<32xf32>, %v: tensor<32xf32>)
     -> (tensor<4x10xf32>, tensor<4x10xf32>, tensor<8x16x256xf32>, tensor<8x32x4x4xf16>, tensor<32xf32>, tensor<32xf32>) {
   // CHECK: train.softmax %{{.*}} axis 1 : tensor<4x10xf32>
   %0 = train.softmax %x axis 1 : tensor<4x10xf32>
+  // CHECK: train.softmax %{{.*}} axis 2 causal : tensor<4x10x10xf32>
+  %c = train.softmax %sq axis 2 causal : tensor<4x10x10xf32>
   // CHECK: train.log_softmax %{{.*}} axis 0 : tensor<4x10xf32>
   %1 = train.log_softmax %x axis 0 : tensor<4x10xf32>
   // CHECK: train.layer_norm %{{.*}}, %{{.*}}, %{{.*}} epsilon 9.9999999999999995E-7 : tensor<8x16x256xf32>, tensor<256xf32>
@@ -149,10 +151,14 @@ func.func @casts(%w: tensor<784x256xf32>) -> (tensor<784x256xf16>, tensor<784x25
 // CHECK-SAME: {train.init = #train.init<normal(2.000000e-02)>, train.param}
 // CHECK-SAME: {train.init = #train.init<xavier_uniform(fan_in = 4, fan_out = 8)>, train.param}
 // CHECK-SAME: {train.param}
+// CHECK-SAME: {train.init = #train.init<ones>, train.state}
+// CHECK-SAME: {train.init = #train.init<fan_in_uniform>, train.param}
 func.func @params(%w: tensor<784x256xf32> {train.param, train.init = #train.init<kaiming_uniform>},
                   %b: tensor<256xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = 784)>},
                   %e: tensor<100x16xf32> {train.param, train.init = #train.init<normal(0.02)>},
                   %v: tensor<3xf32> {train.param, train.init = #train.init<xavier_uniform(fan_in = 4, fan_out = 8)>},
-                  %u: tensor<3xf16> {train.param}) {
+                  %u: tensor<3xf16> {train.param},
+                  %rv: tensor<3xf32> {train.state, train.init = #train.init<ones>},
+                  %lw: tensor<4x2xf32> {train.param, train.init = #train.init<fan_in_uniform>}) {
   return
 }

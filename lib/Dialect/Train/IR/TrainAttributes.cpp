@@ -31,8 +31,10 @@ void TrainDialect::registerAttributes() {
 // InitAttr
 //===----------------------------------------------------------------------===//
 
-bool InitAttr::usesFans() const {
-  switch (getKind()) {
+/// True for the initializers whose scale comes from fan_in / fan_out.
+static bool kindUsesFans(InitKind kind) {
+  switch (kind) {
+  case InitKind::fan_in_uniform:
   case InitKind::kaiming_uniform:
   case InitKind::kaiming_normal:
   case InitKind::xavier_uniform:
@@ -43,16 +45,20 @@ bool InitAttr::usesFans() const {
   }
 }
 
-bool InitAttr::takesValue() const {
-  InitKind k = getKind();
-  return k == InitKind::constant || k == InitKind::normal ||
-         k == InitKind::uniform;
+/// True for the initializers written with a value: constant(V), normal(STD),
+/// uniform(BOUND).
+static bool kindTakesValue(InitKind kind) {
+  return kind == InitKind::constant || kind == InitKind::normal ||
+         kind == InitKind::uniform;
 }
 
 /// True for the initializers that use fan_out as well as fan_in.
 static bool usesFanOut(InitKind kind) {
   return kind == InitKind::xavier_uniform || kind == InitKind::xavier_normal;
 }
+
+bool InitAttr::usesFans() const { return kindUsesFans(getKind()); }
+bool InitAttr::takesValue() const { return kindTakesValue(getKind()); }
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                InitKind kind, APFloat apValue,
@@ -66,6 +72,12 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << (kind == InitKind::normal ? "std" : "bound")
                        << ", got " << text;
   }
+  if ((fanIn != 0 || fanOut != 0) && !kindUsesFans(kind))
+    return emitError() << "#train.init<" << stringifyInitKind(kind)
+                       << "> does not use fans";
+  if (fanOut != 0 && !usesFanOut(kind))
+    return emitError() << "#train.init<" << stringifyInitKind(kind)
+                       << "> does not use fan_out (only xavier_*)";
   if (fanIn < 0 || fanOut < 0)
     return emitError() << "#train.init fans must be positive, got fan_in = "
                        << fanIn << ", fan_out = " << fanOut;
@@ -82,21 +94,18 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
     parser.emitError(loc)
         << "unknown initializer '" << keyword
         << "'; expected one of zeros, ones, constant, normal, uniform, "
-           "kaiming_uniform, kaiming_normal, xavier_uniform, xavier_normal";
+           "fan_in_uniform, kaiming_uniform, kaiming_normal, xavier_uniform, "
+           "xavier_normal";
     return {};
   }
   double value = 0.0;
   int64_t fanIn = 0, fanOut = 0;
-  bool hasValue = *kind == InitKind::constant || *kind == InitKind::normal ||
-                  *kind == InitKind::uniform;
-  bool hasFans = *kind == InitKind::kaiming_uniform ||
-                 *kind == InitKind::kaiming_normal || usesFanOut(*kind);
-  if (hasValue) {
+  if (kindTakesValue(*kind)) {
     // constant(V), normal(STD), uniform(BOUND): the value is required.
     if (parser.parseLParen() || parser.parseFloat(value) ||
         parser.parseRParen())
       return {};
-  } else if (hasFans && succeeded(parser.parseOptionalLParen())) {
+  } else if (kindUsesFans(*kind) && succeeded(parser.parseOptionalLParen())) {
     // (fan_in = N[, fan_out = M]) for the fan-based initializers.
     if (parser.parseKeyword("fan_in") || parser.parseEqual() ||
         parser.parseInteger(fanIn))

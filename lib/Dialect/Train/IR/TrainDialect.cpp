@@ -56,18 +56,23 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                      : Type();
   auto tensorType = dyn_cast_or_null<RankedTensorType>(argType);
 
-  if (name == kParamAttrName) {
+  if (name == kParamAttrName || name == kStateAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return emitError(loc) << "'" << kParamAttrName
-                            << "' must be a unit attribute, got "
+      return emitError(loc) << "'" << name << "' must be a unit attribute, got "
                             << attr.getValue();
+    StringRef role = name == kParamAttrName ? "parameter" : "state";
     if (argType && (!tensorType || !tensorType.hasStaticShape() ||
                     !isa<Float16Type, BFloat16Type, Float32Type>(
                         tensorType.getElementType())))
-      return emitError(loc) << "parameter #" << argIndex
+      return emitError(loc) << role << " #" << argIndex
                             << " must be a statically shaped f32, f16 or bf16 "
                                "tensor, got "
                             << argType;
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    StringRef other = name == kParamAttrName ? kStateAttrName : kParamAttrName;
+    if (func && func.getArgAttr(argIndex, other))
+      return emitError(loc) << "argument #" << argIndex
+                            << " cannot be both a parameter and state";
     return success();
   }
 
@@ -78,10 +83,13 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                             << "' must be a #train.init attribute, got "
                             << attr.getValue();
     if (auto func = dyn_cast<FunctionOpInterface>(op)) {
-      if (!func.getArgAttr(argIndex, kParamAttrName))
+      if (!func.getArgAttr(argIndex, kParamAttrName) &&
+          !func.getArgAttr(argIndex, kStateAttrName))
         return emitError(loc) << "'" << kInitAttrName << "' on argument #"
                               << argIndex << " needs '" << kParamAttrName
-                              << "' too (only parameters are initialized)";
+                              << "' or '" << kStateAttrName
+                              << "' (only parameters and state are "
+                                 "initialized)";
     }
     if (tensorType && tensorType.hasStaticShape() &&
         failed(computeFans(init, tensorType.getShape(),
@@ -91,6 +99,6 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   }
 
   return emitError(loc) << "unknown train argument attribute '" << name
-                        << "' (expected '" << kParamAttrName << "' or '"
-                        << kInitAttrName << "')";
+                        << "' (expected '" << kParamAttrName << "', '"
+                        << kStateAttrName << "' or '" << kInitAttrName << "')";
 }

@@ -180,7 +180,19 @@ template <typename OpT> static LogicalResult verifySoftmaxLike(OpT op) {
   return success();
 }
 
-LogicalResult SoftmaxOp::verify() { return verifySoftmaxLike(*this); }
+LogicalResult SoftmaxOp::verify() {
+  if (failed(verifySoftmaxLike(*this)))
+    return failure();
+  if (!getCausal())
+    return success();
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 1] != shape[shape.size() - 2] ||
+      getAxis() != static_cast<int64_t>(shape.size()) - 1)
+    return emitOpError("causal softmax needs square trailing [S, S] scores "
+                       "and axis = the last dimension, got shape ")
+           << formatShape(shape) << " and axis " << getAxis();
+  return success();
+}
 LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxLike(*this); }
 
 /// Checks a normalization epsilon.

@@ -24,6 +24,7 @@ def Train_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"kaiming_normal", 6>,
     I32EnumAttrCase<"xavier_uniform", 7>,
     I32EnumAttrCase<"xavier_normal", 8>,
+    I32EnumAttrCase<"fan_in_uniform", 9>,
   ]> {
   let cppNamespace = "::amp::train";
   let genSpecializedAttr = 0;
@@ -54,11 +55,12 @@ def Train_InitAttr : AttrDef<Train_Dialect, "Init"> {
     #train.init<constant(0.1)>              // the given value
     #train.init<normal(0.02)>               // N(0, std^2)
     #train.init<uniform(0.05)>              // U(-bound, bound)
-    #train.init<kaiming_uniform>            // U(-b, b), b = 1/sqrt(fan_in) (PyTorch Linear/Conv default)
-    #train.init<kaiming_normal>             // N(0, 2/fan_in)  (He, for ReLU)
+    #train.init<fan_in_uniform>             // U(-b, b), b = 1/sqrt(fan_in): PyTorch's nn.Linear / nn.Conv2d default
+    #train.init<kaiming_uniform>            // U(-b, b), b = sqrt(6/fan_in): He, nn.init.kaiming_uniform_
+    #train.init<kaiming_normal>             // N(0, 2/fan_in): He, nn.init.kaiming_normal_
     #train.init<xavier_uniform>             // U(-b, b), b = sqrt(6/(fan_in+fan_out))
     #train.init<xavier_normal>              // N(0, 2/(fan_in+fan_out))
-    #train.init<kaiming_uniform(fan_in = 784)>   // explicit fan, e.g. for a bias
+    #train.init<fan_in_uniform(fan_in = 784)>   // explicit fan, e.g. for a bias
     ```
 
     Fans come from the parameter's shape: a rank-2 matmul weight `[in, out]`

@@ -245,8 +245,30 @@ class Train_SoftmaxLikeOp<string mnemonic, string formula>
   let hasVerifier = 1;
 }
 
-def Train_SoftmaxOp
-    : Train_SoftmaxLikeOp<"softmax", "exp(x_i) / sum_j exp(x_j)">;
+def Train_SoftmaxOp : Train_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "exp(x_i) / sum_j exp(x_j) along an axis";
+  let description = [{
+    Computes `exp(x_i) / sum_j exp(x_j)` along `axis` (0 <= axis < rank),
+    subtracting the maximum first so that large inputs do not overflow.
+
+    With `causal`, the input's two trailing dimensions are a square `[S, S]`
+    score matrix, `axis` is the last dimension, and each row `i` only takes
+    positions `j <= i` (later positions get probability 0): the causal
+    attention mask of a language model, fused as in Megatron's
+    scaled-upper-triangular-masked softmax.
+
+    ```mlir
+    %p = train.softmax %logits axis 1 : tensor<128x10xf32>
+    %a = train.softmax %scores axis 2 causal : tensor<32x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, I64Attr:$axis,
+                       UnitAttr:$causal);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat =
+    "$input `axis` $axis (`causal` $causal^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
 def Train_LogSoftmaxOp
     : Train_SoftmaxLikeOp<"log_softmax", "x_i - log(sum_j exp(x_j))">;
 

@@ -29,6 +29,10 @@ def Train_Dialect : Dialect {
 
     Trainable parameters are function arguments marked `train.param`, with an
     optional `train.init` initializer (`#train.init<kaiming_uniform>`).
+    Arguments marked `train.state` are buffers the step updates without
+    training them (batch-norm running statistics); a forward function returns
+    the loss first and then the new value of each `train.state` argument, in
+    argument order.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -38,6 +42,8 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "train.param";
     /// The `#train.init` attribute giving a parameter's initializer.
     static constexpr ::llvm::StringLiteral kInitAttrName = "train.init";
+    /// The unit attribute marking a function argument as non-trained state.
+    static constexpr ::llvm::StringLiteral kStateAttrName = "train.state";
 
     /// Registers the dialect's attributes (TrainAttributes.cpp).
     void registerAttributes();

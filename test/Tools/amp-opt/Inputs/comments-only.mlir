@@ -1,0 +1,3 @@
+// A file with comments and blank lines but no operations.
+
+// Nothing else.

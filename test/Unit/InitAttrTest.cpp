@@ -45,8 +45,8 @@ protected:
 
 TEST_F(InitAttrTest, ParsesEveryKind) {
   for (const char *kind :
-       {"zeros", "ones", "fan_in_uniform", "kaiming_uniform", "kaiming_normal", "xavier_uniform",
-        "xavier_normal"}) {
+       {"zeros", "ones", "fan_in_uniform", "kaiming_uniform", "kaiming_normal",
+        "xavier_uniform", "xavier_normal"}) {
     auto attr = dyn_cast_or_null<InitAttr>(
         parse(std::string("#train.init<") + kind + ">"));
     ASSERT_TRUE(attr) << kind << ": " << diagnostics;

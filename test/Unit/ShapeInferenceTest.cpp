@@ -74,9 +74,9 @@ TEST(Matmul, WrongRank) {
 }
 
 TEST(BatchMatmul, Shapes) {
-  EXPECT_EQ(shapeOf(inferBatchMatmulShape({32, 128, 64}, {32, 128, 64}, false,
-                                          true)),
-            (std::vector<int64_t>{32, 128, 128}));
+  EXPECT_EQ(
+      shapeOf(inferBatchMatmulShape({32, 128, 64}, {32, 128, 64}, false, true)),
+      (std::vector<int64_t>{32, 128, 128}));
   expectError(inferBatchMatmulShape({4, 2, 3}, {5, 3, 2}, false, false),
               "batch dims 4 and 5 differ");
 }
@@ -97,20 +97,18 @@ TEST(Conv2d, SamePaddingAndStride) {
 }
 
 TEST(Conv2d, Errors) {
-  expectError(inferConv2dShape({1, 3, 8, 8}, {4, 2, 3, 3}, {1, 1}, {0, 0},
-                               {1, 1}),
-              "input channels 3 and filter channels 2 differ");
-  expectError(inferConv2dShape({1, 1, 4, 4}, {1, 1, 7, 7}, {1, 1}, {1, 1},
-                               {1, 1}),
-              "window 7 (kernel 7, dilation 1) exceeds padded input 6");
-  expectError(inferConv2dShape({1, 1, 4, 4}, {1, 1, 3, 3}, {0, 1}, {0, 0},
-                               {1, 1}),
-              "strides values must be >= 1");
-  expectError(inferConv2dShape({1, 1, 4, 4}, {1, 1, 3, 3}, {1}, {0, 0},
-                               {1, 1}),
+  expectError(
+      inferConv2dShape({1, 3, 8, 8}, {4, 2, 3, 3}, {1, 1}, {0, 0}, {1, 1}),
+      "input channels 3 and filter channels 2 differ");
+  expectError(
+      inferConv2dShape({1, 1, 4, 4}, {1, 1, 7, 7}, {1, 1}, {1, 1}, {1, 1}),
+      "window 7 (kernel 7, dilation 1) exceeds padded input 6");
+  expectError(
+      inferConv2dShape({1, 1, 4, 4}, {1, 1, 3, 3}, {0, 1}, {0, 0}, {1, 1}),
+      "strides values must be >= 1");
+  expectError(inferConv2dShape({1, 1, 4, 4}, {1, 1, 3, 3}, {1}, {0, 0}, {1, 1}),
               "strides must have 2 values");
-  expectError(inferConv2dShape({1, 4, 4}, {1, 1, 3, 3}, {1, 1}, {0, 0},
-                               {1, 1}),
+  expectError(inferConv2dShape({1, 4, 4}, {1, 1, 3, 3}, {1, 1}, {0, 0}, {1, 1}),
               "input must be rank 4");
 }
 

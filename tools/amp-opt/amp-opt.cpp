@@ -53,8 +53,7 @@ int main(int argc, char **argv) {
   registerTransformsPasses();
 
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
-      argc, argv, "amp optimizer: mixed-precision training graphs\n",
-      registry);
+      argc, argv, "amp optimizer: mixed-precision training graphs\n", registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   // Listing flags write no IR: let the stock driver answer them.
   if (config.shouldShowDialects() || config.shouldListPasses())
@@ -77,8 +76,8 @@ int main(int argc, char **argv) {
 
   // Write to a temporary file that replaces the output only on success.
   bool failedRun = false;
-  llvm::Error written =
-      llvm::writeToOutput(outputFilename, [&](llvm::raw_ostream &os) -> llvm::Error {
+  llvm::Error written = llvm::writeToOutput(
+      outputFilename, [&](llvm::raw_ostream &os) -> llvm::Error {
         if (failed(MlirOptMain(os, std::move(input), registry, config))) {
           failedRun = true;
           return llvm::createStringError("amp-opt failed");

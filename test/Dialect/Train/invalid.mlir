@@ -708,3 +708,47 @@ func.func @init_fan_out_kaiming(%w: tensor<4x4xf32> {train.param, train.init = #
 func.func @init_negative_fan(%w: tensor<4xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = -3)>}) {
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Malformed generic ops: attributes are checked before any shape rule runs
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @softmax_missing_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.softmax' op requires attribute 'axis'}}
+  %0 = "train.softmax"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @pool_missing_kernel(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+1 {{'train.max_pool2d' op requires attribute 'kernel'}}
+  %0 = "train.max_pool2d"(%x) <{strides = array<i64: 2, 2>}> : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+func.func @conv_strides_wrong_type(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+1 {{invalid properties {strides = 2 : i64} for op train.conv2d: Invalid attribute `strides` in property conversion: 2 : i64}}
+  %0 = "train.conv2d"(%x, %w) <{strides = 2 : i64}> : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+func.func @matmul_one_operand(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'train.matmul' op expected 2 operands, but found 1}}
+  %0 = "train.matmul"(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @batch_norm_two_results(%x: tensor<8x4xf32>, %s: tensor<4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'train.batch_norm' op expected 3 results}}
+  %0:2 = "train.batch_norm"(%x, %s, %s, %s, %s) : (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+  return %0#0 : tensor<8x4xf32>
+}

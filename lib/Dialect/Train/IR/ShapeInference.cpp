@@ -41,9 +41,9 @@ ShapeOrError amp::train::inferBroadcastShape(ArrayRef<int64_t> lhs,
     int64_t r = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
     if (l != r && l != 1 && r != 1)
       return ShapeOrError::error(
-          msg("operands of shapes ", formatShape(lhs), " and ", formatShape(rhs),
-              " are not broadcast-compatible (dimension ", l, " vs ", r,
-              " at ", i + 1, " from the end)"));
+          msg("operands of shapes ", formatShape(lhs), " and ",
+              formatShape(rhs), " are not broadcast-compatible (dimension ", l,
+              " vs ", r, " at ", i + 1, " from the end)"));
     result[rank - 1 - i] = l == 1 ? r : l;
   }
   return ShapeOrError::shape(result);
@@ -68,9 +68,9 @@ ShapeOrError amp::train::inferMatmulShape(ArrayRef<int64_t> lhs,
                                           bool transposeLhs,
                                           bool transposeRhs) {
   if (lhs.size() != 2 || rhs.size() != 2)
-    return ShapeOrError::error(
-        msg("operands must be rank 2, got ", formatShape(lhs), " and ",
-            formatShape(rhs), " (use train.batch_matmul for rank 3)"));
+    return ShapeOrError::error(msg("operands must be rank 2, got ",
+                                   formatShape(lhs), " and ", formatShape(rhs),
+                                   " (use train.batch_matmul for rank 3)"));
   auto [m, k1] = logicalDims(lhs[0], lhs[1], transposeLhs);
   auto [k2, n] = logicalDims(rhs[0], rhs[1], transposeRhs);
   if (k1 != k2)
@@ -87,7 +87,8 @@ ShapeOrError amp::train::inferBatchMatmulShape(ArrayRef<int64_t> lhs,
                                                bool transposeRhs) {
   if (lhs.size() != 3 || rhs.size() != 3)
     return ShapeOrError::error(msg("operands must be rank 3, got ",
-                                   formatShape(lhs), " and ", formatShape(rhs)));
+                                   formatShape(lhs), " and ",
+                                   formatShape(rhs)));
   if (lhs[0] != rhs[0])
     return ShapeOrError::error(
         msg("batch dims ", lhs[0], " and ", rhs[0], " differ"));
@@ -124,10 +125,9 @@ ShapeOrError amp::train::inferConv2dShape(ArrayRef<int64_t> input,
   if (filter.size() != 4)
     return ShapeOrError::error(
         msg("filter must be rank 4 (FCHW), got ", formatShape(filter)));
-  for (auto [name, values, min] :
-       {std::make_tuple("strides", strides, 1),
-        std::make_tuple("padding", padding, 0),
-        std::make_tuple("dilation", dilation, 1)})
+  for (auto [name, values, min] : {std::make_tuple("strides", strides, 1),
+                                   std::make_tuple("padding", padding, 0),
+                                   std::make_tuple("dilation", dilation, 1)})
     if (std::string err = checkPair(name, values, min); !err.empty())
       return ShapeOrError::error(err);
   if (input[1] != filter[1])
@@ -139,10 +139,10 @@ ShapeOrError amp::train::inferConv2dShape(ArrayRef<int64_t> input,
     int64_t padded = input[2 + d] + 2 * padding[d];
     int64_t window = dilation[d] * (filter[2 + d] - 1) + 1;
     if (window > padded)
-      return ShapeOrError::error(msg(
-          "window ", window, " (kernel ", filter[2 + d], ", dilation ",
-          dilation[d], ") exceeds padded input ", padded, " in dimension ",
-          d == 0 ? "H" : "W"));
+      return ShapeOrError::error(msg("window ", window, " (kernel ",
+                                     filter[2 + d], ", dilation ", dilation[d],
+                                     ") exceeds padded input ", padded,
+                                     " in dimension ", d == 0 ? "H" : "W"));
     result[2 + d] = (padded - window) / strides[d] + 1;
   }
   return ShapeOrError::shape(result);
@@ -179,10 +179,9 @@ ShapeOrError amp::train::inferPool2dShape(ArrayRef<int64_t> input,
 ShapeOrError amp::train::inferTransposeShape(ArrayRef<int64_t> input,
                                              ArrayRef<int64_t> permutation) {
   if (permutation.size() != input.size())
-    return ShapeOrError::error(msg("permutation ", formatShape(permutation),
-                                   " has ", permutation.size(),
-                                   " entries for a rank-", input.size(),
-                                   " input"));
+    return ShapeOrError::error(msg(
+        "permutation ", formatShape(permutation), " has ", permutation.size(),
+        " entries for a rank-", input.size(), " input"));
   llvm::SmallBitVector seen(input.size());
   SmallVector<int64_t, 4> result;
   for (int64_t p : permutation) {

@@ -61,8 +61,8 @@ bool InitAttr::usesFans() const { return kindUsesFans(getKind()); }
 bool InitAttr::takesValue() const { return kindTakesValue(getKind()); }
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               InitKind kind, APFloat apValue,
-                               int64_t fanIn, int64_t fanOut) {
+                               InitKind kind, APFloat apValue, int64_t fanIn,
+                               int64_t fanOut) {
   if ((kind == InitKind::normal || kind == InitKind::uniform) &&
       !(apValue.convertToDouble() > 0.0)) {
     SmallString<16> text;
@@ -167,8 +167,8 @@ amp::train::computeFans(InitAttr init, ArrayRef<int64_t> shape,
   if (fanIn <= 0 || (usesFanOut(init.getKind()) && fanOut <= 0))
     return emitError() << "#train.init<" << stringifyInitKind(init.getKind())
                        << "> cannot derive "
-                       << (fanIn <= 0 ? "fan_in" : "fan_out")
-                       << " from a rank-" << shape.size()
+                       << (fanIn <= 0 ? "fan_in" : "fan_out") << " from a rank-"
+                       << shape.size()
                        << " parameter; give it explicitly, e.g. #train.init<"
                        << stringifyInitKind(init.getKind()) << "(fan_in = N"
                        << (usesFanOut(init.getKind()) ? ", fan_out = M" : "")

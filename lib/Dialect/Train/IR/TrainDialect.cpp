@@ -79,17 +79,17 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   if (name == kInitAttrName) {
     auto init = dyn_cast<InitAttr>(attr.getValue());
     if (!init)
-      return emitError(loc) << "'" << kInitAttrName
-                            << "' must be a #train.init attribute, got "
-                            << attr.getValue();
+      return emitError(loc)
+             << "'" << kInitAttrName
+             << "' must be a #train.init attribute, got " << attr.getValue();
     if (auto func = dyn_cast<FunctionOpInterface>(op)) {
       if (!func.getArgAttr(argIndex, kParamAttrName) &&
           !func.getArgAttr(argIndex, kStateAttrName))
-        return emitError(loc) << "'" << kInitAttrName << "' on argument #"
-                              << argIndex << " needs '" << kParamAttrName
-                              << "' or '" << kStateAttrName
-                              << "' (only parameters and state are "
-                                 "initialized)";
+        return emitError(loc)
+               << "'" << kInitAttrName << "' on argument #" << argIndex
+               << " needs '" << kParamAttrName << "' or '" << kStateAttrName
+               << "' (only parameters and state are "
+                  "initialized)";
     }
     if (tensorType && tensorType.hasStaticShape() &&
         failed(computeFans(init, tensorType.getShape(),

@@ -70,9 +70,10 @@ template <typename... Ts> static bool allRanked(Ts... types) {
 // Element-wise binary ops, pooling, reductions (shared rules)
 //===----------------------------------------------------------------------===//
 
-LogicalResult amp::train::inferBroadcastResult(
-    StringRef opName, std::optional<Location> location, Type lhsType,
-    Type rhsType, SmallVectorImpl<Type> &results) {
+LogicalResult amp::train::inferBroadcastResult(StringRef opName,
+                                               std::optional<Location> location,
+                                               Type lhsType, Type rhsType,
+                                               SmallVectorImpl<Type> &results) {
   if (!allRanked(lhsType, rhsType))
     return failure();
   auto lhs = asTensor(lhsType), rhs = asTensor(rhsType);
@@ -90,17 +91,15 @@ LogicalResult amp::train::inferPool2dResult(
   auto input = asTensor(inputType);
   if (!input)
     return failure();
-  return pushResult(location, opName,
-                    inferPool2dShape(input.getShape(), kernel, strides, padding),
-                    input.getElementType(), results);
+  return pushResult(
+      location, opName,
+      inferPool2dShape(input.getShape(), kernel, strides, padding),
+      input.getElementType(), results);
 }
 
-LogicalResult amp::train::inferReduceResult(StringRef opName,
-                                            std::optional<Location> location,
-                                            Type inputType,
-                                            ArrayRef<int64_t> axes,
-                                            bool keepDims,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult amp::train::inferReduceResult(
+    StringRef opName, std::optional<Location> location, Type inputType,
+    ArrayRef<int64_t> axes, bool keepDims, SmallVectorImpl<Type> &results) {
   auto input = asTensor(inputType);
   if (!input)
     return failure();
@@ -135,7 +134,8 @@ inferContraction(StringRef opName, std::optional<Location> location,
   return pushResult(location, opName, shape, lhs.getElementType(), results);
 }
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   return inferContraction(getOperationName(), location, adaptor, results,
@@ -173,8 +173,7 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
 
 /// Checks the softmax axis against the input rank.
 template <typename OpT> static LogicalResult verifySoftmaxLike(OpT op) {
-  std::string err =
-      checkAxis(op.getAxis(), op.getInput().getType().getRank());
+  std::string err = checkAxis(op.getAxis(), op.getInput().getType().getRank());
   if (!err.empty())
     return op.emitOpError(err);
   return success();
@@ -317,8 +316,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       return failure();
     if (!first)
       first = t;
-    else if (failed(checkSameElementType(location, getOperationName(), first,
-                                         t)))
+    else if (failed(
+                 checkSameElementType(location, getOperationName(), first, t)))
       return failure();
     shapes.emplace_back(t.getShape());
   }
@@ -357,7 +356,8 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult MseLossOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   auto input = asTensor(adaptor.getInput().getType());

@@ -62,7 +62,8 @@ ShapeOrError inferBroadcastShape(llvm::ArrayRef<int64_t> lhs,
                                  llvm::ArrayRef<int64_t> rhs);
 
 /// True when `from` broadcasts to exactly `to` under NumPy rules.
-bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+bool isBroadcastableTo(llvm::ArrayRef<int64_t> from,
+                       llvm::ArrayRef<int64_t> to);
 
 /// 2-D matrix product: [M, K] x [K, N] -> [M, N]; the transpose flags say the
 /// operand is stored transposed ([K, M] resp. [N, K]).
@@ -76,8 +77,8 @@ ShapeOrError inferBatchMatmulShape(llvm::ArrayRef<int64_t> lhs,
                                    llvm::ArrayRef<int64_t> rhs,
                                    bool transposeLhs, bool transposeRhs);
 
-/// NCHW convolution: input [N, C, H, W], filter [F, C, KH, KW] -> [N, F, OH, OW]
-/// with OH = (H + 2*padH - dilH*(KH-1) - 1) / strideH + 1 (likewise OW).
+/// NCHW convolution: input [N, C, H, W], filter [F, C, KH, KW] -> [N, F, OH,
+/// OW] with OH = (H + 2*padH - dilH*(KH-1) - 1) / strideH + 1 (likewise OW).
 /// `strides`, `padding` and `dilation` each hold two values (H, W).
 ShapeOrError inferConv2dShape(llvm::ArrayRef<int64_t> input,
                               llvm::ArrayRef<int64_t> filter,
@@ -86,7 +87,8 @@ ShapeOrError inferConv2dShape(llvm::ArrayRef<int64_t> input,
                               llvm::ArrayRef<int64_t> dilation);
 
 /// NCHW pooling: input [N, C, H, W] -> [N, C, OH, OW] with
-/// OH = (H + 2*padH - KH) / strideH + 1. Padding may be at most half the kernel.
+/// OH = (H + 2*padH - KH) / strideH + 1. Padding may be at most half the
+/// kernel.
 ShapeOrError inferPool2dShape(llvm::ArrayRef<int64_t> input,
                               llvm::ArrayRef<int64_t> kernel,
                               llvm::ArrayRef<int64_t> strides,
@@ -103,8 +105,9 @@ ShapeOrError inferReduceShape(llvm::ArrayRef<int64_t> input,
 
 /// Concatenation along `axis`: all shapes have the same rank and agree on every
 /// other dimension.
-ShapeOrError inferConcatShape(llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> inputs,
-                              int64_t axis);
+ShapeOrError
+inferConcatShape(llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> inputs,
+                 int64_t axis);
 
 /// Embedding lookup: table [V, D] and indices of any shape S -> S ++ [D].
 ShapeOrError inferEmbeddingShape(llvm::ArrayRef<int64_t> table,

@@ -22,23 +22,22 @@ namespace train {
 
 /// Infers the broadcast result type of an element-wise binary op named
 /// `opName`, emitting a diagnostic at `location` when the operands have none.
-llvm::LogicalResult
-inferBroadcastResult(llvm::StringRef opName,
-                     std::optional<mlir::Location> location, mlir::Type lhs,
-                     mlir::Type rhs, llvm::SmallVectorImpl<mlir::Type> &results);
+llvm::LogicalResult inferBroadcastResult(
+    llvm::StringRef opName, std::optional<mlir::Location> location,
+    mlir::Type lhs, mlir::Type rhs, llvm::SmallVectorImpl<mlir::Type> &results);
 
 /// Infers the result type of a 2-D pooling op named `opName`.
-llvm::LogicalResult
-inferPool2dResult(llvm::StringRef opName, std::optional<mlir::Location> location,
-                  mlir::Type input, llvm::ArrayRef<int64_t> kernel,
-                  llvm::ArrayRef<int64_t> strides,
-                  llvm::ArrayRef<int64_t> padding,
-                  llvm::SmallVectorImpl<mlir::Type> &results);
+llvm::LogicalResult inferPool2dResult(
+    llvm::StringRef opName, std::optional<mlir::Location> location,
+    mlir::Type input, llvm::ArrayRef<int64_t> kernel,
+    llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> padding,
+    llvm::SmallVectorImpl<mlir::Type> &results);
 
 /// Infers the result type of a reduction op named `opName`.
 llvm::LogicalResult
-inferReduceResult(llvm::StringRef opName, std::optional<mlir::Location> location,
-                  mlir::Type input, llvm::ArrayRef<int64_t> axes, bool keepDims,
+inferReduceResult(llvm::StringRef opName,
+                  std::optional<mlir::Location> location, mlir::Type input,
+                  llvm::ArrayRef<int64_t> axes, bool keepDims,
                   llvm::SmallVectorImpl<mlir::Type> &results);
 
 } // namespace train

@@ -16,16 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/InitAll.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
@@ -47,10 +42,8 @@ static bool hasNoOperations(llvm::StringRef text) {
 
 int main(int argc, char **argv) {
   DialectRegistry registry;
-  registry.insert<amp::train::TrainDialect, arith::ArithDialect,
-                  func::FuncDialect, scf::SCFDialect, tensor::TensorDialect>();
-  // Generic transformations: canonicalize, cse, inline, symbol-dce, ...
-  registerTransformsPasses();
+  amp::registerAmpDialects(registry);
+  amp::registerAmpPasses();
 
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv, "amp optimizer: mixed-precision training graphs\n", registry);

@@ -54,16 +54,19 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   Type argType = !region.empty() && argIndex < region.getNumArguments()
                      ? region.getArgument(argIndex).getType()
                      : Type();
-  auto tensorType = dyn_cast_or_null<RankedTensorType>(argType);
+  // After bufferization a parameter is a memref, after LLVM lowering a
+  // pointer: the marks stay on lowered functions and only shaped types are
+  // checked.
+  auto shapedType = dyn_cast_or_null<ShapedType>(argType);
 
   if (name == kParamAttrName || name == kStateAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(loc) << "'" << name << "' must be a unit attribute, got "
                             << attr.getValue();
     StringRef role = name == kParamAttrName ? "parameter" : "state";
-    if (argType && (!tensorType || !tensorType.hasStaticShape() ||
-                    !isa<Float16Type, BFloat16Type, Float32Type>(
-                        tensorType.getElementType())))
+    if (shapedType && (!shapedType.hasStaticShape() ||
+                       !isa<Float16Type, BFloat16Type, Float32Type>(
+                           shapedType.getElementType())))
       return emitError(loc) << role << " #" << argIndex
                             << " must be a statically shaped f32, f16 or bf16 "
                                "tensor, got "
@@ -91,8 +94,8 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                << "' (only parameters and state are "
                   "initialized)";
     }
-    if (tensorType && tensorType.hasStaticShape() &&
-        failed(computeFans(init, tensorType.getShape(),
+    if (shapedType && shapedType.hasRank() && shapedType.hasStaticShape() &&
+        failed(computeFans(init, shapedType.getShape(),
                            [&] { return emitError(loc); })))
       return failure();
     return success();

@@ -1,0 +1,89 @@
+//===- LoweringUtils.h - Helpers for lowering train ops ---------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builders of the linalg.generic shapes every train lowering is made of:
+// element-wise maps with NumPy broadcasting, and reductions, both computing in
+// f32 for low-precision element types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_CONVERSION_TRAINTOLINALG_LOWERINGUTILS_H
+#define AMP_CONVERSION_TRAINTOLINALG_LOWERINGUTILS_H
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace amp {
+
+/// The type arithmetic on `elementType` is carried out in: f32 for f16 and
+/// bf16, the type itself otherwise.
+mlir::Type getComputeType(mlir::Type elementType);
+
+/// Converts a float scalar to float type `to` (extf / truncf), or returns it.
+mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value value, mlir::Type to);
+
+/// A float constant of type `type`.
+mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Type type, double value);
+
+/// An operand of a linalg.generic together with its indexing map.
+struct GenericInput {
+  mlir::Value value;
+  mlir::AffineMap map;
+};
+
+/// Prepares `input` to be read by a generic iterating over `resultShape`
+/// with NumPy broadcasting: dimensions the input broadcasts are collapsed
+/// away and the map reads the remaining ones.
+GenericInput broadcastInput(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value input,
+                            llvm::ArrayRef<int64_t> resultShape);
+
+/// `input` (of shape `iterShape` minus `reducedDims`) read by a generic
+/// iterating over `iterShape` (rank `rank`): the map skips `reducedDims`.
+GenericInput reducedInput(mlir::MLIRContext *ctx, mlir::Value input,
+                          unsigned rank, llvm::ArrayRef<int64_t> reducedDims);
+
+/// The body of an element-wise generic: receives the inputs converted to
+/// `computeType` (floats only; integers unchanged) and returns the result in
+/// `computeType`.
+using ElementwiseBody = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+/// A parallel linalg.generic producing a tensor of `resultType`; arithmetic
+/// runs in `computeType` and the result is converted to the result element
+/// type once.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             llvm::ArrayRef<GenericInput> inputs,
+                             mlir::Type computeType, ElementwiseBody body);
+
+/// The combining step of a reduction: (accumulator, inputs in compute type)
+/// -> new accumulator.
+using ReductionBody = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>;
+
+/// Reduces over `reducedDims` (sorted) of an iteration space `iterShape`:
+/// each input is read through its map, the accumulator of type `accType`
+/// starts at `init`, and the result has `iterShape` minus `reducedDims`.
+mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc,
+                           llvm::ArrayRef<int64_t> iterShape,
+                           llvm::ArrayRef<int64_t> reducedDims,
+                           llvm::ArrayRef<GenericInput> inputs,
+                           mlir::Type accType, double init, ReductionBody body);
+
+/// An identity map of `rank` dimensions.
+mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
+
+/// Reshapes `value` to `shape` (same element count) with collapse/expand.
+mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, llvm::ArrayRef<int64_t> shape);
+
+} // namespace amp
+
+#endif // AMP_CONVERSION_TRAINTOLINALG_LOWERINGUTILS_H

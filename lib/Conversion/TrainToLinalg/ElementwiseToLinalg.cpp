@@ -1,0 +1,257 @@
+//===- ElementwiseToLinalg.cpp - Element-wise train ops to linalg ---------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Unary and binary element-wise ops, cast, dropout and broadcast: each is one
+// parallel linalg.generic computing in f32 for f16/bf16 and rounding once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
+#include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace amp;
+using namespace amp::train;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Scalar formulas (x in the compute type)
+//===----------------------------------------------------------------------===//
+
+Value unary(ReluOp, OpBuilder &b, Location loc, Value x) {
+  // maximumf propagates NaN, as torch.relu does.
+  return arith::MaximumFOp::create(b, loc, x,
+                                   floatConstant(b, loc, x.getType(), 0.0));
+}
+Value unary(TanhOp, OpBuilder &b, Location loc, Value x) {
+  return math::TanhOp::create(b, loc, x);
+}
+Value unary(SigmoidOp, OpBuilder &b, Location loc, Value x) {
+  // 1 / (1 + exp(-x)): exp overflows to inf for x < -88 and gives 0 exactly.
+  Type t = x.getType();
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  Value one = floatConstant(b, loc, t, 1.0);
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+Value unary(ExpOp, OpBuilder &b, Location loc, Value x) {
+  return math::ExpOp::create(b, loc, x);
+}
+Value unary(LogOp, OpBuilder &b, Location loc, Value x) {
+  return math::LogOp::create(b, loc, x);
+}
+
+/// gelu(x) = x * Phi(x): 0.5 x (1 + erf(x / sqrt 2)), or the tanh form.
+Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
+  Type t = x.getType();
+  auto c = [&](double v) { return floatConstant(b, loc, t, v); };
+  Value inner;
+  if (tanhForm) {
+    // sqrt(2/pi) * (x + 0.044715 x^3)
+    Value x3 = arith::MulFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value poly = arith::AddFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
+    inner = math::TanhOp::create(
+        b, loc, arith::MulFOp::create(b, loc, c(std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    inner = math::ErfOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+  }
+  Value half = arith::MulFOp::create(b, loc, c(0.5), x);
+  return arith::MulFOp::create(b, loc, half,
+                               arith::AddFOp::create(b, loc, c(1.0), inner));
+}
+
+Value binary(AddOp, OpBuilder &b, Location loc, Value l, Value r) {
+  return arith::AddFOp::create(b, loc, l, r);
+}
+Value binary(SubOp, OpBuilder &b, Location loc, Value l, Value r) {
+  return arith::SubFOp::create(b, loc, l, r);
+}
+Value binary(MulOp, OpBuilder &b, Location loc, Value l, Value r) {
+  return arith::MulFOp::create(b, loc, l, r);
+}
+Value binary(DivOp, OpBuilder &b, Location loc, Value l, Value r) {
+  return arith::DivFOp::create(b, loc, l, r);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy> struct UnaryToLinalg : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    Location loc = op.getLoc();
+    Value result = buildElementwise(
+        rewriter, loc, type, {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        getComputeType(type.getElementType()),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return unary(op, b, l, args[0]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GeluToLinalg : OpRewritePattern<GeluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    bool tanhForm = op.getApproximate() == GeluApproximation::tanh;
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type,
+        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        getComputeType(type.getElementType()),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return gelu(b, l, args[0], tanhForm);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+template <typename OpTy> struct BinaryToLinalg : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    Location loc = op.getLoc();
+    GenericInput lhs = broadcastInput(rewriter, loc, op.getLhs(), type.getShape());
+    GenericInput rhs = broadcastInput(rewriter, loc, op.getRhs(), type.getShape());
+    Value result = buildElementwise(
+        rewriter, loc, type, {lhs, rhs}, getComputeType(type.getElementType()),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return binary(op, b, l, args[0], args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct CastToLinalg : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    // One rounding: the input is read as is and converted to the result type.
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type,
+        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        inputType.getElementType(),
+        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct BroadcastToLinalg : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    GenericInput in =
+        broadcastInput(rewriter, op.getLoc(), op.getInput(), type.getShape());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type, {in}, type.getElementType(),
+        [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// i64 constant.
+Value i64Constant(OpBuilder &b, Location loc, uint64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+}
+
+/// The dropout mask's uniform number for row-major element `index`:
+/// splitmix64(index + seed * golden) >> 40, scaled to [0, 1) in f32.
+/// docs/TrainDialect.md states the formula; the backward pass reuses it.
+Value dropoutUniform(OpBuilder &b, Location loc, Value index, uint64_t seed) {
+  auto mix = [&](Value z, unsigned shift, uint64_t mul) {
+    Value shifted = arith::ShRUIOp::create(b, loc, z, i64Constant(b, loc, shift));
+    Value x = arith::XOrIOp::create(b, loc, z, shifted);
+    return mul ? arith::MulIOp::create(b, loc, x, i64Constant(b, loc, mul))
+                     .getResult()
+               : x;
+  };
+  Value z = arith::AddIOp::create(
+      b, loc, index, i64Constant(b, loc, seed * 0x9E3779B97F4A7C15ULL));
+  z = mix(z, 30, 0xBF58476D1CE4E5B9ULL);
+  z = mix(z, 27, 0x94D049BB133111EBULL);
+  z = mix(z, 31, 0);
+  Value top24 = arith::ShRUIOp::create(b, loc, z, i64Constant(b, loc, 40));
+  Type f32 = b.getF32Type();
+  Value u = arith::UIToFPOp::create(b, loc, f32, top24);
+  return arith::MulFOp::create(b, loc, u,
+                               floatConstant(b, loc, f32, 1.0 / (1 << 24)));
+}
+
+struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    double rate = op.getRate().convertToDouble();
+    uint64_t seed = op.getSeed();
+    ArrayRef<int64_t> shape = type.getShape();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type,
+        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        getComputeType(type.getElementType()),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          // Row-major linear index of the element.
+          Value linear = arith::ConstantIndexOp::create(b, loc, 0);
+          for (auto [d, size] : llvm::enumerate(shape)) {
+            Value idx = linalg::IndexOp::create(b, loc, d);
+            linear = arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(
+                    b, loc, linear, arith::ConstantIndexOp::create(b, loc, size)),
+                idx);
+          }
+          Value index = arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
+          Value u = dropoutUniform(b, loc, index, seed);
+          Value keep = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OGE, u,
+              floatConstant(b, loc, b.getF32Type(), rate));
+          Type t = args[0].getType();
+          Value scaled = arith::MulFOp::create(
+              b, loc, args[0], floatConstant(b, loc, t, 1.0 / (1.0 - rate)));
+          return arith::SelectOp::create(b, loc, keep, scaled,
+                                         floatConstant(b, loc, t, 0.0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void amp::populateTrainElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<UnaryToLinalg<ReluOp>, UnaryToLinalg<TanhOp>,
+               UnaryToLinalg<SigmoidOp>, UnaryToLinalg<ExpOp>,
+               UnaryToLinalg<LogOp>, GeluToLinalg, BinaryToLinalg<AddOp>,
+               BinaryToLinalg<SubOp>, BinaryToLinalg<MulOp>,
+               BinaryToLinalg<DivOp>, CastToLinalg, BroadcastToLinalg,
+               DropoutToLinalg>(ctx);
+}

@@ -1,0 +1,184 @@
+//===- LoweringUtils.cpp - Helpers for lowering train ops -----------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+using namespace mlir;
+using namespace amp;
+
+Type amp::getComputeType(Type elementType) {
+  if (isa<Float16Type, BFloat16Type>(elementType))
+    return Float32Type::get(elementType.getContext());
+  return elementType;
+}
+
+Value amp::convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
+  Type from = value.getType();
+  if (from == to || !isa<FloatType>(from) || !isa<FloatType>(to))
+    return value;
+  if (cast<FloatType>(from).getWidth() < cast<FloatType>(to).getWidth())
+    return arith::ExtFOp::create(b, loc, to, value);
+  return arith::TruncFOp::create(b, loc, to, value);
+}
+
+Value amp::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
+}
+
+AffineMap amp::identityMap(MLIRContext *ctx, unsigned rank) {
+  return AffineMap::getMultiDimIdentityMap(rank, ctx);
+}
+
+/// One reassociation group holding all `rank` dimensions.
+static SmallVector<ReassociationIndices> allDims(int64_t rank) {
+  ReassociationIndices group;
+  for (int64_t i = 0; i < rank; ++i)
+    group.push_back(i);
+  return {group};
+}
+
+Value amp::reshapeTensor(OpBuilder &b, Location loc, Value value,
+                         ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  auto target = RankedTensorType::get(shape, type.getElementType());
+  // Rank 0 <-> all-ones shapes need no grouping.
+  if (type.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, target, value,
+                                         ArrayRef<ReassociationIndices>{});
+  if (shape.empty())
+    return tensor::CollapseShapeOp::create(b, loc, target, value,
+                                           ArrayRef<ReassociationIndices>{});
+  // Otherwise through rank 1: row-major order is kept by both steps.
+  Value flat = value;
+  if (type.getRank() > 1)
+    flat = tensor::CollapseShapeOp::create(
+        b, loc,
+        RankedTensorType::get({type.getNumElements()}, type.getElementType()),
+        value, allDims(type.getRank()));
+  if (shape.size() == 1)
+    return flat;
+  return tensor::ExpandShapeOp::create(b, loc, target, flat,
+                                       allDims(shape.size()));
+}
+
+GenericInput amp::broadcastInput(OpBuilder &b, Location loc, Value input,
+                                 ArrayRef<int64_t> resultShape) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(input.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  unsigned offset = resultShape.size() - shape.size();
+  SmallVector<int64_t> keptSizes;
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    unsigned resultDim = offset + i;
+    if (size == resultShape[resultDim]) {
+      keptSizes.push_back(size);
+      exprs.push_back(getAffineDimExpr(resultDim, ctx));
+    }
+  }
+  Value value = input;
+  if (keptSizes.size() != shape.size()) {
+    // Only unit dimensions are dropped, so the collapse is a pure reshape.
+    auto collapsed = RankedTensorType::get(keptSizes, type.getElementType());
+    SmallVector<ReassociationIndices> groups;
+    if (!keptSizes.empty())
+      groups = *getReassociationIndicesForCollapse(shape, keptSizes);
+    value = tensor::CollapseShapeOp::create(b, loc, collapsed, input, groups);
+  }
+  return {value, AffineMap::get(resultShape.size(), 0, exprs, ctx)};
+}
+
+GenericInput amp::reducedInput(MLIRContext *ctx, Value input, unsigned rank,
+                               ArrayRef<int64_t> reducedDims) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!llvm::is_contained(reducedDims, d))
+      exprs.push_back(getAffineDimExpr(d, ctx));
+  return {input, AffineMap::get(rank, 0, exprs, ctx)};
+}
+
+/// Converts the float block arguments to `computeType`.
+static SmallVector<Value> toCompute(OpBuilder &b, Location loc,
+                                    ValueRange args, Type computeType) {
+  SmallVector<Value> converted;
+  for (Value arg : args)
+    converted.push_back(convertFloat(b, loc, arg, computeType));
+  return converted;
+}
+
+Value amp::buildElementwise(OpBuilder &b, Location loc,
+                            RankedTensorType resultType,
+                            ArrayRef<GenericInput> inputs, Type computeType,
+                            ElementwiseBody body) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = resultType.getRank();
+  SmallVector<Value> values;
+  SmallVector<AffineMap> maps;
+  for (const GenericInput &in : inputs) {
+    values.push_back(in.value);
+    maps.push_back(in.map);
+  }
+  maps.push_back(identityMap(ctx, rank));
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                       resultType.getElementType());
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  Type resultElement = resultType.getElementType();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, values, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        SmallVector<Value> in =
+            toCompute(nb, nloc, args.drop_back(), computeType);
+        Value result = body(nb, nloc, in);
+        linalg::YieldOp::create(
+            nb, nloc, convertFloat(nb, nloc, result, resultElement));
+      });
+  return generic.getResult(0);
+}
+
+Value amp::buildReduction(OpBuilder &b, Location loc,
+                          ArrayRef<int64_t> iterShape,
+                          ArrayRef<int64_t> reducedDims,
+                          ArrayRef<GenericInput> inputs, Type accType,
+                          double init, ReductionBody body) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = iterShape.size();
+  SmallVector<int64_t> outShape;
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < rank; ++d) {
+    bool reduced = llvm::is_contained(reducedDims, d);
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced)
+      outShape.push_back(iterShape[d]);
+  }
+  Value empty = tensor::EmptyOp::create(b, loc, outShape, accType);
+  Value initValue = floatConstant(b, loc, accType, init);
+  Value filled =
+      linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
+  SmallVector<Value> values;
+  SmallVector<AffineMap> maps;
+  for (const GenericInput &in : inputs) {
+    values.push_back(in.value);
+    maps.push_back(in.map);
+  }
+  maps.push_back(reducedInput(ctx, filled, rank, reducedDims).map);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{filled.getType()}, values, ValueRange{filled}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        SmallVector<Value> in = toCompute(nb, nloc, args.drop_back(), accType);
+        linalg::YieldOp::create(nb, nloc,
+                                body(nb, nloc, args.back(), in));
+      });
+  return generic.getResult(0);
+}

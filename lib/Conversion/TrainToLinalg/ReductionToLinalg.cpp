@@ -1,0 +1,409 @@
+//===- ReductionToLinalg.cpp - Reducing train ops to linalg ---------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// softmax, log_softmax, layer_norm, batch_norm, reduce_sum/mean and the losses.
+// Every statistic accumulates in f32 whatever the element type; variances are
+// two-pass (sum of squared deviations from the mean), never E[x^2] - E[x]^2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
+#include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace amp;
+using namespace amp::train;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The dimensions [from, rank) as a list.
+SmallVector<int64_t> dimRange(int64_t from, int64_t rank) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = from; d < rank; ++d)
+    dims.push_back(d);
+  return dims;
+}
+
+/// The number of elements the dimensions `dims` of `shape` span.
+int64_t countOf(ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= shape[d];
+  return n;
+}
+
+/// 1 / sqrt(x).
+Value invSqrt(OpBuilder &b, Location loc, Value x) {
+  return arith::DivFOp::create(b, loc, floatConstant(b, loc, x.getType(), 1.0),
+                               math::SqrtOp::create(b, loc, x));
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+/// In a generic over [..., S, S] scores: true where column <= row (the
+/// positions a causal softmax keeps).
+Value causalKeep(OpBuilder &b, Location loc, unsigned rank) {
+  Value row = linalg::IndexOp::create(b, loc, rank - 2);
+  Value col = linalg::IndexOp::create(b, loc, rank - 1);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col, row);
+}
+
+/// Row statistics of a (possibly causal) softmax along `axis`: the maximum
+/// and the sum of exp(x - max), both f32 with the axis dropped.
+std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value input,
+                                     int64_t axis, bool causal) {
+  auto type = cast<RankedTensorType>(input.getType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  Type f32 = b.getF32Type();
+  GenericInput x = {input, identityMap(ctx, rank)};
+  Value max = buildReduction(
+      b, loc, type.getShape(), {axis}, {x}, f32, -kInf,
+      [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+        Value v = in[0];
+        if (causal)
+          v = arith::SelectOp::create(nb, l, causalKeep(nb, l, rank), v,
+                                      floatConstant(nb, l, f32, -kInf));
+        return arith::MaximumFOp::create(nb, l, acc, v);
+      });
+  Value sum = buildReduction(
+      b, loc, type.getShape(), {axis},
+      {x, reducedInput(ctx, max, rank, {axis})}, f32, 0.0,
+      [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+        Value e = math::ExpOp::create(nb, l,
+                                      arith::SubFOp::create(nb, l, in[0], in[1]));
+        if (causal)
+          e = arith::SelectOp::create(nb, l, causalKeep(nb, l, rank), e,
+                                      floatConstant(nb, l, f32, 0.0));
+        return arith::AddFOp::create(nb, l, acc, e);
+      });
+  return {max, sum};
+}
+
+struct SoftmaxToLinalg : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    int64_t axis = op.getAxis();
+    bool causal = op.getCausal();
+    auto [max, sum] = softmaxStats(rewriter, loc, op.getInput(), axis, causal);
+    MLIRContext *ctx = op.getContext();
+    Value result = buildElementwise(
+        rewriter, loc, type,
+        {{op.getInput(), identityMap(ctx, rank)},
+         reducedInput(ctx, max, rank, {axis}),
+         reducedInput(ctx, sum, rank, {axis})},
+        rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
+          Value e = math::ExpOp::create(b, l,
+                                        arith::SubFOp::create(b, l, in[0], in[1]));
+          Value p = arith::DivFOp::create(b, l, e, in[2]);
+          if (!causal)
+            return p;
+          return arith::SelectOp::create(b, l, causalKeep(b, l, rank), p,
+                                         floatConstant(b, l, b.getF32Type(), 0.0))
+              .getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LogSoftmaxToLinalg : OpRewritePattern<LogSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LogSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    int64_t axis = op.getAxis();
+    auto [max, sum] = softmaxStats(rewriter, loc, op.getInput(), axis, false);
+    MLIRContext *ctx = op.getContext();
+    Value result = buildElementwise(
+        rewriter, loc, type,
+        {{op.getInput(), identityMap(ctx, rank)},
+         reducedInput(ctx, max, rank, {axis}),
+         reducedInput(ctx, sum, rank, {axis})},
+        rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
+          // x - max - log(sum exp(x - max))
+          Value shifted = arith::SubFOp::create(b, l, in[0], in[1]);
+          return arith::SubFOp::create(b, l, shifted,
+                                       math::LogOp::create(b, l, in[2]));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Sum and sum of squared deviations over `dims` of `input` (two passes).
+std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc,
+                                        Value input, ArrayRef<int64_t> dims,
+                                        int64_t count) {
+  auto type = cast<RankedTensorType>(input.getType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  Type f32 = b.getF32Type();
+  GenericInput x = {input, identityMap(ctx, rank)};
+  Value sum = buildReduction(
+      b, loc, type.getShape(), dims, {x}, f32, 0.0,
+      [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+        return arith::AddFOp::create(nb, l, acc, in[0]);
+      });
+  Value dev = buildReduction(
+      b, loc, type.getShape(), dims, {x, reducedInput(ctx, sum, rank, dims)},
+      f32, 0.0, [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+        Value mean = arith::DivFOp::create(
+            nb, l, in[1], floatConstant(nb, l, f32, double(count)));
+        Value d = arith::SubFOp::create(nb, l, in[0], mean);
+        return arith::AddFOp::create(nb, l, acc,
+                                     arith::MulFOp::create(nb, l, d, d));
+      });
+  return {sum, dev};
+}
+
+/// (x - sum/n) / sqrt(dev/n + eps) * scale + bias, all in f32.
+Value normalize(OpBuilder &b, Location loc, ValueRange in, double count,
+                double epsilon) {
+  Type f32 = b.getF32Type();
+  Value n = floatConstant(b, loc, f32, count);
+  Value mean = arith::DivFOp::create(b, loc, in[1], n);
+  Value var = arith::DivFOp::create(b, loc, in[2], n);
+  Value inv = invSqrt(b, loc,
+                      arith::AddFOp::create(
+                          b, loc, var, floatConstant(b, loc, f32, epsilon)));
+  Value xhat = arith::MulFOp::create(
+      b, loc, arith::SubFOp::create(b, loc, in[0], mean), inv);
+  return arith::AddFOp::create(b, loc,
+                               arith::MulFOp::create(b, loc, xhat, in[3]),
+                               in[4]);
+}
+
+struct LayerNormToLinalg : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    int64_t normRank = op.getScale().getType().getRank();
+    SmallVector<int64_t> dims = dimRange(rank - normRank, rank);
+    int64_t count = countOf(type.getShape(), dims);
+    auto [sum, dev] = sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
+    MLIRContext *ctx = op.getContext();
+    double eps = op.getEpsilon().convertToDouble();
+    Value result = buildElementwise(
+        rewriter, loc, type,
+        {{op.getInput(), identityMap(ctx, rank)},
+         reducedInput(ctx, sum, rank, dims), reducedInput(ctx, dev, rank, dims),
+         broadcastInput(rewriter, loc, op.getScale(), type.getShape()),
+         broadcastInput(rewriter, loc, op.getBias(), type.getShape())},
+        rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
+          return normalize(b, l, in, double(count), eps);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getOutput().getType());
+    auto statType = cast<RankedTensorType>(op.getRunningMean().getType());
+    unsigned rank = type.getRank();
+    SmallVector<int64_t> dims = {0};
+    llvm::append_range(dims, dimRange(2, rank));
+    int64_t count = countOf(type.getShape(), dims);
+    auto [sum, dev] = sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
+    double eps = op.getEpsilon().convertToDouble();
+    auto perChannel = [&](Value v) { return reducedInput(ctx, v, rank, dims); };
+    Value output = buildElementwise(
+        rewriter, loc, type,
+        {{op.getInput(), identityMap(ctx, rank)}, perChannel(sum),
+         perChannel(dev), perChannel(op.getScale()), perChannel(op.getBias())},
+        rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
+          return normalize(b, l, in, double(count), eps);
+        });
+    // Running statistics: (1 - m) * running + m * batch statistic, with the
+    // unbiased variance (PyTorch).
+    double m = op.getMomentum().convertToDouble();
+    auto update = [&](Value running, Value stat, double divisor) {
+      AffineMap id = identityMap(ctx, 1);
+      return buildElementwise(
+          rewriter, loc, statType, {{running, id}, {stat, id}},
+          rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
+            Type f32 = b.getF32Type();
+            Value kept = arith::MulFOp::create(
+                b, l, floatConstant(b, l, f32, 1.0 - m), in[0]);
+            Value fresh = arith::MulFOp::create(
+                b, l, floatConstant(b, l, f32, m),
+                arith::DivFOp::create(b, l, in[1],
+                                      floatConstant(b, l, f32, divisor)));
+            return arith::AddFOp::create(b, l, kept, fresh);
+          });
+    };
+    Value newMean = update(op.getRunningMean(), sum, double(count));
+    Value newVar = update(op.getRunningVar(), dev, double(count - 1));
+    rewriter.replaceOp(op, {output, newMean, newVar});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Reductions and losses
+//===----------------------------------------------------------------------===//
+
+/// Divides a rank-any f32 tensor by `divisor` and rounds it to `type`'s
+/// element type; `divisor` 1 just rounds.
+Value scaleAndRound(OpBuilder &b, Location loc, Value acc,
+                    RankedTensorType accShapeType, double divisor) {
+  MLIRContext *ctx = b.getContext();
+  return buildElementwise(
+      b, loc, accShapeType, {{acc, identityMap(ctx, accShapeType.getRank())}},
+      b.getF32Type(), [&](OpBuilder &nb, Location l, ValueRange in) {
+        if (divisor == 1.0)
+          return in[0];
+        return arith::DivFOp::create(
+                   nb, l, in[0], floatConstant(nb, l, nb.getF32Type(), divisor))
+            .getResult();
+      });
+}
+
+template <typename OpTy, bool IsMean>
+struct ReduceToLinalg : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    auto type = cast<RankedTensorType>(op.getType());
+    SmallVector<int64_t> dims(op.getAxes());
+    llvm::sort(dims);
+    Value sum = buildReduction(
+        rewriter, loc, inType.getShape(), dims,
+        {{op.getInput(), identityMap(op.getContext(), inType.getRank())}},
+        rewriter.getF32Type(), 0.0,
+        [](OpBuilder &b, Location l, Value acc, ValueRange in) {
+          return arith::AddFOp::create(b, l, acc, in[0]);
+        });
+    auto sumType = cast<RankedTensorType>(sum.getType());
+    double divisor = IsMean ? double(countOf(inType.getShape(), dims)) : 1.0;
+    Value result = scaleAndRound(
+        rewriter, loc, sum,
+        RankedTensorType::get(sumType.getShape(), type.getElementType()),
+        divisor);
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, type.getShape()));
+    return success();
+  }
+};
+
+struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value logits = op.getLogits();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    int64_t batch = logitsType.getDimSize(0);
+    int64_t classes = logitsType.getDimSize(1);
+    auto [max, sum] = softmaxStats(rewriter, loc, logits, 1, false);
+    Type f32 = rewriter.getF32Type();
+    AffineMap id = identityMap(ctx, 1);
+    // sum_n log(sum_n) + max_n - logits[n, labels[n]]; a label outside
+    // [0, classes) makes the loss NaN instead of reading out of bounds.
+    Value total = buildReduction(
+        rewriter, loc, {batch}, {0},
+        {{op.getLabels(), id}, {max, id}, {sum, id}}, f32, 0.0,
+        [&](OpBuilder &b, Location l, Value acc, ValueRange in) {
+          Value label = in[0];
+          Type i32 = label.getType();
+          auto c = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, v));
+          };
+          Value valid = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label, c(0)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
+                                    c(classes)));
+          Value safe = arith::SelectOp::create(b, l, valid, label, c(0));
+          Value column =
+              arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
+          Value row = linalg::IndexOp::create(b, l, 0);
+          Value picked = convertFloat(
+              b, l, tensor::ExtractOp::create(b, l, logits, ValueRange{row, column}),
+              f32);
+          Value lse = arith::AddFOp::create(b, l, math::LogOp::create(b, l, in[2]),
+                                            in[1]);
+          Value term = arith::SubFOp::create(b, l, lse, picked);
+          term = arith::SelectOp::create(
+              b, l, valid, term,
+              floatConstant(b, l, f32, std::numeric_limits<double>::quiet_NaN()));
+          return arith::AddFOp::create(b, l, acc, term);
+        });
+    Value result = scaleAndRound(rewriter, loc, total,
+                                 cast<RankedTensorType>(op.getType()),
+                                 double(batch));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct MseLossToLinalg : OpRewritePattern<MseLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MseLossOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    unsigned rank = inType.getRank();
+    AffineMap id = identityMap(op.getContext(), rank);
+    Value total = buildReduction(
+        rewriter, loc, inType.getShape(), dimRange(0, rank),
+        {{op.getInput(), id}, {op.getTarget(), id}}, rewriter.getF32Type(),
+        0.0, [](OpBuilder &b, Location l, Value acc, ValueRange in) {
+          Value d = arith::SubFOp::create(b, l, in[0], in[1]);
+          return arith::AddFOp::create(b, l, acc,
+                                       arith::MulFOp::create(b, l, d, d));
+        });
+    Value result =
+        scaleAndRound(rewriter, loc, total, cast<RankedTensorType>(op.getType()),
+                      double(inType.getNumElements()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg, LayerNormToLinalg,
+               BatchNormToLinalg, ReduceToLinalg<ReduceSumOp, false>,
+               ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,
+               MseLossToLinalg>(ctx);
+}

@@ -1,0 +1,45 @@
+//===- TrainToLinalg.cpp - The amp-convert-train-to-linalg pass -----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
+#include "amp/Conversion/Passes.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace amp {
+#define GEN_PASS_DEF_CONVERTTRAINTOLINALGPASS
+#include "amp/Conversion/Passes.h.inc"
+} // namespace amp
+
+using namespace mlir;
+using namespace amp;
+
+void amp::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
+  populateTrainElementwiseToLinalgPatterns(patterns);
+  populateTrainContractionToLinalgPatterns(patterns);
+  populateTrainReductionToLinalgPatterns(patterns);
+  populateTrainShapeToLinalgPatterns(patterns);
+}
+
+namespace {
+struct ConvertTrainToLinalgPass
+    : public amp::impl::ConvertTrainToLinalgPassBase<ConvertTrainToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    // Every train op must go; anything else may stay or be created.
+    target.addIllegalDialect<train::TrainDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(ctx);
+    populateTrainToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,48 @@
+//===- Pipelines.cpp - amp's pass pipelines -------------------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Pipelines/Pipelines.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace mlir;
+
+std::string amp::getCpuLoweringPipeline() {
+  return
+      // train -> linalg/tensor/arith/math on tensors, cleaned up and with
+      // element-wise chains fused into single loops.
+      "amp-convert-train-to-linalg,canonicalize,cse,"
+      "linalg-fuse-elementwise-ops,canonicalize,"
+      // Tensors -> buffers. Function results become out-parameters the
+      // caller allocates, so a compiled step writes into given memory.
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "buffer-results-to-out-params{hoist-static-allocs=true},"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+      "canonicalize,"
+      // Loops, then the LLVM dialect. Transcendentals call libm (accurate
+      // to an ulp); f16/bf16 conversions are expanded or called out.
+      "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
+      "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
+      "finalize-memref-to-llvm,convert-math-to-llvm,convert-to-llvm,"
+      "reconcile-unrealized-casts";
+}
+
+void amp::buildCpuLoweringPipeline(OpPassManager &pm) {
+  if (failed(parsePassPipeline(getCpuLoweringPipeline(), pm)))
+    llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
+                             "not parse; are the passes registered?");
+}
+
+void amp::registerAmpPipelines() {
+  PassPipelineRegistration<>(
+      "amp-lower-cpu",
+      "Lower a train-dialect module to the LLVM dialect for the CPU "
+      "(train -> linalg -> bufferize -> loops -> LLVM)",
+      [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
+}

@@ -15,7 +15,7 @@ config.test_exec_root = os.path.join(config.amp_obj_root, "test")
 
 # Inputs that are not tests themselves.
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "Unit"]
+                   "Unit", "Integration"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))

@@ -22,7 +22,8 @@ std::string amp::getCpuLoweringPipeline() {
       // caller allocates, so a compiled step writes into given memory.
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
-      "buffer-results-to-out-params{hoist-static-allocs=true},"
+      "buffer-results-to-out-params{hoist-static-allocs=true "
+      "modify-public-functions=true},"
       "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
       "canonicalize,"
       // Loops, then the LLVM dialect. Transcendentals call libm (accurate

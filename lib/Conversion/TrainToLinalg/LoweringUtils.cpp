@@ -24,8 +24,14 @@ Value amp::convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
   Type from = value.getType();
   if (from == to || !isa<FloatType>(from) || !isa<FloatType>(to))
     return value;
-  if (cast<FloatType>(from).getWidth() < cast<FloatType>(to).getWidth())
+  unsigned fromWidth = cast<FloatType>(from).getWidth();
+  unsigned toWidth = cast<FloatType>(to).getWidth();
+  if (fromWidth < toWidth)
     return arith::ExtFOp::create(b, loc, to, value);
+  if (fromWidth == toWidth) {
+    // f16 <-> bf16: widen exactly to f32, then round once.
+    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  }
   return arith::TruncFOp::create(b, loc, to, value);
 }
 

@@ -1,0 +1,86 @@
+//===- HostTensor.h - Dense tensors in host memory --------------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_HOSTTENSOR_H
+#define AMP_EXECUTION_HOSTTENSOR_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class Type;
+} // namespace mlir
+
+namespace amp {
+
+/// The element types a compiled step exchanges with the host.
+enum class ElementKind { F32, F16, BF16, I32 };
+
+/// The size of one element in bytes.
+unsigned elementBytes(ElementKind kind);
+/// "f32", "f16", "bf16" or "i32".
+llvm::StringRef elementName(ElementKind kind);
+/// The kind of an MLIR element type, if it is one of the four.
+std::optional<ElementKind> elementKindOf(mlir::Type type);
+
+/// f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept).
+uint16_t floatToHalf(float value);
+/// f16 bits -> f32 (exact).
+float halfToFloat(uint16_t bits);
+/// f32 -> bf16 bits, round to nearest even (NaN kept quiet).
+uint16_t floatToBFloat(float value);
+/// bf16 bits -> f32 (exact).
+float bfloatToFloat(uint16_t bits);
+
+/// A dense row-major tensor in host memory, 64-byte aligned. f16 and bf16
+/// elements are stored as their bit patterns.
+class HostTensor {
+public:
+  /// A zero-filled tensor.
+  HostTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+
+  /// A float tensor holding `values` rounded (RNE) to `kind`.
+  static HostTensor fromFloats(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+                               llvm::ArrayRef<float> values);
+  /// An i32 tensor holding `values`.
+  static HostTensor fromInts(llvm::ArrayRef<int64_t> shape,
+                             llvm::ArrayRef<int32_t> values);
+
+  ElementKind getKind() const { return kind; }
+  llvm::ArrayRef<int64_t> getShape() const { return shape; }
+  int64_t getNumElements() const;
+  size_t getSizeInBytes() const { return getNumElements() * elementBytes(kind); }
+
+  /// The elements widened to f32 (exact for every kind but large i32).
+  std::vector<float> toFloats() const;
+  /// Element `i` (row-major) widened to f64.
+  double getAsDouble(int64_t i) const;
+
+  void *data() { return storage.data(); }
+  const void *data() const { return storage.data(); }
+
+  /// "tensor<2x3xf16>".
+  std::string typeString() const;
+
+private:
+  ElementKind kind;
+  llvm::SmallVector<int64_t, 4> shape;
+  /// 64-byte blocks, so the data is aligned for any vector width.
+  struct alignas(64) Block {
+    unsigned char bytes[64];
+  };
+  std::vector<Block> storage;
+};
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_HOSTTENSOR_H

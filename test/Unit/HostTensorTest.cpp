@@ -1,0 +1,124 @@
+//===- HostTensorTest.cpp - f16/bf16 conversions against APFloat ----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/HostTensor.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace amp;
+using llvm::APFloat;
+
+namespace {
+
+/// APFloat's round-to-nearest-even conversion of `value` to `semantics`.
+uint16_t referenceBits(float value, const llvm::fltSemantics &semantics) {
+  APFloat f(value);
+  bool losesInfo;
+  f.convert(semantics, APFloat::rmNearestTiesToEven, &losesInfo);
+  return static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+}
+
+bool isNaNBits(uint16_t bits, bool half) {
+  return half ? ((bits & 0x7C00) == 0x7C00 && (bits & 0x3FF))
+              : ((bits & 0x7F80) == 0x7F80 && (bits & 0x7F));
+}
+
+TEST(HalfConversion, EveryHalfWidensExactly) {
+  for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    APFloat ref(APFloat::IEEEhalf(), llvm::APInt(16, bits));
+    float got = halfToFloat(bits);
+    if (ref.isNaN()) {
+      EXPECT_TRUE(std::isnan(got)) << bits;
+      continue;
+    }
+    ASSERT_EQ(got, ref.convertToFloat()) << "bits " << bits;
+    // And narrows back to itself.
+    ASSERT_EQ(floatToHalf(got), bits) << "bits " << bits;
+  }
+}
+
+TEST(HalfConversion, RoundsLikeAPFloat) {
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<uint32_t> any;
+  // Random bit patterns cover every exponent, including ties and subnormals.
+  for (int i = 0; i < 2000000; ++i) {
+    uint32_t x = any(rng);
+    float f;
+    std::memcpy(&f, &x, 4);
+    uint16_t ref = referenceBits(f, APFloat::IEEEhalf());
+    uint16_t got = floatToHalf(f);
+    if (isNaNBits(ref, true)) {
+      ASSERT_TRUE(isNaNBits(got, true)) << std::hex << x;
+      continue;
+    }
+    ASSERT_EQ(got, ref) << "f32 bits 0x" << std::hex << x;
+  }
+}
+
+TEST(HalfConversion, EdgeCases) {
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // halfway to 2^16 rounds to inf
+  EXPECT_EQ(floatToHalf(65519.99f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie to even zero
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
+  // 2^-3 + 2^-14 rounds to 2^-3: the vanishing-update example.
+  EXPECT_EQ(floatToHalf(0.125f + std::ldexp(1.0f, -14)), floatToHalf(0.125f));
+}
+
+TEST(BFloatConversion, EveryBFloatWidensExactly) {
+  for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    APFloat ref(APFloat::BFloat(), llvm::APInt(16, bits));
+    float got = bfloatToFloat(bits);
+    if (ref.isNaN()) {
+      EXPECT_TRUE(std::isnan(got));
+      continue;
+    }
+    ASSERT_EQ(got, ref.convertToFloat()) << bits;
+    ASSERT_EQ(floatToBFloat(got), bits) << bits;
+  }
+}
+
+TEST(BFloatConversion, RoundsLikeAPFloat) {
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 2000000; ++i) {
+    uint32_t x = any(rng);
+    float f;
+    std::memcpy(&f, &x, 4);
+    uint16_t ref = referenceBits(f, APFloat::BFloat());
+    uint16_t got = floatToBFloat(f);
+    if (isNaNBits(ref, false)) {
+      ASSERT_TRUE(isNaNBits(got, false)) << std::hex << x;
+      continue;
+    }
+    ASSERT_EQ(got, ref) << "f32 bits 0x" << std::hex << x;
+  }
+}
+
+TEST(HostTensor, LayoutAndAccess) {
+  HostTensor t = HostTensor::fromFloats(ElementKind::F16, {2, 3},
+                                        {1, 2, 3, 4, 5, 65504});
+  EXPECT_EQ(t.getNumElements(), 6);
+  EXPECT_EQ(t.getSizeInBytes(), 12u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+  EXPECT_EQ(t.getAsDouble(5), 65504.0);
+  EXPECT_EQ(t.typeString(), "tensor<2x3xf16>");
+  HostTensor l = HostTensor::fromInts({3}, {7, -1, 2});
+  EXPECT_EQ(l.getAsDouble(1), -1.0);
+  HostTensor z(ElementKind::F32, {});
+  EXPECT_EQ(z.getNumElements(), 1);
+  EXPECT_EQ(z.getAsDouble(0), 0.0);
+}
+
+} // namespace

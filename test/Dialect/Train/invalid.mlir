@@ -330,6 +330,14 @@ func.func @batch_norm_channels(%x: tensor<8x32x4x4xf32>, %s: tensor<16xf32>) -> 
 
 // -----
 
+func.func @batch_norm_one_value(%x: tensor<1x32x1x1xf32>, %s: tensor<32xf32>) -> tensor<1x32x1x1xf32> {
+  // expected-error @+1 {{'train.batch_norm' op needs more than one value per channel (batch x spatial = 1)}}
+  %0:3 = train.batch_norm %x, %s, %s, %s, %s : tensor<1x32x1x1xf32>, tensor<32xf32>
+  return %0#0 : tensor<1x32x1x1xf32>
+}
+
+// -----
+
 func.func @batch_norm_momentum(%x: tensor<8x32xf32>, %s: tensor<32xf32>) -> tensor<8x32xf32> {
   // expected-error @+1 {{'train.batch_norm' op momentum must be in [0, 1], got 1.5}}
   %0:3 = train.batch_norm %x, %s, %s, %s, %s momentum 1.5 : tensor<8x32xf32>, tensor<32xf32>

@@ -228,6 +228,11 @@ LogicalResult BatchNormOp::verify() {
     return emitOpError("scale, bias and running statistics must be [")
            << channels << "] (the input's channels), got "
            << formatShape(scale.getShape());
+  // The running variance is unbiased: it divides by (values per channel - 1).
+  if (input.getNumElements() / channels < 2)
+    return emitOpError("needs more than one value per channel (batch x "
+                       "spatial = ")
+           << input.getNumElements() / channels << ")";
   double momentum = getMomentum().convertToDouble();
   if (!(momentum >= 0.0 && momentum <= 1.0))
     return emitOpError("momentum must be in [0, 1], got ") << momentum;

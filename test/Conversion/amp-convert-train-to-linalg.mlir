@@ -1,0 +1,188 @@
+// RUN: amp-opt %s -amp-convert-train-to-linalg -split-input-file | FileCheck %s
+
+// The numerics of every lowering are checked through the JIT in
+// test/Integration/CPU; these tests pin the structure: f32 accumulation,
+// single rounding, broadcasting maps, padding, causal masks.
+
+// f16 matmul: f16 operands, f32 accumulator, one truncation at the end;
+// transpose_rhs is an indexing map, not a copy.
+// CHECK-DAG: #[[$LHS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[$RHST:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @matmul_f16
+// CHECK: %[[ACC:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK: %[[MM:.*]] = linalg.matmul indexing_maps = [#[[$LHS]], #[[$RHST]], #[[$OUT]]] ins(%{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<6x8xf16>) outs(%[[ACC]] : tensor<4x6xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%[[MM]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @matmul_f16(%a: tensor<4x8xf16>, %b: tensor<6x8xf16>) -> tensor<4x6xf16> {
+  %r = train.matmul %a, %b transpose_rhs : tensor<4x8xf16>, tensor<6x8xf16> -> tensor<4x6xf16>
+  return %r : tensor<4x6xf16>
+}
+
+// -----
+
+// f32 matmul: no rounding step.
+// CHECK-LABEL: func.func @matmul_f32
+// CHECK: %[[MM:.*]] = linalg.matmul
+// CHECK-NOT: arith.truncf
+// CHECK: return %[[MM]]
+func.func @matmul_f32(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) -> tensor<4x6xf32> {
+  %r = train.matmul %a, %b : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}
+
+// -----
+
+// Broadcasting reads the bias through a projected map; f16 arithmetic runs in
+// f32 and rounds once.
+// CHECK-DAG: #[[$ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[$ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @add_broadcast_f16
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: %[[X:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK: %[[Y:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK: arith.truncf %[[S]] : f32 to f16
+func.func @add_broadcast_f16(%a: tensor<4x8xf16>, %b: tensor<8xf16>) -> tensor<4x8xf16> {
+  %r = train.add %a, %b : tensor<4x8xf16>, tensor<8xf16> -> tensor<4x8xf16>
+  return %r : tensor<4x8xf16>
+}
+
+// -----
+
+// A unit dimension that broadcasts is collapsed away before the generic.
+// CHECK-LABEL: func.func @mul_unit_dim
+// CHECK: %[[C:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<4x1xf32> into tensor<4xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[C]] : tensor<4x5xf32>, tensor<4xf32>)
+// CHECK-NOT: arith.extf
+// CHECK: arith.mulf
+func.func @mul_unit_dim(%a: tensor<4x5xf32>, %b: tensor<4x1xf32>) -> tensor<4x5xf32> {
+  %r = train.mul %a, %b : tensor<4x5xf32>, tensor<4x1xf32> -> tensor<4x5xf32>
+  return %r : tensor<4x5xf32>
+}
+
+// -----
+
+// Convolution pads with zeros, then runs linalg's NCHW convolution.
+// CHECK-LABEL: func.func @conv
+// CHECK: %[[P:.*]] = tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[P]], %{{.*}} : tensor<1x2x7x7xf32>, tensor<3x2x3x3xf32>)
+func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32> {
+  %r = train.conv2d %x, %w strides [2, 2] padding [1, 1] : tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32> -> tensor<1x3x3x3xf32>
+  return %r : tensor<1x3x3x3xf32>
+}
+
+// -----
+
+// Unpadded convolution needs no tensor.pad.
+// CHECK-LABEL: func.func @conv_no_padding
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.conv_2d_nchw_fchw
+func.func @conv_no_padding(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32> {
+  %r = train.conv2d %x, %w : tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32> -> tensor<1x3x3x3xf32>
+  return %r : tensor<1x3x3x3xf32>
+}
+
+// -----
+
+// Max pooling pads with -inf so padding never wins.
+// CHECK-LABEL: func.func @max_pool_padded
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: tensor.pad {{.*}} low[0, 0, 1, 1]
+// CHECK: tensor.yield %[[NEGINF]]
+// CHECK: linalg.pooling_nchw_max
+func.func @max_pool_padded(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %r = train.max_pool2d %x kernel [3, 3] strides [2, 2] padding [1, 1] : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xf32>
+  return %r : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// Softmax on f16: the max and sum reductions accumulate in f32.
+// CHECK-LABEL: func.func @softmax_f16
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<4x10xf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<4x10xf16>, tensor<4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.divf
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @softmax_f16(%x: tensor<4x10xf16>) -> tensor<4x10xf16> {
+  %r = train.softmax %x axis 1 : tensor<4x10xf16>
+  return %r : tensor<4x10xf16>
+}
+
+// -----
+
+// Causal softmax compares the column index with the row index.
+// CHECK-LABEL: func.func @causal_softmax
+// CHECK: %[[ROW:.*]] = linalg.index 1 : index
+// CHECK: %[[COL:.*]] = linalg.index 2 : index
+// CHECK: arith.cmpi ule, %[[COL]], %[[ROW]] : index
+func.func @causal_softmax(%x: tensor<2x5x5xf32>) -> tensor<2x5x5xf32> {
+  %r = train.softmax %x axis 2 causal : tensor<2x5x5xf32>
+  return %r : tensor<2x5x5xf32>
+}
+
+// -----
+
+// f16 -> bf16 widens exactly to f32 and rounds once.
+// CHECK-LABEL: func.func @cast_f16_bf16
+// CHECK: %[[W:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK: arith.truncf %[[W]] : f32 to bf16
+func.func @cast_f16_bf16(%x: tensor<4xf16>) -> tensor<4xbf16> {
+  %r = train.cast %x : tensor<4xf16> to tensor<4xbf16>
+  return %r : tensor<4xbf16>
+}
+
+// -----
+
+// The embedding clamps indices into the table.
+// CHECK-LABEL: func.func @embedding
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<10x4xf32>
+func.func @embedding(%t: tensor<10x4xf32>, %i: tensor<3xi32>) -> tensor<3x4xf32> {
+  %r = train.embedding %t, %i : tensor<10x4xf32>, tensor<3xi32> -> tensor<3x4xf32>
+  return %r : tensor<3x4xf32>
+}
+
+// -----
+
+// Reshape goes through rank 1; keep_dims reductions expand at the end.
+// CHECK-LABEL: func.func @reshape_and_reduce
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : tensor<2x3x4xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [6, 4] : tensor<24xf32> into tensor<6x4xf32>
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [6, 1] : tensor<6xf32> into tensor<6x1xf32>
+func.func @reshape_and_reduce(%x: tensor<2x3x4xf32>) -> tensor<6x1xf32> {
+  %0 = train.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = train.reduce_sum %0 axes [1] keep_dims : tensor<6x4xf32> -> tensor<6x1xf32>
+  return %1 : tensor<6x1xf32>
+}
+
+// -----
+
+// Non-train ops are left alone.
+// CHECK-LABEL: func.func @other_ops
+// CHECK: %[[C:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: return %[[C]]
+func.func @other_ops(%a: f32, %b: f32) -> f32 {
+  %c = arith.addf %a, %b : f32
+  return %c : f32
+}
+
+// -----
+
+// No train op survives the conversion.
+// CHECK-LABEL: func.func @mlp_layer
+// CHECK-NOT: train.
+// CHECK: return
+func.func @mlp_layer(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %b: tensor<4xf32>, %l: tensor<8xi32>) -> tensor<f32> {
+  %h = train.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %hb = train.add %h, %b : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+  %a = train.relu %hb : tensor<8x4xf32>
+  %loss = train.cross_entropy %a, %l : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -40,11 +40,9 @@ func.func @forward(
   %p2 = train.max_pool2d %r2 kernel [2, 2] strides [2, 2] : tensor<128x64x14x14xf32> -> tensor<128x64x7x7xf32>
   // Classifier.
   %f = train.reshape %p2 : tensor<128x64x7x7xf32> -> tensor<128x3136xf32>
-  %h3 = train.matmul %f, %w3 : tensor<128x3136xf32>, tensor<3136x128xf32> -> tensor<128x128xf32>
-  %h3b = train.add %h3, %b3 : tensor<128x128xf32>, tensor<128xf32> -> tensor<128x128xf32>
-  %a3 = train.relu %h3b : tensor<128x128xf32>
-  %h4 = train.matmul %a3, %w4 : tensor<128x128xf32>, tensor<128x10xf32> -> tensor<128x10xf32>
-  %logits = train.add %h4, %b4 : tensor<128x10xf32>, tensor<10xf32> -> tensor<128x10xf32>
+  %h3 = train.matmul %f, %w3, %b3 : tensor<128x3136xf32>, tensor<3136x128xf32>, tensor<128xf32> -> tensor<128x128xf32>
+  %a3 = train.relu %h3 : tensor<128x128xf32>
+  %logits = train.matmul %a3, %w4, %b4 : tensor<128x128xf32>, tensor<128x10xf32>, tensor<10xf32> -> tensor<128x10xf32>
   %loss = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
   return %loss, %m1n, %v1n, %m2n, %v2n : tensor<f32>, tensor<32xf32>, tensor<32xf32>, tensor<64xf32>, tensor<64xf32>
 }

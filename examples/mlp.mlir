@@ -16,16 +16,13 @@ func.func @forward(
     %b3: tensor<10xf32> {train.param, train.init = #train.init<fan_in_uniform(fan_in = 128)>}
   ) -> tensor<f32> {
   // Layer 1: 784 -> 256, ReLU.
-  %h1 = train.matmul %x, %w1 : tensor<128x784xf32>, tensor<784x256xf32> -> tensor<128x256xf32>
-  %h1b = train.add %h1, %b1 : tensor<128x256xf32>, tensor<256xf32> -> tensor<128x256xf32>
-  %a1 = train.relu %h1b : tensor<128x256xf32>
+  %h1 = train.matmul %x, %w1, %b1 : tensor<128x784xf32>, tensor<784x256xf32>, tensor<256xf32> -> tensor<128x256xf32>
+  %a1 = train.relu %h1 : tensor<128x256xf32>
   // Layer 2: 256 -> 128, ReLU.
-  %h2 = train.matmul %a1, %w2 : tensor<128x256xf32>, tensor<256x128xf32> -> tensor<128x128xf32>
-  %h2b = train.add %h2, %b2 : tensor<128x128xf32>, tensor<128xf32> -> tensor<128x128xf32>
-  %a2 = train.relu %h2b : tensor<128x128xf32>
+  %h2 = train.matmul %a1, %w2, %b2 : tensor<128x256xf32>, tensor<256x128xf32>, tensor<128xf32> -> tensor<128x128xf32>
+  %a2 = train.relu %h2 : tensor<128x128xf32>
   // Classifier: 128 -> 10 logits.
-  %h3 = train.matmul %a2, %w3 : tensor<128x128xf32>, tensor<128x10xf32> -> tensor<128x10xf32>
-  %logits = train.add %h3, %b3 : tensor<128x10xf32>, tensor<10xf32> -> tensor<128x10xf32>
+  %logits = train.matmul %a2, %w3, %b3 : tensor<128x128xf32>, tensor<128x10xf32>, tensor<10xf32> -> tensor<128x10xf32>
   %loss = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }

@@ -40,12 +40,9 @@ func.func @forward(
 
   // Attention sub-block (pre-LN).
   %ln1 = train.layer_norm %x0, %ln1_g, %ln1_b : tensor<1024x256xf32>, tensor<256xf32>
-  %q0 = train.matmul %ln1, %wq : tensor<1024x256xf32>, tensor<256x256xf32> -> tensor<1024x256xf32>
-  %q1 = train.add %q0, %bq : tensor<1024x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
-  %k0 = train.matmul %ln1, %wk : tensor<1024x256xf32>, tensor<256x256xf32> -> tensor<1024x256xf32>
-  %k1 = train.add %k0, %bk : tensor<1024x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
-  %v0 = train.matmul %ln1, %wv : tensor<1024x256xf32>, tensor<256x256xf32> -> tensor<1024x256xf32>
-  %v1 = train.add %v0, %bv : tensor<1024x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
+  %q1 = train.matmul %ln1, %wq, %bq : tensor<1024x256xf32>, tensor<256x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
+  %k1 = train.matmul %ln1, %wk, %bk : tensor<1024x256xf32>, tensor<256x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
+  %v1 = train.matmul %ln1, %wv, %bv : tensor<1024x256xf32>, tensor<256x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
   // Split heads: [1024,256] -> [8,128,4,64] -> [8,4,128,64] -> [32,128,64].
   %q2 = train.reshape %q1 : tensor<1024x256xf32> -> tensor<8x128x4x64xf32>
   %q3 = train.transpose %q2 permutation [0, 2, 1, 3] : tensor<8x128x4x64xf32> -> tensor<8x4x128x64xf32>
@@ -66,17 +63,14 @@ func.func @forward(
   %ctx1 = train.reshape %ctx0 : tensor<32x128x64xf32> -> tensor<8x4x128x64xf32>
   %ctx2 = train.transpose %ctx1 permutation [0, 2, 1, 3] : tensor<8x4x128x64xf32> -> tensor<8x128x4x64xf32>
   %ctx = train.reshape %ctx2 : tensor<8x128x4x64xf32> -> tensor<1024x256xf32>
-  %o0 = train.matmul %ctx, %wo : tensor<1024x256xf32>, tensor<256x256xf32> -> tensor<1024x256xf32>
-  %o1 = train.add %o0, %bo : tensor<1024x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
+  %o1 = train.matmul %ctx, %wo, %bo : tensor<1024x256xf32>, tensor<256x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
   %x1 = train.add %x0, %o1 : tensor<1024x256xf32>, tensor<1024x256xf32> -> tensor<1024x256xf32>
 
   // MLP sub-block (pre-LN).
   %ln2 = train.layer_norm %x1, %ln2_g, %ln2_b : tensor<1024x256xf32>, tensor<256xf32>
-  %m0 = train.matmul %ln2, %w1 : tensor<1024x256xf32>, tensor<256x1024xf32> -> tensor<1024x1024xf32>
-  %m1 = train.add %m0, %b1 : tensor<1024x1024xf32>, tensor<1024xf32> -> tensor<1024x1024xf32>
+  %m1 = train.matmul %ln2, %w1, %b1 : tensor<1024x256xf32>, tensor<256x1024xf32>, tensor<1024xf32> -> tensor<1024x1024xf32>
   %m2 = train.gelu %m1 approximate tanh : tensor<1024x1024xf32>
-  %m3 = train.matmul %m2, %w2 : tensor<1024x1024xf32>, tensor<1024x256xf32> -> tensor<1024x256xf32>
-  %m4 = train.add %m3, %b2 : tensor<1024x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
+  %m4 = train.matmul %m2, %w2, %b2 : tensor<1024x1024xf32>, tensor<1024x256xf32>, tensor<256xf32> -> tensor<1024x256xf32>
   %x2 = train.add %x1, %m4 : tensor<1024x256xf32>, tensor<1024x256xf32> -> tensor<1024x256xf32>
 
   // LM head.

@@ -141,15 +141,12 @@ func.func @forward(
   // Classifier: [128,512,1,1] -> 512 -> 512 -> 10, dropout 0.5 before each hidden linear layer.
   %flat = train.reshape %p5 : tensor<128x512x1x1xf32> -> tensor<128x512xf32>
   %d1 = train.dropout %flat rate 0.5 seed 1 : tensor<128x512xf32>
-  %fc1 = train.matmul %d1, %fc1_w : tensor<128x512xf32>, tensor<512x512xf32> -> tensor<128x512xf32>
-  %fc1b = train.add %fc1, %fc1_b : tensor<128x512xf32>, tensor<512xf32> -> tensor<128x512xf32>
+  %fc1b = train.matmul %d1, %fc1_w, %fc1_b : tensor<128x512xf32>, tensor<512x512xf32>, tensor<512xf32> -> tensor<128x512xf32>
   %fc1r = train.relu %fc1b : tensor<128x512xf32>
   %d2 = train.dropout %fc1r rate 0.5 seed 2 : tensor<128x512xf32>
-  %fc2 = train.matmul %d2, %fc2_w : tensor<128x512xf32>, tensor<512x512xf32> -> tensor<128x512xf32>
-  %fc2b = train.add %fc2, %fc2_b : tensor<128x512xf32>, tensor<512xf32> -> tensor<128x512xf32>
+  %fc2b = train.matmul %d2, %fc2_w, %fc2_b : tensor<128x512xf32>, tensor<512x512xf32>, tensor<512xf32> -> tensor<128x512xf32>
   %fc2r = train.relu %fc2b : tensor<128x512xf32>
-  %fc3 = train.matmul %fc2r, %fc3_w : tensor<128x512xf32>, tensor<512x10xf32> -> tensor<128x10xf32>
-  %fc3b = train.add %fc3, %fc3_b : tensor<128x10xf32>, tensor<10xf32> -> tensor<128x10xf32>
+  %fc3b = train.matmul %fc2r, %fc3_w, %fc3_b : tensor<128x512xf32>, tensor<512x10xf32>, tensor<10xf32> -> tensor<128x10xf32>
   %loss = train.cross_entropy %fc3b, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
   return %loss, %m1, %v1, %m2, %v2, %m3, %v3, %m4, %v4, %m5, %v5, %m6, %v6, %m7, %v7, %m8, %v8, %m9, %v9, %m10, %v10, %m11, %v11, %m12, %v12, %m13, %v13 : tensor<f32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>
 }

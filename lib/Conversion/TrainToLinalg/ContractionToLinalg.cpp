@@ -66,6 +66,20 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
       low, padValue);
 }
 
+/// The accumulator a contraction starts from: zeros, or a matmul's bias
+/// broadcast over the rows and widened to the accumulator type (the bias is
+/// added before the single rounding, like cuBLASLt's bias epilogue).
+Value accumulatorInit(OpBuilder &b, Location loc, Operation *op,
+                      ArrayRef<int64_t> shape, Type acc) {
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!matmul || !matmul.getBias())
+    return filledTensor(b, loc, shape, acc, 0.0);
+  return buildElementwise(
+      b, loc, RankedTensorType::get(shape, acc),
+      {broadcastInput(b, loc, matmul.getBias(), shape)}, acc,
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}
+
 /// Sets the indexing maps of a (batch) matmul for the transpose flags.
 /// Dimensions are (batch?, m, n, k).
 template <typename ContractionOp>
@@ -98,7 +112,7 @@ struct ContractionToLinalg : OpRewritePattern<OpTy> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Type acc = getComputeType(type.getElementType());
-    Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
+    Value init = accumulatorInit(rewriter, loc, op, type.getShape(), acc);
     auto contraction = LinalgOpTy::create(
         rewriter, loc, TypeRange{init.getType()},
         ValueRange{op.getLhs(), op.getRhs()}, ValueRange{init});

@@ -97,6 +97,24 @@ func.func @matmul_mixed(%x: tensor<2x4xf16>, %w: tensor<4x5xf32>) -> tensor<2x5x
 
 // -----
 
+func.func @matmul_bias_shape(%x: tensor<8x4xf32>, %w: tensor<4x10xf32>, %b: tensor<8xf32>) -> tensor<8x10xf32> {
+  // expected-error @+2 {{'train.matmul' op bias shape [8] is not [10] (the result's columns)}}
+  // expected-error @+1 {{'train.matmul' op failed to infer returned types}}
+  %0 = train.matmul %x, %w, %b : tensor<8x4xf32>, tensor<4x10xf32>, tensor<8xf32> -> tensor<8x10xf32>
+  return %0 : tensor<8x10xf32>
+}
+
+// -----
+
+func.func @matmul_bias_type(%x: tensor<8x4xf16>, %w: tensor<4x10xf16>, %b: tensor<10xf32>) -> tensor<8x10xf16> {
+  // expected-error @+2 {{'train.matmul' op operand element types 'f16' and 'f32' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.matmul' op failed to infer returned types}}
+  %0 = train.matmul %x, %w, %b : tensor<8x4xf16>, tensor<4x10xf16>, tensor<10xf32> -> tensor<8x10xf16>
+  return %0 : tensor<8x10xf16>
+}
+
+// -----
+
 func.func @batch_matmul_rank(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>) -> tensor<4x6xf32> {
   // expected-error @+2 {{'train.batch_matmul' op operands must be rank 3, got [4, 5] and [5, 6]}}
   // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
@@ -748,7 +766,7 @@ func.func @conv_strides_wrong_type(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf
 // -----
 
 func.func @matmul_one_operand(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'train.matmul' op expected 2 operands, but found 1}}
+  // expected-error @+1 {{'train.matmul' op expected 2 or more operands, but found 1}}
   %0 = "train.matmul"(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }

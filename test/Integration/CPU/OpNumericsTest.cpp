@@ -263,6 +263,26 @@ TEST_P(OpNumerics, MatmulAllTransposes) {
   }
 }
 
+TEST_P(OpNumerics, MatmulWithBias) {
+  ElementKind k = GetParam();
+  int64_t m = 12, n = 7, kk = 40;
+  HostTensor a = randomTensor(k, {m, kk}, rng, -1, 1);
+  HostTensor b = randomTensor(k, {kk, n}, rng, -1, 1);
+  HostTensor bias = randomTensor(k, {n}, rng, -3, 3);
+  auto out = run(oneOp({ty(k, {m, kk}), ty(k, {kk, n}), ty(k, {n})},
+                       ty(k, {m, n}),
+                       "train.matmul %a0, %a1, %a2 : " + ty(k, {m, kk}) + ", " +
+                           ty(k, {kk, n}) + ", " + ty(k, {n}) + " -> " +
+                           ty(k, {m, n})),
+                 {&a, &b, &bias});
+  ASSERT_EQ(out.size(), 1u);
+  Values expected = ref::matmul(valuesOf(a), valuesOf(b), 0, m, n, kk, false, false);
+  Values bv = valuesOf(bias);
+  for (int64_t i = 0; i < m * n; ++i)
+    expected[i] += bv[i % n];
+  expectClose(out[0], expected, toleranceFor(k, true), "matmul + bias");
+}
+
 TEST_P(OpNumerics, BatchMatmul) {
   ElementKind k = GetParam();
   Shape as = {3, 8, 16}, bs = {3, 5, 16}, rs = {3, 8, 5};

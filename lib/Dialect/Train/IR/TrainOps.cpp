@@ -138,8 +138,26 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  return inferContraction(getOperationName(), location, adaptor, results,
-                          /*batched=*/false);
+  if (failed(inferContraction(getOperationName(), location, adaptor, results,
+                              /*batched=*/false)))
+    return failure();
+  Value bias = adaptor.getBias();
+  if (!bias)
+    return success();
+  auto biasType = asTensor(bias.getType());
+  if (!biasType)
+    return failure();
+  if (failed(checkSameElementType(location, getOperationName(),
+                                  asTensor(adaptor.getLhs().getType()),
+                                  biasType)))
+    return failure();
+  int64_t columns = cast<RankedTensorType>(results.front()).getDimSize(1);
+  if (biasType.getShape() != ArrayRef<int64_t>{columns})
+    return emitOpFailure(location, getOperationName(),
+                         "bias shape " + formatShape(biasType.getShape()) +
+                             " is not [" + Twine(columns) +
+                             "] (the result's columns)");
+  return success();
 }
 
 LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
@@ -237,6 +255,12 @@ LogicalResult BatchNormOp::verify() {
   if (!(momentum >= 0.0 && momentum <= 1.0))
     return emitOpError("momentum must be in [0, 1], got ") << momentum;
   return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
+SmallVector<unsigned> BatchNormOp::getPrecisionOperands() {
+  // Only the activation follows the arriving precision; the parameters and
+  // running statistics keep their own type (fp32 under autocast).
+  return {0};
 }
 
 LogicalResult DropoutOp::verify() {
@@ -392,6 +416,8 @@ LogicalResult CastOp::verify() {
            << " differ (a cast keeps the shape)";
   return success();
 }
+
+#include "amp/Dialect/Train/IR/TrainInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "amp/Dialect/Train/IR/TrainOps.cpp.inc"

@@ -30,6 +30,17 @@ def Train_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
   let genSpecializedAttr = 0;
 }
 
+def Train_PrecisionCategory : I32EnumAttr<"PrecisionCategory",
+    "how autocast chooses an op's precision", [
+    I32EnumAttrCase<"lower", 0>,
+    I32EnumAttrCase<"fp32", 1>,
+    I32EnumAttrCase<"promote", 2>,
+    I32EnumAttrCase<"follow", 3>,
+  ]> {
+  let cppNamespace = "::amp::train";
+  let genSpecializedAttr = 0;
+}
+
 /// Printed as a bare keyword (`approximate tanh`) in the op's format.
 def Train_GeluApproximationAttr : I32EnumAttr<"GeluApproximation",
     "GELU formula", [

@@ -14,6 +14,7 @@
 
 include "amp/Dialect/Train/IR/TrainDialect.td"
 include "amp/Dialect/Train/IR/TrainAttributes.td"
+include "amp/Dialect/Train/IR/TrainInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -38,15 +39,17 @@ class Train_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Train_ReluOp : Train_UnaryOp<"relu", "max(x, 0)"> {
+def Train_ReluOp : Train_UnaryOp<"relu", "max(x, 0)", Train_Follow> {
   let hasFolder = 1;
 }
-def Train_TanhOp : Train_UnaryOp<"tanh", "tanh(x)">;
-def Train_SigmoidOp : Train_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
-def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)">;
-def Train_LogOp : Train_UnaryOp<"log", "log(x)">;
+def Train_TanhOp : Train_UnaryOp<"tanh", "tanh(x)", Train_Follow>;
+def Train_SigmoidOp
+    : Train_UnaryOp<"sigmoid", "1 / (1 + exp(-x))", Train_Follow>;
+def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)", Train_Fp32>;
+def Train_LogOp : Train_UnaryOp<"log", "log(x)", Train_Fp32>;
 
-def Train_GeluOp : Train_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Train_GeluOp : Train_Op<"gelu",
+    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType])> {
   let summary = "element-wise Gaussian error linear unit";
   let description = [{
     `gelu(x) = x * Phi(x)` with Phi the standard normal CDF (no `approximate`
@@ -72,7 +75,8 @@ def Train_GeluOp : Train_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 /// An element-wise op on two float tensors of one element type whose shapes
 /// broadcast with NumPy rules; the result has the broadcast shape.
 class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
-    : Train_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : Train_Op<mnemonic,
+               !listconcat(traits, Train_Promote, [Pure, InferTypeOpAdaptor])> {
   let summary = "element-wise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` element-wise. The operand shapes broadcast
@@ -113,30 +117,40 @@ def Train_DivOp : Train_BinaryOp<"div", "lhs / rhs"> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Train_MatmulOp : Train_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
-  let summary = "matrix product [M, K] x [K, N] -> [M, N]";
+def Train_MatmulOp : Train_Op<"matmul",
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor])> {
+  let summary = "matrix product [M, K] x [K, N] (+ bias [N]) -> [M, N]";
   let description = [{
-    The product of two rank-2 tensors of one element type. `transpose_lhs` /
-    `transpose_rhs` say an operand is stored transposed (`[K, M]` resp.
-    `[N, K]`), so `x @ W^T` needs no separate transpose. A linear layer is a
-    matmul with the weight stored `[in, out]` plus a broadcast `train.add` of
-    the bias.
+    The product of two rank-2 tensors of one element type, plus an optional
+    `[N]` bias broadcast over the rows: a linear layer
+    (`x @ W + b`, PyTorch's addmm) with the weight stored `[in, out]`.
+    `transpose_lhs` / `transpose_rhs` say an operand is stored transposed
+    (`[K, M]` resp. `[N, K]`), so `x @ W^T` needs no separate transpose.
+
+    The bias is added to the accumulator before the single rounding to the
+    result type, as cuBLASLt's bias epilogue does; it has the operands'
+    element type, so autocast runs the whole layer in the low type as PyTorch
+    does for `F.linear`.
 
     ```mlir
     %h = train.matmul %x, %w : tensor<128x784xf32>, tensor<784x256xf32> -> tensor<128x256xf32>
+    %y = train.matmul %x, %w, %b : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
     %s = train.matmul %q, %k transpose_rhs : tensor<128x64xf32>, tensor<128x64xf32> -> tensor<128x128xf32>
     ```
   }];
   let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
+                       Optional<Train_FloatTensor>:$bias,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
-    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $lhs `,` $rhs (`,` $bias^)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) (`,` type($bias)^)? `->` type($result)
   }];
 }
 
-def Train_BatchMatmulOp : Train_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
+def Train_BatchMatmulOp : Train_Op<"batch_matmul",
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor])> {
   let summary = "batched matrix product [B, M, K] x [B, K, N] -> [B, M, N]";
   let description = [{
     A matrix product per batch index; the transpose flags apply to the two
@@ -156,7 +170,8 @@ def Train_BatchMatmulOp : Train_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Train_Conv2dOp : Train_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+def Train_Conv2dOp : Train_Op<"conv2d",
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor])> {
   let summary = "2-D convolution, NCHW input, FCHW filter";
   let description = [{
     Cross-correlation of an `[N, C, H, W]` input with an `[F, C, KH, KW]`
@@ -187,7 +202,7 @@ def Train_Conv2dOp : Train_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
 
 /// A 2-D pooling window over NCHW input.
 class Train_Pool2dOp<string mnemonic, string reduction>
-    : Train_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Train_Op<mnemonic, !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor])> {
   let summary = "2-D " # reduction # " pooling, NCHW";
   let description = [{
     Takes the }] # reduction # [{ of each `kernel` window of an `[N, C, H, W]`
@@ -229,7 +244,8 @@ def Train_AvgPool2dOp : Train_Pool2dOp<"avg_pool2d", "average">;
 
 /// A softmax-like normalization along one axis.
 class Train_SoftmaxLikeOp<string mnemonic, string formula>
-    : Train_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Train_Op<mnemonic,
+               !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType])> {
   let summary = formula # " along an axis";
   let description = [{
     Computes `}] # formula # [{` along `axis` (0 <= axis < rank), subtracting
@@ -245,7 +261,8 @@ class Train_SoftmaxLikeOp<string mnemonic, string formula>
   let hasVerifier = 1;
 }
 
-def Train_SoftmaxOp : Train_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Train_SoftmaxOp : Train_Op<"softmax",
+    !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType])> {
   let summary = "exp(x_i) / sum_j exp(x_j) along an axis";
   let description = [{
     Computes `exp(x_i) / sum_j exp(x_j)` along `axis` (0 <= axis < rank),
@@ -276,8 +293,8 @@ def Train_LogSoftmaxOp
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Train_LayerNormOp : Train_Op<"layer_norm", [Pure,
-    AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>]> {
+def Train_LayerNormOp : Train_Op<"layer_norm", !listconcat(Train_Fp32, [Pure,
+    AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>])> {
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
     Normalizes over the trailing dimensions that `scale` (and `bias`, of the
@@ -302,6 +319,9 @@ def Train_LayerNormOp : Train_Op<"layer_norm", [Pure,
 }
 
 def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
+    DeclareOpInterfaceMethods<Train_PrecisionPolicyOpInterface,
+                              ["getPrecisionOperands"]>,
+    Train_DefaultPrecision<"follow">,
     AllTypesMatch<["input", "output"]>,
     AllTypesMatch<["scale", "bias", "running_mean", "running_var",
                    "new_running_mean", "new_running_var"]>]> {
@@ -316,7 +336,8 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
 
     `scale`, `bias` and the running statistics are `[C]` tensors of one float
     type, which may differ from the input's: fp16 activations with fp32
-    parameters and statistics is PyTorch's autocast behaviour. `epsilon`
+    parameters and statistics is PyTorch's autocast behaviour, and what
+    autocast produces at O1 (only the input follows the arriving precision). `epsilon`
     defaults to 1e-5, `momentum` to 0.1.
 
     ```mlir
@@ -345,7 +366,7 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
 
 /// A reduction over a set of axes.
 class Train_ReduceOp<string mnemonic, string reduction>
-    : Train_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Train_Op<mnemonic, !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor])> {
   let summary = reduction # " over axes";
   let description = [{
     The }] # reduction # [{ over the distinct `axes` (each in [0, rank)),
@@ -382,7 +403,8 @@ def Train_ReduceMeanOp : Train_ReduceOp<"reduce_mean", "mean">;
 // Embedding and dropout
 //===----------------------------------------------------------------------===//
 
-def Train_EmbeddingOp : Train_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Train_EmbeddingOp : Train_Op<"embedding",
+    !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor])> {
   let summary = "row lookup in an embedding table";
   let description = [{
     Gathers rows of a `[V, D]` table at i32 `indices` of any shape S, giving
@@ -399,7 +421,8 @@ def Train_EmbeddingOp : Train_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Train_DropoutOp : Train_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+def Train_DropoutOp : Train_Op<"dropout",
+    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType])> {
   let summary = "seeded inverted dropout";
   let description = [{
     Zeroes each element with probability `rate` (0 <= rate < 1) and scales the

@@ -8,10 +8,12 @@
 #define AMP_DIALECT_TRAIN_IR_TRAINLOSSOPS_TD
 
 include "amp/Dialect/Train/IR/TrainDialect.td"
+include "amp/Dialect/Train/IR/TrainInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+def Train_CrossEntropyOp : Train_Op<"cross_entropy",
+    !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor])> {
   let summary = "mean softmax cross-entropy with integer labels";
   let description = [{
     `mean_n(-log_softmax(logits)[n, labels[n]])` over `[N, C]` logits and `[N]`
@@ -29,8 +31,8 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]>
   }];
 }
 
-def Train_MseLossOp : Train_Op<"mse_loss", [Pure, InferTypeOpAdaptor,
-    AllTypesMatch<["input", "target"]>]> {
+def Train_MseLossOp : Train_Op<"mse_loss", !listconcat(Train_Fp32,
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>])> {
   let summary = "mean squared error";
   let description = [{
     `mean((input - target)^2)` over all elements of two tensors of one type.

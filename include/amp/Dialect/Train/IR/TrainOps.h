@@ -9,6 +9,7 @@
 
 #include "amp/Dialect/Train/IR/TrainAttributes.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/IR/TrainInterfaces.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

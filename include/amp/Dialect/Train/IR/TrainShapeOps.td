@@ -12,6 +12,7 @@
 #define AMP_DIALECT_TRAIN_IR_TRAINSHAPEOPS_TD
 
 include "amp/Dialect/Train/IR/TrainDialect.td"
+include "amp/Dialect/Train/IR/TrainInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -34,7 +35,7 @@ def Train_ConstantOp : Train_Op<"constant", [ConstantLike, Pure,
   let hasFolder = 1;
 }
 
-def Train_ReshapeOp : Train_Op<"reshape", [Pure]> {
+def Train_ReshapeOp : Train_Op<"reshape", !listconcat(Train_Follow, [Pure])> {
   let summary = "reinterprets a tensor's shape (row-major order kept)";
   let description = [{
     Gives the elements, in row-major order, a new static shape with the same
@@ -51,7 +52,8 @@ def Train_ReshapeOp : Train_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Train_TransposeOp : Train_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Train_TransposeOp : Train_Op<"transpose",
+    !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor])> {
   let summary = "permutes a tensor's dimensions";
   let description = [{
     `result[i_0, ..., i_n] = input[...]` with result dimension `d` taken from
@@ -69,7 +71,7 @@ def Train_TransposeOp : Train_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Train_BroadcastOp : Train_Op<"broadcast", [Pure]> {
+def Train_BroadcastOp : Train_Op<"broadcast", !listconcat(Train_Follow, [Pure])> {
   let summary = "replicates a tensor to a larger shape (NumPy rules)";
   let description = [{
     Broadcasts the input to the result's shape with NumPy rules: trailing
@@ -86,7 +88,8 @@ def Train_BroadcastOp : Train_Op<"broadcast", [Pure]> {
   let hasFolder = 1;
 }
 
-def Train_ConcatOp : Train_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Train_ConcatOp : Train_Op<"concat",
+    !listconcat(Train_Promote, [Pure, InferTypeOpAdaptor])> {
   let summary = "joins tensors along an axis";
   let description = [{
     Concatenates one or more tensors of one element type and rank along `axis`;

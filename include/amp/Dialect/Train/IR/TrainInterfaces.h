@@ -1,0 +1,33 @@
+//===- TrainInterfaces.h - Interfaces of train ops --------------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAININTERFACES_H
+#define AMP_DIALECT_TRAIN_IR_TRAININTERFACES_H
+
+#include "amp/Dialect/Train/IR/TrainAttributes.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+
+namespace amp {
+namespace train {
+
+/// The trait behind `Train_DefaultPrecision<category>`: records the op's
+/// default autocast category for PrecisionPolicyOpInterface.
+template <PrecisionCategory Category> struct DefaultPrecision {
+  template <typename ConcreteOp>
+  class Impl : public mlir::OpTrait::TraitBase<ConcreteOp, Impl> {
+  public:
+    static constexpr PrecisionCategory kDefaultPrecision = Category;
+  };
+};
+
+} // namespace train
+} // namespace amp
+
+#include "amp/Dialect/Train/IR/TrainInterfaces.h.inc"
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAININTERFACES_H

@@ -1,0 +1,71 @@
+//===- TrainInterfaces.td - Interfaces of train ops --------*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAININTERFACES_TD
+#define AMP_DIALECT_TRAIN_IR_TRAININTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Train_PrecisionPolicyOpInterface
+    : OpInterface<"PrecisionPolicyOpInterface"> {
+  let cppNamespace = "::amp::train";
+  let description = [{
+    How autocast decides an op's precision. Each op carries a default
+    category that mirrors PyTorch's CUDA autocast lists:
+
+    - `lower`: computes in the low type (f16/bf16) with f32 accumulation
+      (matmul, batch_matmul, conv2d);
+    - `fp32`: computes in f32 (softmax, log_softmax, layer_norm, exp, log,
+      reductions, losses);
+    - `promote`: computes in the widest type among its operands (add, sub,
+      mul, div, concat);
+    - `follow`: computes in whatever type arrives (relu, gelu, reshape,
+      pooling, ...).
+
+    Overrides (a `train.precision` attribute on the op, then a JSON policy
+    file) and the opt level change the category; the interface only states the
+    default and which operands the category applies to.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The category autocast uses when nothing overrides it.",
+      "::amp::train::PrecisionCategory", "getDefaultPrecision", (ins), [{}],
+      [{ return ConcreteOp::kDefaultPrecision; }]>,
+    InterfaceMethod<
+      "The operands whose element type the category decides (by default "
+      "every float tensor operand; integer operands such as labels are "
+      "never cast).",
+      "::llvm::SmallVector<unsigned>", "getPrecisionOperands", (ins), [{}],
+      [{
+        ::llvm::SmallVector<unsigned> indices;
+        for (auto [i, operand] : ::llvm::enumerate($_op->getOperands()))
+          if (auto t = ::llvm::dyn_cast<::mlir::ShapedType>(operand.getType()))
+            if (::llvm::isa<::mlir::FloatType>(t.getElementType()))
+              indices.push_back(i);
+        return indices;
+      }]>,
+  ];
+}
+
+/// Gives an op its default autocast category (see the interface).
+class Train_DefaultPrecision<string category>
+    : ParamNativeOpTrait<"DefaultPrecision",
+                         "::amp::train::PrecisionCategory::" # category> {
+  let cppNamespace = "::amp::train";
+}
+
+/// The traits of an op with precision policy `category`.
+class Train_Precision<string category> {
+  list<Trait> traits = [Train_PrecisionPolicyOpInterface,
+                        Train_DefaultPrecision<category>];
+}
+
+defvar Train_Lower = Train_Precision<"lower">.traits;
+defvar Train_Fp32 = Train_Precision<"fp32">.traits;
+defvar Train_Promote = Train_Precision<"promote">.traits;
+defvar Train_Follow = Train_Precision<"follow">.traits;
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAININTERFACES_TD

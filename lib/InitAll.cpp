@@ -7,6 +7,7 @@
 #include "amp/InitAll.h"
 #include "amp/Conversion/Passes.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
 #include "amp/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -84,6 +85,7 @@ void amp::registerAmpDialects(DialectRegistry &registry) {
 }
 
 void amp::registerAmpPasses() {
+  train::registerTrainPasses();
   registerAMPConversionPasses();
   registerAmpPipelines();
   // Upstream passes the pipelines name.

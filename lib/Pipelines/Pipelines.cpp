@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Pipelines/Pipelines.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -40,7 +41,22 @@ void amp::buildCpuLoweringPipeline(OpPassManager &pm) {
                              "not parse; are the passes registered?");
 }
 
+void amp::buildAmpPipeline(OpPassManager &pm,
+                           const AmpPipelineOptions &options) {
+  train::AutocastPassOptions autocast;
+  autocast.optLevel = options.optLevel;
+  autocast.dtype = options.dtype;
+  autocast.policyFile = options.policy;
+  pm.addPass(train::createAutocastPass(autocast));
+  pm.addPass(train::createCastCleanupPass());
+}
+
 void amp::registerAmpPipelines() {
+  PassPipelineRegistration<AmpPipelineOptions>(
+      "amp-pipeline",
+      "Turn an FP32 training graph into a mixed-precision one "
+      "(autocast + cast cleanup)",
+      buildAmpPipeline);
   PassPipelineRegistration<>(
       "amp-lower-cpu",
       "Lower a train-dialect module to the LLVM dialect for the CPU "

@@ -7,6 +7,8 @@
 #ifndef AMP_PIPELINES_PIPELINES_H
 #define AMP_PIPELINES_PIPELINES_H
 
+#include "mlir/Pass/PassOptions.h"
+
 #include <string>
 
 namespace mlir {
@@ -14,6 +16,25 @@ class OpPassManager;
 } // namespace mlir
 
 namespace amp {
+
+/// Options of `amp-pipeline`, the mixed-precision training-step pipeline.
+struct AmpPipelineOptions : public mlir::PassPipelineOptions<AmpPipelineOptions> {
+  Option<std::string> optLevel{*this, "opt-level",
+                               llvm::cl::desc("Apex opt level: O0-O3"),
+                               llvm::cl::init("O1")};
+  Option<std::string> dtype{*this, "dtype",
+                            llvm::cl::desc("Low-precision type: f16 or bf16"),
+                            llvm::cl::init("f16")};
+  Option<std::string> policy{
+      *this, "policy",
+      llvm::cl::desc("JSON file moving op names between autocast categories"),
+      llvm::cl::init("")};
+};
+
+/// Appends `amp-pipeline`: amp-autocast then amp-cast-cleanup (autodiff, loss
+/// scaling and the optimizer join as they are built).
+void buildAmpPipeline(mlir::OpPassManager &pm,
+                      const AmpPipelineOptions &options);
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
 /// `builtin.module(...)` wrapper): train -> linalg on tensors -> one-shot
@@ -24,7 +45,7 @@ std::string getCpuLoweringPipeline();
 /// Appends `amp-lower-cpu` to a module-level pass manager.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm);
 
-/// Registers `amp-lower-cpu` as a named pipeline.
+/// Registers `amp-pipeline` and `amp-lower-cpu` as named pipelines.
 void registerAmpPipelines();
 
 } // namespace amp

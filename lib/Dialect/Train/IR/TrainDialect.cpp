@@ -43,6 +43,27 @@ static Location argumentLoc(Operation *op, unsigned regionIndex,
   return op->getLoc();
 }
 
+LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kPrecisionAttrName)
+    return op->emitError() << "unknown train attribute '" << name
+                           << "' (expected '" << kPrecisionAttrName << "')";
+  if (!isa<PrecisionPolicyOpInterface>(op))
+    return op->emitError() << "'" << kPrecisionAttrName
+                           << "' applies to train ops with a precision policy, "
+                              "not '"
+                           << op->getName() << "'";
+  auto value = dyn_cast<StringAttr>(attr.getValue());
+  if (!value || (value.getValue() != "f32" &&
+                 !symbolizePrecisionCategory(value.getValue())))
+    return op->emitError() << "'" << kPrecisionAttrName
+                           << "' must be \"lower\", \"fp32\" (or \"f32\"), "
+                              "\"promote\" or \"follow\", got "
+                           << attr.getValue();
+  return success();
+}
+
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,

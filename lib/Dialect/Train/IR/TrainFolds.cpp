@@ -156,9 +156,21 @@ static bool isExactConversion(Type from, Type to) {
                                               t.getFloatSemantics());
 }
 
-OpFoldResult CastOp::fold(FoldAdaptor) {
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // A constant is converted at compile time, rounding to nearest even exactly
+  // as the cast does at run time.
+  if (auto dense = dyn_cast_or_null<DenseFPElementsAttr>(adaptor.getInput())) {
+    auto to = cast<FloatType>(getType().getElementType());
+    return dense.mapValues(to, [&](const APFloat &value) {
+      APFloat converted = value;
+      bool losesInfo;
+      converted.convert(to.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                        &losesInfo);
+      return converted.bitcastToAPInt();
+    });
+  }
   // cast(cast(x : A -> B) : B -> A) == x when A -> B is exact (widening).
   if (auto inner = getInput().getDefiningOp<CastOp>()) {
     Value source = inner.getInput();

@@ -263,6 +263,8 @@ SmallVector<unsigned> BatchNormOp::getPrecisionOperands() {
   return {0};
 }
 
+bool BatchNormOp::keepsFp32AtO2() { return true; }
+
 LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0.0 && rate < 1.0))

@@ -320,7 +320,7 @@ def Train_LayerNormOp : Train_Op<"layer_norm", !listconcat(Train_Fp32, [Pure,
 
 def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
     DeclareOpInterfaceMethods<Train_PrecisionPolicyOpInterface,
-                              ["getPrecisionOperands"]>,
+                              ["getPrecisionOperands", "keepsFp32AtO2"]>,
     Train_DefaultPrecision<"follow">,
     AllTypesMatch<["input", "output"]>,
     AllTypesMatch<["scale", "bias", "running_mean", "running_var",

@@ -37,11 +37,16 @@ def Train_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// The unit attribute marking a function argument as a trainable parameter.
     static constexpr ::llvm::StringLiteral kParamAttrName = "train.param";
     /// The `#train.init` attribute giving a parameter's initializer.
     static constexpr ::llvm::StringLiteral kInitAttrName = "train.init";
+    /// The per-op autocast override: "lower", "fp32" (or "f32"), "promote"
+    /// or "follow".
+    static constexpr ::llvm::StringLiteral kPrecisionAttrName =
+        "train.precision";
     /// The unit attribute marking a function argument as non-trained state.
     static constexpr ::llvm::StringLiteral kStateAttrName = "train.state";
 

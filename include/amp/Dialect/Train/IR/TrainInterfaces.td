@@ -47,6 +47,10 @@ def Train_PrecisionPolicyOpInterface
               indices.push_back(i);
         return indices;
       }]>,
+    InterfaceMethod<
+      "Whether Apex's O2 keeps this op, and the parameters it reads, "
+      "entirely in fp32 (keep_batchnorm_fp32).",
+      "bool", "keepsFp32AtO2", (ins), [{}], [{ return false; }]>,
   ];
 }
 

@@ -1,0 +1,74 @@
+//===- Passes.td - Transformations of the train dialect ----*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
+#define AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutocastPass : Pass<"amp-autocast", "::mlir::ModuleOp"> {
+  let summary = "Assign each op a precision and insert the fewest casts";
+  let description = [{
+    Decides, per train op, the precision it computes in and inserts
+    `train.cast` only where a value's type differs from what its user needs.
+
+    - Categories (PrecisionPolicyOpInterface): `lower` ops (matmul,
+      batch_matmul, conv2d) take the low type and accumulate in f32; `fp32`
+      ops (softmax, log_softmax, layer_norm, exp, log, reductions, losses)
+      take f32; `promote` ops (add, sub, mul, div, concat) take the widest type
+      among their non-scalar float operands (a rank-0 operand follows, as a
+      Python scalar does in PyTorch); `follow` ops take what arrives.
+      batch_norm follows with its activation only: its parameters and
+      running statistics stay f32.
+    - One cast per (value, type) per function, placed right after the
+      value's definition (at the top of the block for arguments): a weight
+      used by N ops is cast once per step.
+    - Non-train users (func.return, scf.yield, calls) see the original types:
+      a value whose type changed is cast back at that boundary.
+    - `opt-level`: O0 changes nothing; O1 applies the categories; O2 runs every
+      op in the low type except batch norm (fp32, with fp32 parameters) and
+      stores the other parameters in the low type; O3 runs everything,
+      parameters and state (running statistics) included, in the low type.
+    - Overrides, strongest first: `train.precision = "lower" | "fp32" |
+      "promote" | "follow"` on an op, then the `policy` JSON file
+      (`{"fp32": ["train.matmul"]}`), then the opt level's defaults.
+
+    ```
+    amp-opt model.mlir --amp-autocast="dtype=bf16 opt-level=O1 policy=my.json"
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+           "Low-precision type: f16 or bf16">,
+    Option<"optLevel", "opt-level", "std::string", /*default=*/"\"O1\"",
+           "Apex optimization level: O0, O1, O2 or O3">,
+    Option<"policyFile", "policy", "std::string", /*default=*/"\"\"",
+           "JSON file moving op names between categories">,
+  ];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
+def CastCleanupPass : Pass<"amp-cast-cleanup"> {
+  let summary = "Fold, merge and hoist casts with exact rewrites only";
+  let description = [{
+    Minimizes the casts of a graph without changing any value:
+
+    - an exactly invertible round trip folds (`f16 -> f32 -> f16`,
+      `bf16 -> f32 -> bf16`); a rounding one (`f32 -> f16 -> f32`) is kept;
+    - a widening cast followed by another cast becomes one cast
+      (`f16 -> f32 -> bf16` rounds once either way);
+    - a cast of a constant becomes a constant of the target type (rounded to
+      nearest even, as the cast would);
+    - casts of one value to one type merge into a single cast placed right
+      after the value's definition; unused casts are erased.
+
+    ```
+    amp-opt model.mlir --amp-autocast --amp-cast-cleanup
+    ```
+  }];
+}
+
+#endif // AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,74 @@
+//===- PrecisionPolicy.h - Which precision each op runs in ------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The autocast policy: an op's default category (PrecisionPolicyOpInterface),
+// changed by the opt level, then a JSON policy file, then a `train.precision`
+// attribute on the op (strongest).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_TRANSFORMS_PRECISIONPOLICY_H
+#define AMP_DIALECT_TRAIN_TRANSFORMS_PRECISIONPOLICY_H
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+
+namespace amp {
+namespace train {
+
+/// Apex's optimization levels (shared/AMP-REFERENCE.md).
+enum class OptLevel { O0, O1, O2, O3 };
+
+/// "O0".."O3", or nullopt.
+std::optional<OptLevel> parseOptLevel(llvm::StringRef text);
+
+/// "lower", "fp32" (or "f32"), "promote", "follow", or nullopt.
+std::optional<PrecisionCategory> parsePrecisionCategory(llvm::StringRef text);
+
+/// Where an op's category came from, strongest last.
+enum class PrecisionReason { Default, OptLevel, PolicyFile, Attribute };
+
+/// "default", "opt-level", "policy file", "attribute".
+llvm::StringRef stringifyPrecisionReason(PrecisionReason reason);
+
+/// The category autocast applies to one op.
+struct PrecisionDecision {
+  PrecisionCategory category;
+  PrecisionReason reason;
+  /// The category governs every float operand; otherwise only the op's
+  /// getPrecisionOperands() (batch_norm's activation at O1).
+  bool allOperands;
+};
+
+/// Decides categories for one opt level plus overrides.
+class PrecisionPolicy {
+public:
+  explicit PrecisionPolicy(OptLevel level) : level(level) {}
+
+  /// Reads a JSON policy, an object from category names to arrays of op
+  /// names: {"fp32": ["train.matmul"], "lower": ["train.softmax"]}. On error
+  /// returns false and sets `error` to a message naming the entry.
+  bool loadJson(llvm::StringRef text, mlir::MLIRContext *context,
+                std::string &error);
+
+  /// The category of `op`.
+  PrecisionDecision decide(PrecisionPolicyOpInterface op) const;
+
+  OptLevel getOptLevel() const { return level; }
+
+private:
+  OptLevel level;
+  llvm::StringMap<PrecisionCategory> overrides;
+};
+
+} // namespace train
+} // namespace amp
+
+#endif // AMP_DIALECT_TRAIN_TRANSFORMS_PRECISIONPOLICY_H

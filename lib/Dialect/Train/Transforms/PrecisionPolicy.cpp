@@ -1,0 +1,109 @@
+//===- PrecisionPolicy.cpp - Which precision each op runs in --------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
+
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace amp::train;
+
+std::optional<OptLevel> amp::train::parseOptLevel(StringRef text) {
+  return llvm::StringSwitch<std::optional<OptLevel>>(text)
+      .Case("O0", OptLevel::O0)
+      .Case("O1", OptLevel::O1)
+      .Case("O2", OptLevel::O2)
+      .Case("O3", OptLevel::O3)
+      .Default(std::nullopt);
+}
+
+std::optional<PrecisionCategory>
+amp::train::parsePrecisionCategory(StringRef text) {
+  if (text == "f32")
+    return PrecisionCategory::fp32;
+  return symbolizePrecisionCategory(text);
+}
+
+StringRef amp::train::stringifyPrecisionReason(PrecisionReason reason) {
+  switch (reason) {
+  case PrecisionReason::Default:
+    return "default";
+  case PrecisionReason::OptLevel:
+    return "opt-level";
+  case PrecisionReason::PolicyFile:
+    return "policy file";
+  case PrecisionReason::Attribute:
+    return "attribute";
+  }
+  return "";
+}
+
+bool PrecisionPolicy::loadJson(StringRef text, MLIRContext *context,
+                               std::string &error) {
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+  if (!json) {
+    error = "is not valid JSON: " + llvm::toString(json.takeError());
+    return false;
+  }
+  const llvm::json::Object *object = json->getAsObject();
+  if (!object) {
+    error = "must be a JSON object from categories to arrays of op names";
+    return false;
+  }
+  for (const auto &[key, value] : *object) {
+    std::optional<PrecisionCategory> category = parsePrecisionCategory(key);
+    if (!category) {
+      error = "unknown category '" + key.str() +
+              "' (expected lower, fp32, promote or follow)";
+      return false;
+    }
+    const llvm::json::Array *names = value.getAsArray();
+    if (!names) {
+      error = "category '" + key.str() + "' must map to an array of op names";
+      return false;
+    }
+    for (const llvm::json::Value &entry : *names) {
+      std::optional<StringRef> name = entry.getAsString();
+      if (!name) {
+        error = "entries of '" + key.str() + "' must be op-name strings";
+        return false;
+      }
+      std::optional<RegisteredOperationName> op =
+          RegisteredOperationName::lookup(*name, context);
+      if (!op || !op->hasInterface<PrecisionPolicyOpInterface>()) {
+        error = "'" + name->str() + "' under '" + key.str() +
+                "' is not a train op with a precision policy";
+        return false;
+      }
+      overrides[*name] = *category;
+    }
+  }
+  return true;
+}
+
+PrecisionDecision PrecisionPolicy::decide(PrecisionPolicyOpInterface op) const {
+  if (auto attr = op->getAttrOfType<StringAttr>(TrainDialect::kPrecisionAttrName))
+    if (std::optional<PrecisionCategory> c = parsePrecisionCategory(attr))
+      return {*c, PrecisionReason::Attribute, true};
+  auto it = overrides.find(op->getName().getStringRef());
+  if (it != overrides.end())
+    return {it->second, PrecisionReason::PolicyFile, true};
+  switch (level) {
+  case OptLevel::O0:
+  case OptLevel::O1:
+    return {op.getDefaultPrecision(), PrecisionReason::Default, false};
+  case OptLevel::O2:
+    // Apex O2: the model runs in the low type except batch norm, which stays
+    // entirely fp32 (keep_batchnorm_fp32).
+    if (op.keepsFp32AtO2())
+      return {PrecisionCategory::fp32, PrecisionReason::OptLevel, true};
+    return {PrecisionCategory::lower, PrecisionReason::OptLevel, true};
+  case OptLevel::O3:
+    return {PrecisionCategory::lower, PrecisionReason::OptLevel, true};
+  }
+  return {op.getDefaultPrecision(), PrecisionReason::Default, false};
+}

@@ -778,3 +778,39 @@ func.func @batch_norm_two_results(%x: tensor<8x4xf32>, %s: tensor<4xf32>) -> ten
   %0:2 = "train.batch_norm"(%x, %s, %s, %s, %s) : (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
   return %0#0 : tensor<8x4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// train.precision
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @precision_bad_value(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.precision' must be "lower", "fp32" (or "f32"), "promote" or "follow", got "fast"}}
+  %0 = train.relu %x {train.precision = "fast"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @precision_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.precision' must be "lower", "fp32" (or "f32"), "promote" or "follow", got 1 : i64}}
+  %0 = train.relu %x {train.precision = 1} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @precision_on_cast(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'train.precision' applies to train ops with a precision policy, not 'train.cast'}}
+  %0 = train.cast %x {train.precision = "lower"} : tensor<4xf32> to tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @unknown_train_attr(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown train attribute 'train.speed' (expected 'train.precision')}}
+  %0 = train.relu %x {train.speed = "fast"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -138,6 +138,15 @@ func.func @losses(%logits: tensor<128x10xf32>, %labels: tensor<128xi32>, %p: ten
   return %0, %1 : tensor<f32>, tensor<bf16>
 }
 
+// CHECK-LABEL: func.func @precision_overrides
+// CHECK: train.matmul %{{.*}}, %{{.*}} {train.precision = "f32"}
+// CHECK: train.softmax %{{.*}} axis 1 {train.precision = "lower"}
+func.func @precision_overrides(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = train.matmul %x, %x {train.precision = "f32"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %1 = train.softmax %0 axis 1 {train.precision = "lower"} : tensor<4x4xf32>
+  return %1 : tensor<4x4xf32>
+}
+
 // CHECK-LABEL: func.func @casts
 func.func @casts(%w: tensor<784x256xf32>) -> (tensor<784x256xf16>, tensor<784x256xbf16>) {
   // CHECK: train.cast %{{.*}} : tensor<784x256xf32> to tensor<784x256xf16>

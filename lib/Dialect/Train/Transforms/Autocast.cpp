@@ -19,8 +19,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace amp {
 namespace train {
@@ -105,18 +103,10 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
     low = BFloat16Type::get(context);
   else
     return fail("dtype must be f16 or bf16, got '" + dtype + "'");
-  std::optional<OptLevel> level = parseOptLevel(optLevel);
-  if (!level)
-    return fail("opt-level must be O0, O1, O2 or O3, got '" + optLevel + "'");
-  policy.emplace(*level);
-  if (policyFile.empty())
-    return success();
-  std::string message;
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(policyFile, &message);
-  if (!file)
-    return fail("cannot read policy file: " + message);
-  if (!policy->loadJson(file->getBuffer(), context, message))
-    return fail("policy file '" + policyFile + "' " + message);
+  std::string error;
+  policy = PrecisionPolicy::fromOptions(optLevel, policyFile, context, error);
+  if (!policy)
+    return fail(error);
   return success();
 }
 
@@ -132,14 +122,7 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
                                        CastCache &casts,
                                        DenseMap<Value, Type> &original) {
   PrecisionDecision decision = policy->decide(op);
-  SmallVector<unsigned> governed;
-  if (decision.allOperands) {
-    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-      if (floatElementType(operand))
-        governed.push_back(i);
-  } else {
-    governed = op.getPrecisionOperands();
-  }
+  SmallVector<unsigned> governed = getGovernedOperands(op, decision);
   if (governed.empty())
     return success();
 

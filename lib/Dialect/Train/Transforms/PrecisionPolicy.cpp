@@ -7,7 +7,9 @@
 #include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
 
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
 using namespace amp::train;
@@ -40,6 +42,30 @@ StringRef amp::train::stringifyPrecisionReason(PrecisionReason reason) {
     return "attribute";
   }
   return "";
+}
+
+std::optional<PrecisionPolicy>
+PrecisionPolicy::fromOptions(StringRef optLevel, StringRef policyFile,
+                             MLIRContext *context, std::string &error) {
+  std::optional<OptLevel> level = parseOptLevel(optLevel);
+  if (!level) {
+    error = "opt-level must be O0, O1, O2 or O3, got '" + optLevel.str() + "'";
+    return std::nullopt;
+  }
+  PrecisionPolicy policy(*level);
+  if (policyFile.empty())
+    return policy;
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(policyFile, &message);
+  if (!file) {
+    error = "cannot read policy file: " + message;
+    return std::nullopt;
+  }
+  if (!policy.loadJson(file->getBuffer(), context, message)) {
+    error = "policy file '" + policyFile.str() + "' " + message;
+    return std::nullopt;
+  }
+  return policy;
 }
 
 bool PrecisionPolicy::loadJson(StringRef text, MLIRContext *context,
@@ -106,4 +132,17 @@ PrecisionDecision PrecisionPolicy::decide(PrecisionPolicyOpInterface op) const {
     return {PrecisionCategory::lower, PrecisionReason::OptLevel, true};
   }
   return {op.getDefaultPrecision(), PrecisionReason::Default, false};
+}
+
+SmallVector<unsigned>
+amp::train::getGovernedOperands(PrecisionPolicyOpInterface op,
+                                const PrecisionDecision &decision) {
+  if (!decision.allOperands)
+    return op.getPrecisionOperands();
+  SmallVector<unsigned> governed;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (auto type = dyn_cast<ShapedType>(operand.getType()))
+      if (isa<FloatType>(type.getElementType()))
+        governed.push_back(i);
+  return governed;
 }

@@ -71,4 +71,37 @@ def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   }];
 }
 
+def PrecisionReportPass : Pass<"amp-precision-report", "::mlir::ModuleOp"> {
+  let summary = "Explain every op's precision, the casts, and the bytes saved";
+  let description = [{
+    Reports, per function, each train op's precision (the type it computes
+    in), its category and why (the default list, the opt level, the policy
+    file, an attribute, promotion or following its input), every cast, the
+    number of ops per precision, and the bytes of all float tensors compared
+    with the same graph in f32 (activation memory saved). Run it after
+    `amp-autocast` with the same `opt-level` and `policy`; it does not change
+    the IR.
+
+    `format=text` (default) is for people, `format=json` for tools,
+    `format=dot` is a Graphviz graph with ops coloured by precision (f16
+    green, bf16 blue, f32 orange, casts grey). `output` names the file
+    (written atomically; `-`, the default, is standard output).
+
+    ```
+    amp-opt model.mlir --amp-pipeline --amp-precision-report="format=json output=report.json" -o step.mlir
+    amp-opt model.mlir --amp-pipeline --amp-precision-report="format=dot output=graph.dot" -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"text\"",
+           "Report format: text, json or dot">,
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "File to write the report to ('-' for standard output)">,
+    Option<"optLevel", "opt-level", "std::string", /*default=*/"\"O1\"",
+           "The opt level autocast ran with (for the reasons)">,
+    Option<"policyFile", "policy", "std::string", /*default=*/"\"\"",
+           "The policy file autocast ran with (for the reasons)">,
+  ];
+}
+
 #endif // AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

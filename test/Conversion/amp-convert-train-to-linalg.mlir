@@ -22,6 +22,19 @@ func.func @matmul_f16(%a: tensor<4x8xf16>, %b: tensor<6x8xf16>) -> tensor<4x6xf1
 
 // -----
 
+// An f16 accumulator (O3-style pure f16) accumulates in f16 and needs no
+// rounding step.
+// CHECK-LABEL: func.func @matmul_f16_accumulate
+// CHECK: linalg.fill ins(%{{.*}} : f16) outs(%{{.*}} : tensor<4x6xf16>)
+// CHECK: %[[MM:.*]] = linalg.matmul {{.*}} outs(%{{.*}} : tensor<4x6xf16>)
+// CHECK-NEXT: return %[[MM]]
+func.func @matmul_f16_accumulate(%a: tensor<4x8xf16>, %b: tensor<8x6xf16>) -> tensor<4x6xf16> {
+  %r = train.matmul %a, %b accumulate f16 : tensor<4x8xf16>, tensor<8x6xf16> -> tensor<4x6xf16>
+  return %r : tensor<4x6xf16>
+}
+
+// -----
+
 // f32 matmul: no rounding step.
 // CHECK-LABEL: func.func @matmul_f32
 // CHECK: %[[MM:.*]] = linalg.matmul

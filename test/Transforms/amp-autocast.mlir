@@ -11,11 +11,11 @@
 // CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[W:.*]]: tensor<16x4xf32>) -> tensor<8x4xf32>
 // CHECK-NEXT: %[[W16:.*]] = train.cast %[[W]] : tensor<16x4xf32> to tensor<16x4xf16>
 // CHECK-NEXT: %[[X16:.*]] = train.cast %[[X]] : tensor<8x16xf32> to tensor<8x16xf16>
-// CHECK-NEXT: %[[Y:.*]] = train.matmul %[[X16]], %[[W16]] : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
+// CHECK-NEXT: %[[Y:.*]] = train.matmul %[[X16]], %[[W16]] accumulate f32 : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
 // CHECK-NEXT: %[[Y32:.*]] = train.cast %[[Y]] : tensor<8x4xf16> to tensor<8x4xf32>
 // CHECK-NEXT: return %[[Y32]] : tensor<8x4xf32>
 // BF16-LABEL: func.func @lower
-// BF16: train.matmul %{{.*}}, %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16> -> tensor<8x4xbf16>
+// BF16: train.matmul %{{.*}}, %{{.*}} accumulate f32 : tensor<8x16xbf16>, tensor<16x4xbf16> -> tensor<8x4xbf16>
 // O0-LABEL: func.func @lower
 // O0-NOT: train.cast
 // O0: train.matmul %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
@@ -48,7 +48,7 @@ func.func @one_cast_per_value(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> te
 // Inputs already in the low type are not round-tripped: no cast at all.
 // CHECK-LABEL: func.func @low_inputs
 // CHECK-NOT: train.cast
-// CHECK: train.matmul %arg0, %arg1 : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
+// CHECK: train.matmul %arg0, %arg1 accumulate f32 : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
 // CHECK-NOT: train.cast
 func.func @low_inputs(%x: tensor<8x16xf16>, %w: tensor<16x4xf16>) -> tensor<8x4xf16> {
   %y = train.matmul %x, %w : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
@@ -175,7 +175,7 @@ func.func @loss(%logits: tensor<4x10xf16>, %labels: tensor<4xi32>) -> tensor<f32
 // CHECK-NEXT: %[[W16:.*]] = train.cast %[[W]] : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[X]]) -> (tensor<4x4xf32>)
 // CHECK-NEXT: %[[A16:.*]] = train.cast %[[ACC]] : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[M:.*]] = train.matmul %[[A16]], %[[W16]] : tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
+// CHECK-NEXT: %[[M:.*]] = train.matmul %[[A16]], %[[W16]] accumulate f32 : tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
 // CHECK-NEXT: %[[M32:.*]] = train.cast %[[M]] : tensor<4x4xf16> to tensor<4x4xf32>
 // CHECK-NEXT: scf.yield %[[M32]] : tensor<4x4xf32>
 func.func @region_crossing(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {

@@ -37,13 +37,13 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       .getResult(0);
 }
 
-/// Rounds an f32 accumulator tensor to `type`'s element type (or returns it).
+/// Rounds an accumulator tensor to `type`'s element type (or returns it).
 Value roundTo(OpBuilder &b, Location loc, Value acc, RankedTensorType type) {
   if (acc.getType() == type)
     return acc;
   return buildElementwise(
       b, loc, type, {{acc, identityMap(b.getContext(), type.getRank())}},
-      b.getF32Type(),
+      cast<RankedTensorType>(acc.getType()).getElementType(),
       [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
@@ -111,7 +111,7 @@ struct ContractionToLinalg : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    Type acc = getComputeType(type.getElementType());
+    Type acc = op.getAccumulatorType();
     Value init = accumulatorInit(rewriter, loc, op, type.getShape(), acc);
     auto contraction = LinalgOpTy::create(
         rewriter, loc, TypeRange{init.getType()},
@@ -130,7 +130,7 @@ struct Conv2dToLinalg : OpRewritePattern<Conv2dOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    Type acc = getComputeType(type.getElementType());
+    Type acc = op.getAccumulatorType();
     Value input = padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
     Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
     SmallVector<NamedAttribute> attrs = {

@@ -115,6 +115,22 @@ func.func @matmul_bias_type(%x: tensor<8x4xf16>, %w: tensor<4x10xf16>, %b: tenso
 
 // -----
 
+func.func @matmul_accumulate_bf16(%x: tensor<8x4xf16>, %w: tensor<4x10xf16>) -> tensor<8x10xf16> {
+  // expected-error @+1 {{'train.matmul' op accumulate type must be f32 or the operand type 'f16', got 'bf16'}}
+  %0 = train.matmul %x, %w accumulate bf16 : tensor<8x4xf16>, tensor<4x10xf16> -> tensor<8x10xf16>
+  return %0 : tensor<8x10xf16>
+}
+
+// -----
+
+func.func @conv_accumulate_f16(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+1 {{'train.conv2d' op accumulate type must be f32 or the operand type 'f32', got 'f16'}}
+  %0 = train.conv2d %x, %w accumulate f16 : tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
 func.func @batch_matmul_rank(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>) -> tensor<4x6xf32> {
   // expected-error @+2 {{'train.batch_matmul' op operands must be rank 3, got [4, 5] and [5, 6]}}
   // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}

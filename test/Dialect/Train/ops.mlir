@@ -48,6 +48,8 @@ func.func @contractions(%x: tensor<128x784xbf16>, %w: tensor<784x256xbf16>, %wt:
   %1 = train.matmul %x, %wt transpose_rhs : tensor<128x784xbf16>, tensor<256x784xbf16> -> tensor<128x256xbf16>
   // CHECK: train.matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_rhs : tensor<128x784xbf16>, tensor<256x784xbf16>, tensor<256xbf16> -> tensor<128x256xbf16>
   %b1 = train.matmul %x, %wt, %bias transpose_rhs : tensor<128x784xbf16>, tensor<256x784xbf16>, tensor<256xbf16> -> tensor<128x256xbf16>
+  // CHECK: train.matmul %{{.*}}, %{{.*}} accumulate f32 : tensor<128x784xbf16>, tensor<784x256xbf16> -> tensor<128x256xbf16>
+  %acc = train.matmul %x, %w accumulate f32 : tensor<128x784xbf16>, tensor<784x256xbf16> -> tensor<128x256xbf16>
   // CHECK: train.batch_matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x128x128xf32>
   %2 = train.batch_matmul %q, %k transpose_rhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x128x128xf32>
   // CHECK: train.batch_matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x64x64xf32>

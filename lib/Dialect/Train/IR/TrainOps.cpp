@@ -185,6 +185,49 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                     input.getElementType(), results);
 }
 
+/// The accumulator of a contraction: the `accumulate` attribute, else f32 for
+/// f16/bf16 operands and the operand type otherwise.
+static Type accumulatorType(std::optional<Type> accumulate, Type element) {
+  if (accumulate)
+    return *accumulate;
+  if (isa<Float16Type, BFloat16Type>(element))
+    return Float32Type::get(element.getContext());
+  return element;
+}
+
+/// An explicit accumulator must be f32 or the operand type.
+static LogicalResult verifyAccumulator(Operation *op,
+                                       std::optional<Type> accumulate,
+                                       Type element) {
+  if (!accumulate || *accumulate == element || accumulate->isF32())
+    return success();
+  return op->emitOpError("accumulate type must be f32 or the operand type ")
+         << element << ", got " << *accumulate;
+}
+
+Type MatmulOp::getAccumulatorType() {
+  return accumulatorType(getAccumulate(), getLhs().getType().getElementType());
+}
+LogicalResult MatmulOp::verify() {
+  return verifyAccumulator(*this, getAccumulate(),
+                           getLhs().getType().getElementType());
+}
+Type BatchMatmulOp::getAccumulatorType() {
+  return accumulatorType(getAccumulate(), getLhs().getType().getElementType());
+}
+LogicalResult BatchMatmulOp::verify() {
+  return verifyAccumulator(*this, getAccumulate(),
+                           getLhs().getType().getElementType());
+}
+Type Conv2dOp::getAccumulatorType() {
+  return accumulatorType(getAccumulate(),
+                         getInput().getType().getElementType());
+}
+LogicalResult Conv2dOp::verify() {
+  return verifyAccumulator(*this, getAccumulate(),
+                           getInput().getType().getElementType());
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax, normalization, dropout
 //===----------------------------------------------------------------------===//

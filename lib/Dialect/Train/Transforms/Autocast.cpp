@@ -157,6 +157,10 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
     if (floatElementType(v) != target)
       op->setOperand(i, casts.get(v, target));
   }
+  // Low-precision contractions state their f32 accumulator in the IR (the
+  // CUBLAS_COMPUTE_32F the CUDA backend emits).
+  if (target == low)
+    op.setAccumulatorType(Float32Type::get(op->getContext()));
 
   // Result types follow the new operand types.
   auto setResultTypes = [&](TypeRange types) {

@@ -127,8 +127,11 @@ def Train_MatmulOp : Train_Op<"matmul",
     `transpose_lhs` / `transpose_rhs` say an operand is stored transposed
     (`[K, M]` resp. `[N, K]`), so `x @ W^T` needs no separate transpose.
 
-    The bias is added to the accumulator before the single rounding to the
-    result type, as cuBLASLt's bias epilogue does; it has the operands'
+    Products are summed in the `accumulate` type: f32 by default for f16 and
+    bf16 operands (Tensor Cores' CUBLAS_COMPUTE_32F; autocast states it
+    explicitly), or the operand type itself when given so. The bias is added
+    to the accumulator before the single rounding to the result type, as
+    cuBLASLt's bias epilogue does; it has the operands'
     element type, so autocast runs the whole layer in the low type as PyTorch
     does for `F.linear`.
 
@@ -140,12 +143,18 @@ def Train_MatmulOp : Train_Op<"matmul",
   }];
   let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
                        Optional<Train_FloatTensor>:$bias,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`,` $bias^)? (`transpose_lhs` $transpose_lhs^)?
-    (`transpose_rhs` $transpose_rhs^)?
+    (`transpose_rhs` $transpose_rhs^)? (`accumulate` $accumulate^)?
     attr-dict `:` type($lhs) `,` type($rhs) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type products are summed in (see Train_AccumulateDoc).
+    ::mlir::Type getAccumulatorType();
   }];
 }
 
@@ -162,11 +171,18 @@ def Train_BatchMatmulOp : Train_Op<"batch_matmul",
     ```
   }];
   let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    (`accumulate` $accumulate^)?
     attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type products are summed in.
+    ::mlir::Type getAccumulatorType();
   }];
 }
 
@@ -187,12 +203,18 @@ def Train_Conv2dOp : Train_Op<"conv2d",
   let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$filter,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
-    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation);
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter (`strides` $strides^)? (`padding` $padding^)?
-    (`dilation` $dilation^)?
+    (`dilation` $dilation^)? (`accumulate` $accumulate^)?
     attr-dict `:` type($input) `,` type($filter) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type products are summed in.
+    ::mlir::Type getAccumulatorType();
   }];
 }
 

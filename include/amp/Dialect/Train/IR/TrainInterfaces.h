@@ -9,11 +9,23 @@
 
 #include "amp/Dialect/Train/IR/TrainAttributes.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <utility>
 
 namespace amp {
 namespace train {
+
+namespace detail {
+/// Detects ops with an `accumulate` type attribute (matmul, batch_matmul,
+/// conv2d) for PrecisionPolicyOpInterface::setAccumulatorType.
+template <typename OpT>
+using HasAccumulateAttr = decltype(std::declval<OpT &>().setAccumulateAttr(
+    std::declval<mlir::TypeAttr>()));
+} // namespace detail
 
 /// The trait behind `Train_DefaultPrecision<category>`: records the op's
 /// default autocast category for PrecisionPolicyOpInterface.

@@ -48,6 +48,19 @@ def Train_PrecisionPolicyOpInterface
         return indices;
       }]>,
     InterfaceMethod<
+      "Sets the type a contraction accumulates in (its `accumulate` "
+      "attribute); returns false for ops that do not accumulate products.",
+      "bool", "setAccumulatorType", (ins "::mlir::Type":$type), [{}],
+      [{
+        if constexpr (::llvm::is_detected<
+                          ::amp::train::detail::HasAccumulateAttr,
+                          ConcreteOp>::value) {
+          $_op.setAccumulateAttr(::mlir::TypeAttr::get(type));
+          return true;
+        }
+        return false;
+      }]>,
+    InterfaceMethod<
       "Whether Apex's O2 keeps this op, and the parameters it reads, "
       "entirely in fp32 (keep_batchnorm_fp32).",
       "bool", "keepsFp32AtO2", (ins), [{}], [{ return false; }]>,

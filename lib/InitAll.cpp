@@ -54,12 +54,12 @@
 using namespace mlir;
 
 void amp::registerAmpDialects(DialectRegistry &registry) {
-  registry.insert<train::TrainDialect, affine::AffineDialect,
-                  arith::ArithDialect, bufferization::BufferizationDialect,
-                  cf::ControlFlowDialect, func::FuncDialect,
-                  index::IndexDialect, linalg::LinalgDialect,
-                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
-                  scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
+  registry
+      .insert<train::TrainDialect, affine::AffineDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, cf::ControlFlowDialect,
+              func::FuncDialect, index::IndexDialect, linalg::LinalgDialect,
+              LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+              scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
   // One-shot bufferization and buffer deallocation.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);

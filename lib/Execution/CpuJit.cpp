@@ -54,17 +54,18 @@ static llvm::Expected<TensorSpec> specOf(Type type, StringRef what,
        << "; expected a static f32, f16, bf16 or i32 tensor";
     return llvm::createStringError(s);
   }
-  return TensorSpec{*kind, {tensor.getShape().begin(), tensor.getShape().end()}};
+  return TensorSpec{*kind,
+                    {tensor.getShape().begin(), tensor.getShape().end()}};
 }
 
 /// libgcc's f16 conversions, for code compiled for CPUs without F16C (LLVM
 /// calls them with the half value in an XMM register, libgcc's ABI).
-static llvm::orc::SymbolMap halfConversionSymbols(llvm::orc::MangleAndInterner
-                                                      interner) {
+static llvm::orc::SymbolMap
+halfConversionSymbols(llvm::orc::MangleAndInterner interner) {
   llvm::orc::SymbolMap symbols;
   std::string error;
-  auto lib = llvm::sys::DynamicLibrary::getPermanentLibrary("libgcc_s.so.1",
-                                                            &error);
+  auto lib =
+      llvm::sys::DynamicLibrary::getPermanentLibrary("libgcc_s.so.1", &error);
   if (!lib.isValid())
     return symbols;
   for (const char *name : {"__extendhfsf2", "__truncsfhf2", "__truncdfhf2"})
@@ -107,9 +108,11 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   // in-place writes into caller memory) and the entry gets a C interface.
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   auto copyFunc = copy->lookupSymbol<func::FuncOp>(name);
-  copyFunc->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  copyFunc->setAttr("llvm.emit_c_interface",
+                    UnitAttr::get(module.getContext()));
   for (unsigned i = 0, e = copyFunc.getNumArguments(); i < e; ++i)
-    copyFunc.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+    copyFunc.setArgAttr(i,
+                        bufferization::BufferizationDialect::kWritableAttrName,
                         BoolAttr::get(module.getContext(), false));
 
   std::string diagnostics;
@@ -140,13 +143,13 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     return targetMachine.takeError();
 
   ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(options.optLevel, 0,
-                                               targetMachine->get());
+  auto transformer =
+      makeOptimizingTransformer(options.optLevel, 0, targetMachine->get());
   engineOptions.transformer = transformer;
   static constexpr llvm::StringRef runnerUtils = AMP_MLIR_C_RUNNER_UTILS;
   engineOptions.sharedLibPaths = runnerUtils;
-  auto engine = ExecutionEngine::create(*copy, engineOptions,
-                                        std::move(*targetMachine));
+  auto engine =
+      ExecutionEngine::create(*copy, engineOptions, std::move(*targetMachine));
   if (!engine)
     return engine.takeError();
   fn->engine = std::move(*engine);
@@ -162,7 +165,8 @@ CpuFunction::call(llvm::ArrayRef<const HostTensor *> inputs) {
         " arguments, got " + std::to_string(inputs.size()));
   for (auto [i, input] : llvm::enumerate(inputs)) {
     const TensorSpec &spec = arguments[i];
-    if (input->getKind() != spec.kind || input->getShape() != llvm::ArrayRef<int64_t>(spec.shape))
+    if (input->getKind() != spec.kind ||
+        input->getShape() != llvm::ArrayRef<int64_t>(spec.shape))
       return llvm::createStringError(
           "argument #" + std::to_string(i) + " of @" + entry + " is " +
           input->typeString() + ", expected " + specString(spec));

@@ -108,7 +108,9 @@ uint16_t amp::floatToBFloat(float value) {
   return (x + bias) >> 16;
 }
 
-float amp::bfloatToFloat(uint16_t bits) { return floatOf(uint32_t(bits) << 16); }
+float amp::bfloatToFloat(uint16_t bits) {
+  return floatOf(uint32_t(bits) << 16);
+}
 
 HostTensor::HostTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape)
     : kind(kind), shape(shape.begin(), shape.end()) {

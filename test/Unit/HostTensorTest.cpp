@@ -107,8 +107,8 @@ TEST(BFloatConversion, RoundsLikeAPFloat) {
 }
 
 TEST(HostTensor, LayoutAndAccess) {
-  HostTensor t = HostTensor::fromFloats(ElementKind::F16, {2, 3},
-                                        {1, 2, 3, 4, 5, 65504});
+  HostTensor t =
+      HostTensor::fromFloats(ElementKind::F16, {2, 3}, {1, 2, 3, 4, 5, 65504});
   EXPECT_EQ(t.getNumElements(), 6);
   EXPECT_EQ(t.getSizeInBytes(), 12u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);

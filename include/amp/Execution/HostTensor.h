@@ -58,7 +58,9 @@ public:
   ElementKind getKind() const { return kind; }
   llvm::ArrayRef<int64_t> getShape() const { return shape; }
   int64_t getNumElements() const;
-  size_t getSizeInBytes() const { return getNumElements() * elementBytes(kind); }
+  size_t getSizeInBytes() const {
+    return getNumElements() * elementBytes(kind);
+  }
 
   /// The elements widened to f32 (exact for every kind but large i32).
   std::vector<float> toFloats() const;

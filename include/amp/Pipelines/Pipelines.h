@@ -18,7 +18,8 @@ class OpPassManager;
 namespace amp {
 
 /// Options of `amp-pipeline`, the mixed-precision training-step pipeline.
-struct AmpPipelineOptions : public mlir::PassPipelineOptions<AmpPipelineOptions> {
+struct AmpPipelineOptions
+    : public mlir::PassPipelineOptions<AmpPipelineOptions> {
   Option<std::string> optLevel{*this, "opt-level",
                                llvm::cl::desc("Apex opt level: O0-O3"),
                                llvm::cl::init("O1")};

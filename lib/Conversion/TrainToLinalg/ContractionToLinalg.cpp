@@ -131,7 +131,8 @@ struct Conv2dToLinalg : OpRewritePattern<Conv2dOp> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Type acc = op.getAccumulatorType();
-    Value input = padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
+    Value input =
+        padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
     Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
     SmallVector<NamedAttribute> attrs = {
         rewriter.getNamedAttr("strides",

@@ -60,15 +60,15 @@ Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   Value inner;
   if (tanhForm) {
     // sqrt(2/pi) * (x + 0.044715 x^3)
-    Value x3 = arith::MulFOp::create(
-        b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value x3 =
+        arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
     Value poly = arith::AddFOp::create(
         b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
     inner = math::TanhOp::create(
         b, loc, arith::MulFOp::create(b, loc, c(std::sqrt(2.0 / M_PI)), poly));
   } else {
-    inner = math::ErfOp::create(
-        b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+    inner = math::ErfOp::create(b, loc,
+                                arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
   }
   Value half = arith::MulFOp::create(b, loc, c(0.5), x);
   return arith::MulFOp::create(b, loc, half,
@@ -99,7 +99,8 @@ template <typename OpTy> struct UnaryToLinalg : OpRewritePattern<OpTy> {
     RankedTensorType type = op.getType();
     Location loc = op.getLoc();
     Value result = buildElementwise(
-        rewriter, loc, type, {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        rewriter, loc, type,
+        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
         getComputeType(type.getElementType()),
         [&](OpBuilder &b, Location l, ValueRange args) {
           return unary(op, b, l, args[0]);
@@ -133,8 +134,10 @@ template <typename OpTy> struct BinaryToLinalg : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
     Location loc = op.getLoc();
-    GenericInput lhs = broadcastInput(rewriter, loc, op.getLhs(), type.getShape());
-    GenericInput rhs = broadcastInput(rewriter, loc, op.getRhs(), type.getShape());
+    GenericInput lhs =
+        broadcastInput(rewriter, loc, op.getLhs(), type.getShape());
+    GenericInput rhs =
+        broadcastInput(rewriter, loc, op.getRhs(), type.getShape());
     Value result = buildElementwise(
         rewriter, loc, type, {lhs, rhs}, getComputeType(type.getElementType()),
         [&](OpBuilder &b, Location l, ValueRange args) {
@@ -187,7 +190,8 @@ Value i64Constant(OpBuilder &b, Location loc, uint64_t v) {
 /// docs/TrainDialect.md states the formula; the backward pass reuses it.
 Value dropoutUniform(OpBuilder &b, Location loc, Value index, uint64_t seed) {
   auto mix = [&](Value z, unsigned shift, uint64_t mul) {
-    Value shifted = arith::ShRUIOp::create(b, loc, z, i64Constant(b, loc, shift));
+    Value shifted =
+        arith::ShRUIOp::create(b, loc, z, i64Constant(b, loc, shift));
     Value x = arith::XOrIOp::create(b, loc, z, shifted);
     return mul ? arith::MulIOp::create(b, loc, x, i64Constant(b, loc, mul))
                      .getResult()
@@ -225,10 +229,12 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
             linear = arith::AddIOp::create(
                 b, loc,
                 arith::MulIOp::create(
-                    b, loc, linear, arith::ConstantIndexOp::create(b, loc, size)),
+                    b, loc, linear,
+                    arith::ConstantIndexOp::create(b, loc, size)),
                 idx);
           }
-          Value index = arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
+          Value index =
+              arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
           Value u = dropoutUniform(b, loc, index, seed);
           Value keep = arith::CmpFOp::create(
               b, loc, arith::CmpFPredicate::OGE, u,
@@ -246,12 +252,13 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
 
 } // namespace
 
-void amp::populateTrainElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
+void amp::populateTrainElementwiseToLinalgPatterns(
+    RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<UnaryToLinalg<ReluOp>, UnaryToLinalg<TanhOp>,
-               UnaryToLinalg<SigmoidOp>, UnaryToLinalg<ExpOp>,
-               UnaryToLinalg<LogOp>, GeluToLinalg, BinaryToLinalg<AddOp>,
-               BinaryToLinalg<SubOp>, BinaryToLinalg<MulOp>,
-               BinaryToLinalg<DivOp>, CastToLinalg, BroadcastToLinalg,
-               DropoutToLinalg>(ctx);
+  patterns
+      .add<UnaryToLinalg<ReluOp>, UnaryToLinalg<TanhOp>,
+           UnaryToLinalg<SigmoidOp>, UnaryToLinalg<ExpOp>, UnaryToLinalg<LogOp>,
+           GeluToLinalg, BinaryToLinalg<AddOp>, BinaryToLinalg<SubOp>,
+           BinaryToLinalg<MulOp>, BinaryToLinalg<DivOp>, CastToLinalg,
+           BroadcastToLinalg, DropoutToLinalg>(ctx);
 }

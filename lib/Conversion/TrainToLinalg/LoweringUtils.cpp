@@ -114,8 +114,8 @@ GenericInput amp::reducedInput(MLIRContext *ctx, Value input, unsigned rank,
 }
 
 /// Converts the float block arguments to `computeType`.
-static SmallVector<Value> toCompute(OpBuilder &b, Location loc,
-                                    ValueRange args, Type computeType) {
+static SmallVector<Value> toCompute(OpBuilder &b, Location loc, ValueRange args,
+                                    Type computeType) {
   SmallVector<Value> converted;
   for (Value arg : args)
     converted.push_back(convertFloat(b, loc, arg, computeType));
@@ -146,8 +146,8 @@ Value amp::buildElementwise(OpBuilder &b, Location loc,
         SmallVector<Value> in =
             toCompute(nb, nloc, args.drop_back(), computeType);
         Value result = body(nb, nloc, in);
-        linalg::YieldOp::create(
-            nb, nloc, convertFloat(nb, nloc, result, resultElement));
+        linalg::YieldOp::create(nb, nloc,
+                                convertFloat(nb, nloc, result, resultElement));
       });
   return generic.getResult(0);
 }
@@ -170,8 +170,7 @@ Value amp::buildReduction(OpBuilder &b, Location loc,
   }
   Value empty = tensor::EmptyOp::create(b, loc, outShape, accType);
   Value initValue = floatConstant(b, loc, accType, init);
-  Value filled =
-      linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
+  Value filled = linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
   SmallVector<Value> values;
   SmallVector<AffineMap> maps;
   for (const GenericInput &in : inputs) {
@@ -183,8 +182,7 @@ Value amp::buildReduction(OpBuilder &b, Location loc,
       b, loc, TypeRange{filled.getType()}, values, ValueRange{filled}, maps,
       iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         SmallVector<Value> in = toCompute(nb, nloc, args.drop_back(), accType);
-        linalg::YieldOp::create(nb, nloc,
-                                body(nb, nloc, args.back(), in));
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.back(), in));
       });
   return generic.getResult(0);
 }

@@ -86,8 +86,8 @@ std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value input,
       b, loc, type.getShape(), {axis},
       {x, reducedInput(ctx, max, rank, {axis})}, f32, 0.0,
       [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
-        Value e = math::ExpOp::create(nb, l,
-                                      arith::SubFOp::create(nb, l, in[0], in[1]));
+        Value e = math::ExpOp::create(
+            nb, l, arith::SubFOp::create(nb, l, in[0], in[1]));
         if (causal)
           e = arith::SelectOp::create(nb, l, causalKeep(nb, l, rank), e,
                                       floatConstant(nb, l, f32, 0.0));
@@ -96,33 +96,41 @@ std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value input,
   return {max, sum};
 }
 
+/// softmax (exp(x - max) / sum) or log_softmax (x - max - log(sum)) of
+/// `input` along `axis`, in f32, rounded once to `type`.
+Value lowerSoftmaxLike(OpBuilder &b, Location loc, Value input,
+                       RankedTensorType type, int64_t axis, bool causal,
+                       bool logForm) {
+  unsigned rank = type.getRank();
+  auto [max, sum] = softmaxStats(b, loc, input, axis, causal);
+  MLIRContext *ctx = b.getContext();
+  return buildElementwise(
+      b, loc, type,
+      {{input, identityMap(ctx, rank)},
+       reducedInput(ctx, max, rank, {axis}),
+       reducedInput(ctx, sum, rank, {axis})},
+      b.getF32Type(), [&](OpBuilder &nb, Location l, ValueRange in) -> Value {
+        Value shifted = arith::SubFOp::create(nb, l, in[0], in[1]);
+        if (logForm)
+          return arith::SubFOp::create(nb, l, shifted,
+                                       math::LogOp::create(nb, l, in[2]));
+        Value p = arith::DivFOp::create(
+            nb, l, math::ExpOp::create(nb, l, shifted), in[2]);
+        if (!causal)
+          return p;
+        return arith::SelectOp::create(
+            nb, l, causalKeep(nb, l, rank), p,
+            floatConstant(nb, l, nb.getF32Type(), 0.0));
+      });
+}
+
 struct SoftmaxToLinalg : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    unsigned rank = type.getRank();
-    int64_t axis = op.getAxis();
-    bool causal = op.getCausal();
-    auto [max, sum] = softmaxStats(rewriter, loc, op.getInput(), axis, causal);
-    MLIRContext *ctx = op.getContext();
-    Value result = buildElementwise(
-        rewriter, loc, type,
-        {{op.getInput(), identityMap(ctx, rank)},
-         reducedInput(ctx, max, rank, {axis}),
-         reducedInput(ctx, sum, rank, {axis})},
-        rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
-          Value e = math::ExpOp::create(b, l,
-                                        arith::SubFOp::create(b, l, in[0], in[1]));
-          Value p = arith::DivFOp::create(b, l, e, in[2]);
-          if (!causal)
-            return p;
-          return arith::SelectOp::create(b, l, causalKeep(b, l, rank), p,
-                                         floatConstant(b, l, b.getF32Type(), 0.0))
-              .getResult();
-        });
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(
+        op, lowerSoftmaxLike(rewriter, op.getLoc(), op.getInput(), op.getType(),
+                             op.getAxis(), op.getCausal(), /*logForm=*/false));
     return success();
   }
 };
@@ -131,24 +139,10 @@ struct LogSoftmaxToLinalg : OpRewritePattern<LogSoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LogSoftmaxOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    unsigned rank = type.getRank();
-    int64_t axis = op.getAxis();
-    auto [max, sum] = softmaxStats(rewriter, loc, op.getInput(), axis, false);
-    MLIRContext *ctx = op.getContext();
-    Value result = buildElementwise(
-        rewriter, loc, type,
-        {{op.getInput(), identityMap(ctx, rank)},
-         reducedInput(ctx, max, rank, {axis}),
-         reducedInput(ctx, sum, rank, {axis})},
-        rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
-          // x - max - log(sum exp(x - max))
-          Value shifted = arith::SubFOp::create(b, l, in[0], in[1]);
-          return arith::SubFOp::create(b, l, shifted,
-                                       math::LogOp::create(b, l, in[2]));
-        });
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op,
+                       lowerSoftmaxLike(rewriter, op.getLoc(), op.getInput(),
+                                        op.getType(), op.getAxis(),
+                                        /*causal=*/false, /*logForm=*/true));
     return success();
   }
 };
@@ -158,19 +152,18 @@ struct LogSoftmaxToLinalg : OpRewritePattern<LogSoftmaxOp> {
 //===----------------------------------------------------------------------===//
 
 /// Sum and sum of squared deviations over `dims` of `input` (two passes).
-std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc,
-                                        Value input, ArrayRef<int64_t> dims,
-                                        int64_t count) {
+std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
+                                        ArrayRef<int64_t> dims, int64_t count) {
   auto type = cast<RankedTensorType>(input.getType());
   MLIRContext *ctx = b.getContext();
   unsigned rank = type.getRank();
   Type f32 = b.getF32Type();
   GenericInput x = {input, identityMap(ctx, rank)};
-  Value sum = buildReduction(
-      b, loc, type.getShape(), dims, {x}, f32, 0.0,
-      [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
-        return arith::AddFOp::create(nb, l, acc, in[0]);
-      });
+  Value sum =
+      buildReduction(b, loc, type.getShape(), dims, {x}, f32, 0.0,
+                     [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+                       return arith::AddFOp::create(nb, l, acc, in[0]);
+                     });
   Value dev = buildReduction(
       b, loc, type.getShape(), dims, {x, reducedInput(ctx, sum, rank, dims)},
       f32, 0.0, [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
@@ -190,14 +183,13 @@ Value normalize(OpBuilder &b, Location loc, ValueRange in, double count,
   Value n = floatConstant(b, loc, f32, count);
   Value mean = arith::DivFOp::create(b, loc, in[1], n);
   Value var = arith::DivFOp::create(b, loc, in[2], n);
-  Value inv = invSqrt(b, loc,
-                      arith::AddFOp::create(
-                          b, loc, var, floatConstant(b, loc, f32, epsilon)));
+  Value inv = invSqrt(
+      b, loc,
+      arith::AddFOp::create(b, loc, var, floatConstant(b, loc, f32, epsilon)));
   Value xhat = arith::MulFOp::create(
       b, loc, arith::SubFOp::create(b, loc, in[0], mean), inv);
-  return arith::AddFOp::create(b, loc,
-                               arith::MulFOp::create(b, loc, xhat, in[3]),
-                               in[4]);
+  return arith::AddFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, xhat, in[3]), in[4]);
 }
 
 struct LayerNormToLinalg : OpRewritePattern<LayerNormOp> {
@@ -210,13 +202,15 @@ struct LayerNormToLinalg : OpRewritePattern<LayerNormOp> {
     int64_t normRank = op.getScale().getType().getRank();
     SmallVector<int64_t> dims = dimRange(rank - normRank, rank);
     int64_t count = countOf(type.getShape(), dims);
-    auto [sum, dev] = sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
+    auto [sum, dev] =
+        sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
     MLIRContext *ctx = op.getContext();
     double eps = op.getEpsilon().convertToDouble();
     Value result = buildElementwise(
         rewriter, loc, type,
         {{op.getInput(), identityMap(ctx, rank)},
-         reducedInput(ctx, sum, rank, dims), reducedInput(ctx, dev, rank, dims),
+         reducedInput(ctx, sum, rank, dims),
+         reducedInput(ctx, dev, rank, dims),
          broadcastInput(rewriter, loc, op.getScale(), type.getShape()),
          broadcastInput(rewriter, loc, op.getBias(), type.getShape())},
         rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
@@ -239,13 +233,17 @@ struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
     SmallVector<int64_t> dims = {0};
     llvm::append_range(dims, dimRange(2, rank));
     int64_t count = countOf(type.getShape(), dims);
-    auto [sum, dev] = sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
+    auto [sum, dev] =
+        sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
     double eps = op.getEpsilon().convertToDouble();
     auto perChannel = [&](Value v) { return reducedInput(ctx, v, rank, dims); };
     Value output = buildElementwise(
         rewriter, loc, type,
-        {{op.getInput(), identityMap(ctx, rank)}, perChannel(sum),
-         perChannel(dev), perChannel(op.getScale()), perChannel(op.getBias())},
+        {{op.getInput(), identityMap(ctx, rank)},
+         perChannel(sum),
+         perChannel(dev),
+         perChannel(op.getScale()),
+         perChannel(op.getBias())},
         rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
           return normalize(b, l, in, double(count), eps);
         });
@@ -317,7 +315,8 @@ struct ReduceToLinalg : OpRewritePattern<OpTy> {
         rewriter, loc, sum,
         RankedTensorType::get(sumType.getShape(), type.getElementType()),
         divisor);
-    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, type.getShape()));
+    rewriter.replaceOp(op,
+                       reshapeTensor(rewriter, loc, result, type.getShape()));
     return success();
   }
 };
@@ -348,7 +347,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
           };
           Value valid = arith::AndIOp::create(
               b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label, c(0)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label,
+                                    c(0)),
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
                                     c(classes)));
           Value safe = arith::SelectOp::create(b, l, valid, label, c(0));
@@ -356,19 +356,21 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
               arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
           Value row = linalg::IndexOp::create(b, l, 0);
           Value picked = convertFloat(
-              b, l, tensor::ExtractOp::create(b, l, logits, ValueRange{row, column}),
+              b, l,
+              tensor::ExtractOp::create(b, l, logits, ValueRange{row, column}),
               f32);
-          Value lse = arith::AddFOp::create(b, l, math::LogOp::create(b, l, in[2]),
-                                            in[1]);
+          Value lse = arith::AddFOp::create(
+              b, l, math::LogOp::create(b, l, in[2]), in[1]);
           Value term = arith::SubFOp::create(b, l, lse, picked);
           term = arith::SelectOp::create(
               b, l, valid, term,
-              floatConstant(b, l, f32, std::numeric_limits<double>::quiet_NaN()));
+              floatConstant(b, l, f32,
+                            std::numeric_limits<double>::quiet_NaN()));
           return arith::AddFOp::create(b, l, acc, term);
         });
-    Value result = scaleAndRound(rewriter, loc, total,
-                                 cast<RankedTensorType>(op.getType()),
-                                 double(batch));
+    Value result =
+        scaleAndRound(rewriter, loc, total,
+                      cast<RankedTensorType>(op.getType()), double(batch));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -384,15 +386,15 @@ struct MseLossToLinalg : OpRewritePattern<MseLossOp> {
     AffineMap id = identityMap(op.getContext(), rank);
     Value total = buildReduction(
         rewriter, loc, inType.getShape(), dimRange(0, rank),
-        {{op.getInput(), id}, {op.getTarget(), id}}, rewriter.getF32Type(),
-        0.0, [](OpBuilder &b, Location l, Value acc, ValueRange in) {
+        {{op.getInput(), id}, {op.getTarget(), id}}, rewriter.getF32Type(), 0.0,
+        [](OpBuilder &b, Location l, Value acc, ValueRange in) {
           Value d = arith::SubFOp::create(b, l, in[0], in[1]);
           return arith::AddFOp::create(b, l, acc,
                                        arith::MulFOp::create(b, l, d, d));
         });
-    Value result =
-        scaleAndRound(rewriter, loc, total, cast<RankedTensorType>(op.getType()),
-                      double(inType.getNumElements()));
+    Value result = scaleAndRound(rewriter, loc, total,
+                                 cast<RankedTensorType>(op.getType()),
+                                 double(inType.getNumElements()));
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -65,7 +65,8 @@ struct ConcatToTensor : OpRewritePattern<ConcatOp> {
     int64_t offset = 0;
     for (Value input : op.getInputs()) {
       auto inType = cast<RankedTensorType>(input.getType());
-      SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> offsets(type.getRank(),
+                                        rewriter.getIndexAttr(0));
       offsets[axis] = rewriter.getIndexAttr(offset);
       SmallVector<OpFoldResult> sizes, strides;
       for (int64_t size : inType.getShape()) {
@@ -104,7 +105,8 @@ struct EmbeddingToLinalg : OpRewritePattern<EmbeddingOp> {
           };
           Value clamped = arith::MinSIOp::create(
               b, l, arith::MaxSIOp::create(b, l, in[0], c(0)), c(vocab - 1));
-          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), clamped);
+          Value row =
+              arith::IndexCastOp::create(b, l, b.getIndexType(), clamped);
           Value col = linalg::IndexOp::create(b, l, rank - 1);
           return tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
               .getResult();

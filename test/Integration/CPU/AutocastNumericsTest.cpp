@@ -120,8 +120,8 @@ TEST_P(AutocastNumerics, MlpLossMatchesReference) {
   inputs.push_back(HostTensor::fromFloats(specs[0].kind, specs[0].shape, x));
   inputs.push_back(HostTensor::fromInts(specs[1].shape, labels));
   for (int i = 0; i < 6; ++i)
-    inputs.push_back(
-        HostTensor::fromFloats(specs[2 + i].kind, specs[2 + i].shape, params[i]));
+    inputs.push_back(HostTensor::fromFloats(specs[2 + i].kind,
+                                            specs[2 + i].shape, params[i]));
   std::vector<const HostTensor *> pointers;
   for (const HostTensor &t : inputs)
     pointers.push_back(&t);

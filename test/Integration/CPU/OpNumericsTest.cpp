@@ -89,8 +89,7 @@ void expectClose(const HostTensor &got, const Values &expected, Tolerance tol,
   for (int64_t i = 0; i < got.getNumElements(); ++i) {
     double g = got.getAsDouble(i), e = expected[i];
     double err = std::fabs(g - e);
-    bool ok = (std::isnan(e) && std::isnan(g)) ||
-              (std::isinf(e) && g == e) ||
+    bool ok = (std::isnan(e) && std::isnan(g)) || (std::isinf(e) && g == e) ||
               err <= tol.rtol * std::fabs(e) + tol.atol;
     worst = std::max(worst, std::isnan(err) ? INFINITY : err);
     if (!ok && ++failures <= 5)
@@ -123,7 +122,8 @@ protected:
   std::vector<HostTensor> run(const std::string &source,
                               const std::vector<const HostTensor *> &inputs,
                               const CpuCompileOptions &options = {}) {
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+    OwningOpRef<ModuleOp> module =
+        parseSourceString<ModuleOp>(source, &context);
     if (!module) {
       ADD_FAILURE() << "does not parse:\n" << source;
       return {};
@@ -149,8 +149,8 @@ protected:
     os << "func.func @f(";
     for (size_t i = 0; i < argTypes.size(); ++i)
       os << (i ? ", " : "") << "%a" << i << ": " << argTypes[i];
-    os << ") -> " << resultType << " {\n  %r = " << opText << "\n  return %r : "
-       << resultType << "\n}\n";
+    os << ") -> " << resultType << " {\n  %r = " << opText
+       << "\n  return %r : " << resultType << "\n}\n";
     return os.str();
   }
 
@@ -190,9 +190,9 @@ TEST_P(OpNumerics, Unary) {
   };
   for (const Case &c : cases) {
     HostTensor x = randomTensor(k, s, rng, c.lo, c.hi);
-    auto out = run(oneOp({ty(k, s)}, ty(k, s),
-                         std::string(c.op) + " %a0 : " + ty(k, s)),
-                   {&x});
+    auto out = run(
+        oneOp({ty(k, s)}, ty(k, s), std::string(c.op) + " %a0 : " + ty(k, s)),
+        {&x});
     ASSERT_EQ(out.size(), 1u) << c.op;
     Values expected = valuesOf(x);
     for (double &v : expected)
@@ -227,8 +227,8 @@ TEST_P(OpNumerics, BinaryBroadcast) {
     HostTensor a = randomTensor(k, as, rng);
     HostTensor b = randomTensor(k, bs, rng, 0.5f, 2.0f);
     auto out = run(oneOp({ty(k, as), ty(k, bs)}, ty(k, rs),
-                         std::string(name) + " %a0, %a1 : " + ty(k, as) +
-                             ", " + ty(k, bs) + " -> " + ty(k, rs)),
+                         std::string(name) + " %a0, %a1 : " + ty(k, as) + ", " +
+                             ty(k, bs) + " -> " + ty(k, rs)),
                    {&a, &b});
     ASSERT_EQ(out.size(), 1u) << name;
     expectClose(out[0],
@@ -250,8 +250,8 @@ TEST_P(OpNumerics, MatmulAllTransposes) {
     Shape bs = tb ? Shape{n, kk} : Shape{kk, n};
     HostTensor a = randomTensor(k, as, rng, -1, 1);
     HostTensor b = randomTensor(k, bs, rng, -1, 1);
-    std::string attrs = std::string(ta ? " transpose_lhs" : "") +
-                        (tb ? " transpose_rhs" : "");
+    std::string attrs =
+        std::string(ta ? " transpose_lhs" : "") + (tb ? " transpose_rhs" : "");
     auto out = run(oneOp({ty(k, as), ty(k, bs)}, ty(k, {m, n}),
                          "train.matmul %a0, %a1" + attrs + " : " + ty(k, as) +
                              ", " + ty(k, bs) + " -> " + ty(k, {m, n})),
@@ -269,14 +269,14 @@ TEST_P(OpNumerics, MatmulWithBias) {
   HostTensor a = randomTensor(k, {m, kk}, rng, -1, 1);
   HostTensor b = randomTensor(k, {kk, n}, rng, -1, 1);
   HostTensor bias = randomTensor(k, {n}, rng, -3, 3);
-  auto out = run(oneOp({ty(k, {m, kk}), ty(k, {kk, n}), ty(k, {n})},
-                       ty(k, {m, n}),
-                       "train.matmul %a0, %a1, %a2 : " + ty(k, {m, kk}) + ", " +
-                           ty(k, {kk, n}) + ", " + ty(k, {n}) + " -> " +
-                           ty(k, {m, n})),
-                 {&a, &b, &bias});
+  auto out = run(
+      oneOp({ty(k, {m, kk}), ty(k, {kk, n}), ty(k, {n})}, ty(k, {m, n}),
+            "train.matmul %a0, %a1, %a2 : " + ty(k, {m, kk}) + ", " +
+                ty(k, {kk, n}) + ", " + ty(k, {n}) + " -> " + ty(k, {m, n})),
+      {&a, &b, &bias});
   ASSERT_EQ(out.size(), 1u);
-  Values expected = ref::matmul(valuesOf(a), valuesOf(b), 0, m, n, kk, false, false);
+  Values expected =
+      ref::matmul(valuesOf(a), valuesOf(b), 0, m, n, kk, false, false);
   Values bv = valuesOf(bias);
   for (int64_t i = 0; i < m * n; ++i)
     expected[i] += bv[i % n];
@@ -288,12 +288,14 @@ TEST_P(OpNumerics, BatchMatmul) {
   Shape as = {3, 8, 16}, bs = {3, 5, 16}, rs = {3, 8, 5};
   HostTensor a = randomTensor(k, as, rng, -1, 1);
   HostTensor b = randomTensor(k, bs, rng, -1, 1);
-  auto out = run(oneOp({ty(k, as), ty(k, bs)}, ty(k, rs),
-                       "train.batch_matmul %a0, %a1 transpose_rhs : " +
-                           ty(k, as) + ", " + ty(k, bs) + " -> " + ty(k, rs)),
-                 {&a, &b});
+  auto out =
+      run(oneOp({ty(k, as), ty(k, bs)}, ty(k, rs),
+                "train.batch_matmul %a0, %a1 transpose_rhs : " + ty(k, as) +
+                    ", " + ty(k, bs) + " -> " + ty(k, rs)),
+          {&a, &b});
   ASSERT_EQ(out.size(), 1u);
-  expectClose(out[0], ref::matmul(valuesOf(a), valuesOf(b), 3, 8, 5, 16, false, true),
+  expectClose(out[0],
+              ref::matmul(valuesOf(a), valuesOf(b), 3, 8, 5, 16, false, true),
               toleranceFor(k), "batch_matmul");
 }
 
@@ -334,9 +336,10 @@ TEST_P(OpNumerics, Pooling) {
     Shape os;
     Values expected =
         ref::pool2d(valuesOf(x), xs, {3, 3}, {2, 2}, {1, 1}, isMax, os);
-    std::string op = std::string(isMax ? "train.max_pool2d" : "train.avg_pool2d") +
-                     " %a0 kernel [3, 3] strides [2, 2] padding [1, 1] : " +
-                     ty(k, xs) + " -> " + ty(k, os);
+    std::string op =
+        std::string(isMax ? "train.max_pool2d" : "train.avg_pool2d") +
+        " %a0 kernel [3, 3] strides [2, 2] padding [1, 1] : " + ty(k, xs) +
+        " -> " + ty(k, os);
     auto out = run(oneOp({ty(k, xs)}, ty(k, os), op), {&x});
     ASSERT_EQ(out.size(), 1u) << op;
     expectClose(out[0], expected, toleranceFor(k), op);
@@ -355,14 +358,16 @@ TEST_P(OpNumerics, SoftmaxLargeLogits) {
   Shape s = {4, 37};
   HostTensor x = randomTensor(k, s, rng, 60, 100);
   for (bool logForm : {false, true}) {
-    std::string op = std::string(logForm ? "train.log_softmax" : "train.softmax") +
-                     " %a0 axis 1 : " + ty(k, s);
+    std::string op =
+        std::string(logForm ? "train.log_softmax" : "train.softmax") +
+        " %a0 axis 1 : " + ty(k, s);
     auto out = run(oneOp({ty(k, s)}, ty(k, s), op), {&x});
     ASSERT_EQ(out.size(), 1u) << op;
     Tolerance tol = toleranceFor(k);
     if (logForm && k == ElementKind::F32)
       tol.atol = 1e-5; // x - max - log(sum): terms near 100 cancel
-    expectClose(out[0], ref::softmax(valuesOf(x), s, 1, logForm, false), tol, op);
+    expectClose(out[0], ref::softmax(valuesOf(x), s, 1, logForm, false), tol,
+                op);
   }
 }
 
@@ -370,8 +375,9 @@ TEST_P(OpNumerics, SoftmaxInnerAxisAndCausal) {
   ElementKind k = GetParam();
   Shape s = {3, 6, 5};
   HostTensor x = randomTensor(k, s, rng, -3, 3);
-  auto out = run(oneOp({ty(k, s)}, ty(k, s), "train.softmax %a0 axis 1 : " + ty(k, s)),
-                 {&x});
+  auto out =
+      run(oneOp({ty(k, s)}, ty(k, s), "train.softmax %a0 axis 1 : " + ty(k, s)),
+          {&x});
   ASSERT_EQ(out.size(), 1u);
   expectClose(out[0], ref::softmax(valuesOf(x), s, 1, false, false),
               toleranceFor(k), "softmax axis 1 of 3");
@@ -394,13 +400,14 @@ TEST_P(OpNumerics, LayerNorm) {
     HostTensor x = randomTensor(k, xs, rng, 30, 34);
     HostTensor g = randomTensor(k, ns, rng, 0.5, 1.5);
     HostTensor b = randomTensor(k, ns, rng, -1, 1);
-    std::string op = "train.layer_norm %a0, %a1, %a2 : " + ty(k, xs) + ", " +
-                     ty(k, ns);
+    std::string op =
+        "train.layer_norm %a0, %a1, %a2 : " + ty(k, xs) + ", " + ty(k, ns);
     auto out = run(oneOp({ty(k, xs), ty(k, ns), ty(k, ns)}, ty(k, xs), op),
                    {&x, &g, &b});
     ASSERT_EQ(out.size(), 1u) << op;
     Tolerance tol = toleranceFor(k, true);
-    tol.atol *= 10; // (x - mean) of values near 32 loses f32 bits to cancellation
+    tol.atol *=
+        10; // (x - mean) of values near 32 loses f32 bits to cancellation
     expectClose(out[0],
                 ref::layerNorm(valuesOf(x), ref::numElements(ns), valuesOf(g),
                                valuesOf(b), 1e-5),
@@ -419,12 +426,13 @@ TEST_P(OpNumerics, BatchNormMixedPrecision) {
   HostTensor m = randomTensor(f32, cs, rng, -0.1f, 0.1f);
   HostTensor v = randomTensor(f32, cs, rng, 0.9f, 1.1f);
   std::string src =
-      "func.func @f(%x: " + ty(k, xs) + ", %g: " + ty(f32, cs) + ", %b: " +
-      ty(f32, cs) + ", %m: " + ty(f32, cs) + ", %v: " + ty(f32, cs) + ") -> (" +
-      ty(k, xs) + ", " + ty(f32, cs) + ", " + ty(f32, cs) + ") {\n" +
+      "func.func @f(%x: " + ty(k, xs) + ", %g: " + ty(f32, cs) +
+      ", %b: " + ty(f32, cs) + ", %m: " + ty(f32, cs) + ", %v: " + ty(f32, cs) +
+      ") -> (" + ty(k, xs) + ", " + ty(f32, cs) + ", " + ty(f32, cs) + ") {\n" +
       "  %y, %nm, %nv = train.batch_norm %x, %g, %b, %m, %v momentum 0.2 : " +
-      ty(k, xs) + ", " + ty(f32, cs) + "\n  return %y, %nm, %nv : " +
-      ty(k, xs) + ", " + ty(f32, cs) + ", " + ty(f32, cs) + "\n}\n";
+      ty(k, xs) + ", " + ty(f32, cs) +
+      "\n  return %y, %nm, %nv : " + ty(k, xs) + ", " + ty(f32, cs) + ", " +
+      ty(f32, cs) + "\n}\n";
   auto out = run(src, {&x, &g, &b, &m, &v});
   ASSERT_EQ(out.size(), 3u);
   Values rm = valuesOf(m), rv = valuesOf(v);
@@ -492,10 +500,10 @@ TEST_P(OpNumerics, MseLoss) {
   ElementKind k = GetParam();
   Shape s = {12, 3};
   HostTensor p = randomTensor(k, s, rng), t = randomTensor(k, s, rng);
-  auto out = run(oneOp({ty(k, s), ty(k, s)}, ty(k, {}),
-                       "train.mse_loss %a0, %a1 : " + ty(k, s) + " -> " +
-                           ty(k, {})),
-                 {&p, &t});
+  auto out =
+      run(oneOp({ty(k, s), ty(k, s)}, ty(k, {}),
+                "train.mse_loss %a0, %a1 : " + ty(k, s) + " -> " + ty(k, {})),
+          {&p, &t});
   ASSERT_EQ(out.size(), 1u);
   Values a = valuesOf(p), b = valuesOf(t);
   double sum = 0;
@@ -541,9 +549,10 @@ TEST_F(ExactOps, ShapeOps) {
   HostTensor x = randomTensor(k, s, rng);
   Values xv = valuesOf(x);
   // reshape keeps row-major order.
-  auto out = run(oneOp({ty(k, s)}, ty(k, {6, 4}),
-                       "train.reshape %a0 : " + ty(k, s) + " -> " + ty(k, {6, 4})),
-                 {&x});
+  auto out =
+      run(oneOp({ty(k, s)}, ty(k, {6, 4}),
+                "train.reshape %a0 : " + ty(k, s) + " -> " + ty(k, {6, 4})),
+          {&x});
   ASSERT_EQ(out.size(), 1u);
   expectClose(out[0], xv, {0, 0}, "reshape");
   // transpose [2, 0, 1]: result[i][j][l] = x[j][l][i].
@@ -594,17 +603,20 @@ TEST_F(ExactOps, EmbeddingClampsIndices) {
   ASSERT_EQ(out.size(), 1u);
   Values tv = valuesOf(table), expected;
   for (int id : {0, 9, 3, 3, 0, 9}) // -5 -> 0, 12 -> 9
-    expected.insert(expected.end(), tv.begin() + id * 4, tv.begin() + id * 4 + 4);
+    expected.insert(expected.end(), tv.begin() + id * 4,
+                    tv.begin() + id * 4 + 4);
   expectClose(out[0], expected, {0, 0}, "embedding");
 }
 
 TEST_F(ExactOps, ConstantInGraph) {
   ElementKind k = ElementKind::F32;
   HostTensor x = randomTensor(k, {3}, rng);
-  std::string src = "func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {\n"
-                    "  %c = train.constant dense<[1.0, -2.0, 0.5]> : tensor<3xf32>\n"
-                    "  %r = train.mul %x, %c : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>\n"
-                    "  return %r : tensor<3xf32>\n}\n";
+  std::string src =
+      "func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {\n"
+      "  %c = train.constant dense<[1.0, -2.0, 0.5]> : tensor<3xf32>\n"
+      "  %r = train.mul %x, %c : tensor<3xf32>, tensor<3xf32> -> "
+      "tensor<3xf32>\n"
+      "  return %r : tensor<3xf32>\n}\n";
   auto out = run(src, {&x});
   ASSERT_EQ(out.size(), 1u);
   Values xv = valuesOf(x);
@@ -665,8 +677,9 @@ TEST_F(ExactOps, HalfToBFloatRoundsOnce) {
                  {&x});
   ASSERT_EQ(out.size(), 1u);
   HostTensor expected = HostTensor::fromFloats(ElementKind::BF16, s, values);
-  EXPECT_EQ(std::memcmp(out[0].data(), expected.data(), expected.getSizeInBytes()),
-            0);
+  EXPECT_EQ(
+      std::memcmp(out[0].data(), expected.data(), expected.getSizeInBytes()),
+      0);
 }
 
 } // namespace

@@ -61,8 +61,10 @@ Values amp::ref::matmul(const Values &a, const Values &b, int64_t batch,
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
         for (int64_t q = 0; q < k; ++q) {
-          double x = transA ? a[p * m * k + q * m + i] : a[p * m * k + i * k + q];
-          double y = transB ? b[p * n * k + j * k + q] : b[p * n * k + q * n + j];
+          double x =
+              transA ? a[p * m * k + q * m + i] : a[p * m * k + i * k + q];
+          double y =
+              transB ? b[p * n * k + j * k + q] : b[p * n * k + q * n + j];
           sum += x * y;
         }
         r[p * m * n + i * n + j] = sum;
@@ -76,8 +78,10 @@ Values amp::ref::conv2d(const Values &x, const Shape &xs, const Values &w,
                         Shape &outShape) {
   int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
   int64_t f = ws[0], kh = ws[2], kw = ws[3];
-  int64_t oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
-  int64_t ow = (wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
+  int64_t oh =
+      (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / strides[0] + 1;
+  int64_t ow =
+      (wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / strides[1] + 1;
   outShape = {n, f, oh, ow};
   Values r(n * f * oh * ow, 0.0);
   for (int64_t b = 0; b < n; ++b)
@@ -148,7 +152,7 @@ Values amp::ref::softmax(const Values &x, const Shape &xs, int64_t axis,
         sum += std::exp(x[i + j * stride] - max);
     for (int64_t j = 0; j < len; ++j) {
       double v = x[i + j * stride];
-      r[i + j * stride] = logForm ? v - max - std::log(sum)
+      r[i + j * stride] = logForm   ? v - max - std::log(sum)
                           : kept(j) ? std::exp(v - max) / sum
                                     : 0.0;
     }
@@ -197,8 +201,8 @@ Values amp::ref::batchNorm(const Values &x, const Shape &xs,
     for (int64_t b = 0; b < n; ++b)
       for (int64_t j = 0; j < inner; ++j) {
         int64_t i = (b * c + ch) * inner + j;
-        r[i] = (x[i] - mean) / std::sqrt(var / count + eps) * scale[ch] +
-               bias[ch];
+        r[i] =
+            (x[i] - mean) / std::sqrt(var / count + eps) * scale[ch] + bias[ch];
       }
     runningMean[ch] = (1 - momentum) * runningMean[ch] + momentum * mean;
     runningVar[ch] =

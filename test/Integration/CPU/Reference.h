@@ -35,9 +35,9 @@ Values matmul(const Values &a, const Values &b, int64_t batch, int64_t m,
               int64_t n, int64_t k, bool transA, bool transB);
 
 /// NCHW x FCHW convolution with zero padding.
-Values conv2d(const Values &x, const Shape &xs, const Values &w, const Shape &ws,
-              const Shape &strides, const Shape &padding, const Shape &dilation,
-              Shape &outShape);
+Values conv2d(const Values &x, const Shape &xs, const Values &w,
+              const Shape &ws, const Shape &strides, const Shape &padding,
+              const Shape &dilation, Shape &outShape);
 
 /// NCHW pooling; `isMax` else average over the full (padded) window.
 Values pool2d(const Values &x, const Shape &xs, const Shape &kernel,

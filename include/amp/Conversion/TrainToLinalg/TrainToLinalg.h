@@ -18,10 +18,12 @@ class RewritePatternSet;
 namespace amp {
 
 /// Element-wise unary/binary ops, cast, dropout and broadcast.
-void populateTrainElementwiseToLinalgPatterns(mlir::RewritePatternSet &patterns);
+void populateTrainElementwiseToLinalgPatterns(
+    mlir::RewritePatternSet &patterns);
 
 /// matmul, batch_matmul and conv2d (f32 accumulation).
-void populateTrainContractionToLinalgPatterns(mlir::RewritePatternSet &patterns);
+void populateTrainContractionToLinalgPatterns(
+    mlir::RewritePatternSet &patterns);
 
 /// Softmax, normalizations, pooling, reductions and losses (f32 accumulation).
 void populateTrainReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);

@@ -196,9 +196,8 @@ static Type accumulatorType(std::optional<Type> accumulate, Type element) {
 }
 
 /// An explicit accumulator must be f32 or the operand type.
-static LogicalResult verifyAccumulator(Operation *op,
-                                       std::optional<Type> accumulate,
-                                       Type element) {
+static LogicalResult
+verifyAccumulator(Operation *op, std::optional<Type> accumulate, Type element) {
   if (!accumulate || *accumulate == element || accumulate->isF32())
     return success();
   return op->emitOpError("accumulate type must be f32 or the operand type ")
@@ -336,13 +335,21 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 // Shape ops
 //===----------------------------------------------------------------------===//
 
+/// Data-movement ops keep the element type; only train.cast converts.
+static LogicalResult verifyKeepsElementType(Operation *op, ShapedType input,
+                                            ShapedType result) {
+  if (input.getElementType() == result.getElementType())
+    return success();
+  return op->emitOpError("element type ")
+         << input.getElementType() << " of the input and "
+         << result.getElementType()
+         << " of the result differ (only train.cast converts)";
+}
+
 LogicalResult ReshapeOp::verify() {
   auto input = getInput().getType(), result = getResult().getType();
-  if (input.getElementType() != result.getElementType())
-    return emitOpError("element type ")
-           << input.getElementType() << " of the input and "
-           << result.getElementType()
-           << " of the result differ (only train.cast converts)";
+  if (failed(verifyKeepsElementType(*this, input, result)))
+    return failure();
   if (input.getNumElements() != result.getNumElements())
     return emitOpError("cannot reshape ")
            << formatShape(input.getShape()) << " (" << input.getNumElements()
@@ -366,11 +373,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult BroadcastOp::verify() {
   auto input = getInput().getType(), result = getResult().getType();
-  if (input.getElementType() != result.getElementType())
-    return emitOpError("element type ")
-           << input.getElementType() << " of the input and "
-           << result.getElementType()
-           << " of the result differ (only train.cast converts)";
+  if (failed(verifyKeepsElementType(*this, input, result)))
+    return failure();
   if (!isBroadcastableTo(input.getShape(), result.getShape()))
     return emitOpError("input shape ")
            << formatShape(input.getShape()) << " does not broadcast to "

@@ -76,8 +76,7 @@ private:
   DenseMap<std::pair<Value, Type>, Value> casts;
 };
 
-struct AutocastPass
-    : public amp::train::impl::AutocastPassBase<AutocastPass> {
+struct AutocastPass : public amp::train::impl::AutocastPassBase<AutocastPass> {
   using AutocastPassBase::AutocastPassBase;
 
   LogicalResult initialize(MLIRContext *context) override;
@@ -250,8 +249,8 @@ LogicalResult AutocastPass::autocastFunction(func::FuncOp func) {
           keepLow.insert(&ret->getOpOperand(r));
       });
     }
-    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
-                                   results));
+    func.setType(
+        FunctionType::get(func.getContext(), func.getArgumentTypes(), results));
   }
 
   // Non-train users keep seeing the types they were written against.

@@ -56,7 +56,8 @@ PrecisionPolicy::fromOptions(StringRef optLevel, StringRef policyFile,
   if (policyFile.empty())
     return policy;
   std::string message;
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(policyFile, &message);
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(policyFile, &message);
   if (!file) {
     error = "cannot read policy file: " + message;
     return std::nullopt;
@@ -112,7 +113,8 @@ bool PrecisionPolicy::loadJson(StringRef text, MLIRContext *context,
 }
 
 PrecisionDecision PrecisionPolicy::decide(PrecisionPolicyOpInterface op) const {
-  if (auto attr = op->getAttrOfType<StringAttr>(TrainDialect::kPrecisionAttrName))
+  if (auto attr =
+          op->getAttrOfType<StringAttr>(TrainDialect::kPrecisionAttrName))
     if (std::optional<PrecisionCategory> c = parsePrecisionCategory(attr))
       return {*c, PrecisionReason::Attribute, true};
   auto it = overrides.find(op->getName().getStringRef());

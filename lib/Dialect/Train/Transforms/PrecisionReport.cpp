@@ -99,10 +99,9 @@ FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
       report.f32ActivationBytes += type.getNumElements() * 4;
     }
     if (auto cast = dyn_cast<CastOp>(op)) {
-      report.casts.push_back(
-          {cast, typeString(elementTypeOf(cast.getInput())),
-           typeString(elementTypeOf(cast.getResult())),
-           cast.getType().getNumElements()});
+      report.casts.push_back({cast, typeString(elementTypeOf(cast.getInput())),
+                              typeString(elementTypeOf(cast.getResult())),
+                              cast.getType().getNumElements()});
       return;
     }
     auto policyOp = dyn_cast<PrecisionPolicyOpInterface>(op);
@@ -112,10 +111,10 @@ FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
     SmallVector<unsigned> governed = getGovernedOperands(policyOp, decision);
     // The precision is the type the governed operands share after autocast
     // (the result type for ops without float operands, like constants).
-    Type precision = governed.empty()
-                         ? (op->getNumResults() ? elementTypeOf(op->getResult(0))
-                                                : Type())
-                         : elementTypeOf(op->getOperand(governed.front()));
+    Type precision =
+        governed.empty()
+            ? (op->getNumResults() ? elementTypeOf(op->getResult(0)) : Type())
+            : elementTypeOf(op->getOperand(governed.front()));
     OpEntry entry{op, precision ? typeString(precision) : "-",
                   stringifyPrecisionCategory(decision.category).str(), ""};
     switch (decision.category) {
@@ -129,13 +128,15 @@ FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
       entry.reason = "widest non-scalar operand";
       break;
     case PrecisionCategory::follow:
-      entry.reason = governed.empty() ? "no float operands" : "follows its input";
+      entry.reason =
+          governed.empty() ? "no float operands" : "follows its input";
       break;
     }
     if (decision.reason != PrecisionReason::Default &&
         (decision.category == PrecisionCategory::promote ||
          decision.category == PrecisionCategory::follow))
-      entry.reason += " (" + stringifyPrecisionReason(decision.reason).str() + ")";
+      entry.reason +=
+          " (" + stringifyPrecisionReason(decision.reason).str() + ")";
     ++report.opsByPrecision[entry.precision];
     report.ops.push_back(std::move(entry));
   });
@@ -240,9 +241,8 @@ void printDot(llvm::raw_ostream &os, ArrayRef<FunctionReport> reports) {
     for (const OpEntry &e : r.ops)
       os << llvm::formatv("    \"{0}_{1}\" [label=\"{2}\\n{3}\", "
                           "fillcolor={4}];\n",
-                          r.name, nodeOf(e.op),
-                          e.op->getName().stripDialect(), e.precision,
-                          colorOf(e.precision));
+                          r.name, nodeOf(e.op), e.op->getName().stripDialect(),
+                          e.precision, colorOf(e.precision));
     for (const CastEntry &c : r.casts)
       os << llvm::formatv("    \"{0}_{1}\" [label=\"cast\\n{2}->{3}\", "
                           "fillcolor=lightgrey, shape=ellipse];\n",
@@ -280,16 +280,15 @@ struct PrecisionReportPass
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal())
         reports.push_back(analyze(func, *policy));
-    llvm::Error error =
-        llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
-          if (format == "json")
-            printJson(os, reports, optLevel);
-          else if (format == "dot")
-            printDot(os, reports);
-          else
-            printText(os, reports, optLevel);
-          return llvm::Error::success();
-        });
+    llvm::Error error = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
+      if (format == "json")
+        printJson(os, reports, optLevel);
+      else if (format == "dot")
+        printDot(os, reports);
+      else
+        printText(os, reports, optLevel);
+      return llvm::Error::success();
+    });
     if (error) {
       getOperation().emitError("amp-precision-report: cannot write '")
           << output << "': " << llvm::toString(std::move(error));

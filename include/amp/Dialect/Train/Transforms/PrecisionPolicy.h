@@ -49,8 +49,9 @@ struct PrecisionDecision {
 
 /// The operands `decision` governs: every float tensor operand, or the op's
 /// getPrecisionOperands() when the decision is the op's own default.
-llvm::SmallVector<unsigned> getGovernedOperands(PrecisionPolicyOpInterface op,
-                                                const PrecisionDecision &decision);
+llvm::SmallVector<unsigned>
+getGovernedOperands(PrecisionPolicyOpInterface op,
+                    const PrecisionDecision &decision);
 
 /// Decides categories for one opt level plus overrides.
 class PrecisionPolicy {
@@ -59,9 +60,10 @@ public:
 
   /// The policy for pass options `opt-level` and `policy` (a JSON file path,
   /// or empty). On error returns nullopt and sets `error`.
-  static std::optional<PrecisionPolicy>
-  fromOptions(llvm::StringRef optLevel, llvm::StringRef policyFile,
-              mlir::MLIRContext *context, std::string &error);
+  static std::optional<PrecisionPolicy> fromOptions(llvm::StringRef optLevel,
+                                                    llvm::StringRef policyFile,
+                                                    mlir::MLIRContext *context,
+                                                    std::string &error);
 
   /// Reads a JSON policy, an object from category names to arrays of op
   /// names: {"fp32": ["train.matmul"], "lower": ["train.softmax"]}. On error

@@ -246,7 +246,7 @@ LogicalResult SoftmaxOp::verify() {
     return success();
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   if (shape.size() < 2 || shape[shape.size() - 1] != shape[shape.size() - 2] ||
-      getAxis() != static_cast<int64_t>(shape.size()) - 1)
+      static_cast<int64_t>(getAxis()) != static_cast<int64_t>(shape.size()) - 1)
     return emitOpError("causal softmax needs square trailing [S, S] scores "
                        "and axis = the last dimension, got shape ")
            << formatShape(shape) << " and axis " << getAxis();

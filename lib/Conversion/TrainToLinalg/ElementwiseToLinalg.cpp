@@ -180,6 +180,69 @@ struct BroadcastToLinalg : OpRewritePattern<BroadcastOp> {
   }
 };
 
+struct ReluGradToLinalg : OpRewritePattern<ReluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    AffineMap id = identityMap(op.getContext(), type.getRank());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type, {{op.getGrad(), id}, {op.getInput(), id}},
+        getComputeType(type.getElementType()),
+        [](OpBuilder &b, Location loc, ValueRange in) {
+          Value zero = floatConstant(b, loc, in[0].getType(), 0.0);
+          Value positive = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OGT, in[1], zero);
+          return arith::SelectOp::create(b, loc, positive, in[0], zero);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// gelu'(x): Phi(x) + x phi(x), or the derivative of the tanh form
+/// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3c x^2), t = tanh(k (x + c x^3)).
+Value geluDerivative(OpBuilder &b, Location loc, Value x, bool tanhForm) {
+  Type t = x.getType();
+  auto c = [&](double v) { return floatConstant(b, loc, t, v); };
+  auto mul = [&](Value l, Value r) { return arith::MulFOp::create(b, loc, l, r); };
+  auto add = [&](Value l, Value r) { return arith::AddFOp::create(b, loc, l, r); };
+  Value x2 = mul(x, x);
+  if (tanhForm) {
+    double k = std::sqrt(2.0 / M_PI), cc = 0.044715;
+    Value th = math::TanhOp::create(
+        b, loc, mul(c(k), add(x, mul(c(cc), mul(x2, x)))));
+    Value left = mul(c(0.5), add(c(1.0), th));
+    Value sech2 = arith::SubFOp::create(b, loc, c(1.0), mul(th, th));
+    Value inner = mul(c(k), add(c(1.0), mul(c(3 * cc), x2)));
+    return add(left, mul(mul(c(0.5), x), mul(sech2, inner)));
+  }
+  Value cdf = mul(c(0.5),
+                  add(c(1.0), math::ErfOp::create(b, loc, mul(x, c(M_SQRT1_2)))));
+  Value pdf = mul(c(1.0 / std::sqrt(2.0 * M_PI)),
+                  math::ExpOp::create(b, loc, mul(c(-0.5), x2)));
+  return add(cdf, mul(x, pdf));
+}
+
+struct GeluGradToLinalg : OpRewritePattern<GeluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    AffineMap id = identityMap(op.getContext(), type.getRank());
+    bool tanhForm = op.getApproximate() == GeluApproximation::tanh;
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type, {{op.getGrad(), id}, {op.getInput(), id}},
+        getComputeType(type.getElementType()),
+        [&](OpBuilder &b, Location loc, ValueRange in) {
+          return arith::MulFOp::create(b, loc, in[0],
+                                       geluDerivative(b, loc, in[1], tanhForm));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// i64 constant.
 Value i64Constant(OpBuilder &b, Location loc, uint64_t v) {
   return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));

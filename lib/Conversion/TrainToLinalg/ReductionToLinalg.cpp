@@ -147,6 +147,96 @@ struct LogSoftmaxToLinalg : OpRewritePattern<LogSoftmaxOp> {
   }
 };
 
+/// softmax_grad: y (dy - sum(dy y)); log_softmax_grad: dy - exp(y) sum(dy).
+template <typename OpT, bool LogForm>
+struct SoftmaxGradToLinalg : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    unsigned rank = type.getRank();
+    int64_t axis = op.getAxis();
+    GenericInput dy = {op.getGrad(), identityMap(ctx, rank)};
+    GenericInput y = {op.getOutput(), identityMap(ctx, rank)};
+    Type f32 = rewriter.getF32Type();
+    Value sum = buildReduction(
+        rewriter, loc, type.getShape(), {axis}, {dy, y}, f32, 0.0,
+        [](OpBuilder &b, Location l, Value acc, ValueRange in) {
+          Value term = LogForm ? in[0] : arith::MulFOp::create(b, l, in[0], in[1]);
+          return arith::AddFOp::create(b, l, acc, term);
+        });
+    Value result = buildElementwise(
+        rewriter, loc, type, {dy, y, reducedInput(ctx, sum, rank, {axis})}, f32,
+        [](OpBuilder &b, Location l, ValueRange in) -> Value {
+          if (LogForm)
+            return arith::SubFOp::create(
+                b, l, in[0],
+                arith::MulFOp::create(b, l, math::ExpOp::create(b, l, in[1]),
+                                      in[2]));
+          return arith::MulFOp::create(
+              b, l, in[1], arith::SubFOp::create(b, l, in[0], in[2]));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t batch = type.getDimSize(0), classes = type.getDimSize(1);
+    auto [max, sum] = softmaxStats(rewriter, loc, op.getLogits(), 1, false);
+    Type f32 = rewriter.getF32Type();
+    AffineMap id = identityMap(ctx, 2);
+    AffineMap row = reducedInput(ctx, max, 2, {1}).map;
+    AffineMap none = AffineMap::get(2, 0, {}, ctx);
+    // grad * (softmax - onehot(label)) / N; NaN in rows with a bad label.
+    Value result = buildElementwise(
+        rewriter, loc, type,
+        {{op.getLogits(), id}, {max, row}, {sum, row}, {op.getLabels(), row},
+         {op.getGrad(), none}},
+        f32, [&](OpBuilder &b, Location l, ValueRange in) {
+          Value p = arith::DivFOp::create(
+              b, l,
+              math::ExpOp::create(b, l,
+                                  arith::SubFOp::create(b, l, in[0], in[1])),
+              in[2]);
+          Value label = in[3];
+          Type i32 = label.getType();
+          auto ic = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, v));
+          };
+          Value column = arith::IndexCastOp::create(
+              b, l, i32, linalg::IndexOp::create(b, l, 1));
+          Value hot = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                            column, label);
+          Value target = arith::SelectOp::create(
+              b, l, hot, floatConstant(b, l, f32, 1.0),
+              floatConstant(b, l, f32, 0.0));
+          Value g = arith::MulFOp::create(
+              b, l, arith::SubFOp::create(b, l, p, target),
+              arith::DivFOp::create(b, l, in[4],
+                                    floatConstant(b, l, f32, double(batch))));
+          Value valid = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label, ic(0)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
+                                    ic(classes)));
+          return arith::SelectOp::create(
+              b, l, valid, g,
+              floatConstant(b, l, f32, std::numeric_limits<double>::quiet_NaN()));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
@@ -407,5 +497,7 @@ void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg, LayerNormToLinalg,
                BatchNormToLinalg, ReduceToLinalg<ReduceSumOp, false>,
                ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,
-               MseLossToLinalg>(ctx);
+               MseLossToLinalg, SoftmaxGradToLinalg<SoftmaxGradOp, false>,
+               SoftmaxGradToLinalg<LogSoftmaxGradOp, true>,
+               CrossEntropyGradToLinalg>(ctx);
 }

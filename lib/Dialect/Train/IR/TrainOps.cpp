@@ -446,6 +446,39 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Backward helpers
+//===----------------------------------------------------------------------===//
+
+/// The softmax-grad axis must be a dimension of the operands.
+template <typename OpT> static LogicalResult verifySoftmaxGradLike(OpT op) {
+  std::string err = checkAxis(static_cast<int64_t>(op.getAxis()),
+                              op.getGrad().getType().getRank());
+  if (!err.empty())
+    return op.emitOpError(err);
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() { return verifySoftmaxGradLike(*this); }
+LogicalResult LogSoftmaxGradOp::verify() {
+  return verifySoftmaxGradLike(*this);
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = getLogits().getType();
+  auto labels = getLabels().getType();
+  if (getGrad().getType().getElementType() != logits.getElementType())
+    return emitOpError("loss gradient element type ")
+           << getGrad().getType().getElementType()
+           << " differs from the logits' " << logits.getElementType();
+  if (logits.getRank() != 2 || labels.getRank() != 1 ||
+      labels.getDimSize(0) != logits.getDimSize(0))
+    return emitOpError("needs [N, C] logits and [N] labels, got ")
+           << formatShape(logits.getShape()) << " and "
+           << formatShape(labels.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Cast
 //===----------------------------------------------------------------------===//
 

@@ -24,7 +24,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// An element-wise op on one float tensor; the result has the operand's type.
 class Train_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
-    : Train_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    : Train_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "element-wise " # formula;
   let description = [{
     Applies `}] # formula # [{` to every element. The result has the operand's
@@ -49,7 +50,8 @@ def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)", Train_Fp32>;
 def Train_LogOp : Train_UnaryOp<"log", "log(x)", Train_Fp32>;
 
 def Train_GeluOp : Train_Op<"gelu",
-    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType])> {
+    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "element-wise Gaussian error linear unit";
   let description = [{
     `gelu(x) = x * Phi(x)` with Phi the standard normal CDF (no `approximate`
@@ -76,7 +78,8 @@ def Train_GeluOp : Train_Op<"gelu",
 /// broadcast with NumPy rules; the result has the broadcast shape.
 class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     : Train_Op<mnemonic,
-               !listconcat(traits, Train_Promote, [Pure, InferTypeOpAdaptor])> {
+               !listconcat(traits, Train_Promote, [Pure, InferTypeOpAdaptor,
+                           DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "element-wise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` element-wise. The operand shapes broadcast
@@ -118,7 +121,8 @@ def Train_DivOp : Train_BinaryOp<"div", "lhs / rhs"> {
 //===----------------------------------------------------------------------===//
 
 def Train_MatmulOp : Train_Op<"matmul",
-    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "matrix product [M, K] x [K, N] (+ bias [N]) -> [M, N]";
   let description = [{
     The product of two rank-2 tensors of one element type, plus an optional
@@ -159,7 +163,8 @@ def Train_MatmulOp : Train_Op<"matmul",
 }
 
 def Train_BatchMatmulOp : Train_Op<"batch_matmul",
-    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "batched matrix product [B, M, K] x [B, K, N] -> [B, M, N]";
   let description = [{
     A matrix product per batch index; the transpose flags apply to the two
@@ -267,7 +272,8 @@ def Train_AvgPool2dOp : Train_Pool2dOp<"avg_pool2d", "average">;
 /// A softmax-like normalization along one axis.
 class Train_SoftmaxLikeOp<string mnemonic, string formula>
     : Train_Op<mnemonic,
-               !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType])> {
+               !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType,
+                                        DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = formula # " along an axis";
   let description = [{
     Computes `}] # formula # [{` along `axis` (0 <= axis < rank), subtracting
@@ -284,7 +290,8 @@ class Train_SoftmaxLikeOp<string mnemonic, string formula>
 }
 
 def Train_SoftmaxOp : Train_Op<"softmax",
-    !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType])> {
+    !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType,
+                             DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "exp(x_i) / sum_j exp(x_j) along an axis";
   let description = [{
     Computes `exp(x_i) / sum_j exp(x_j)` along `axis` (0 <= axis < rank),
@@ -388,7 +395,8 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
 
 /// A reduction over a set of axes.
 class Train_ReduceOp<string mnemonic, string reduction>
-    : Train_Op<mnemonic, !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor])> {
+    : Train_Op<mnemonic, !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor,
+                                                  DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = reduction # " over axes";
   let description = [{
     The }] # reduction # [{ over the distinct `axes` (each in [0, rank)),
@@ -444,7 +452,8 @@ def Train_EmbeddingOp : Train_Op<"embedding",
 }
 
 def Train_DropoutOp : Train_Op<"dropout",
-    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType])> {
+    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType,
+                               DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "seeded inverted dropout";
   let description = [{
     Zeroes each element with probability `rate` (0 <= rate < 1) and scales the

@@ -67,6 +67,29 @@ def Train_PrecisionPolicyOpInterface
   ];
 }
 
+def Train_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::amp::train";
+  let description = [{
+    Reverse-mode differentiation of one op: given the gradients of its
+    results, build the vector-Jacobian product, one gradient per operand.
+    Gradients have the type of the value they belong to, so backward ops run
+    in the precision of their forward op (PyTorch's rule) and the gradient of
+    a `train.cast` casts back.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Builds the VJP at the builder's insertion point. `resultGrads` has one "
+      "entry per result, null where the result does not reach the loss; "
+      "`operandGrads` receives one entry per operand, null where the operand "
+      "has no gradient (integer labels and indices). Fails with a diagnostic "
+      "when the gradient cannot be built.",
+      "::llvm::LogicalResult", "buildVJP",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 /// Gives an op its default autocast category (see the interface).
 class Train_DefaultPrecision<string category>
     : ParamNativeOpTrait<"DefaultPrecision",

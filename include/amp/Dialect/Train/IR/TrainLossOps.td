@@ -13,7 +13,8 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Train_CrossEntropyOp : Train_Op<"cross_entropy",
-    !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor,
+                             DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "mean softmax cross-entropy with integer labels";
   let description = [{
     `mean_n(-log_softmax(logits)[n, labels[n]])` over `[N, C]` logits and `[N]`
@@ -32,7 +33,8 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy",
 }
 
 def Train_MseLossOp : Train_Op<"mse_loss", !listconcat(Train_Fp32,
-    [Pure, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>])> {
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>,
+     DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "mean squared error";
   let description = [{
     `mean((input - target)^2)` over all elements of two tensors of one type.

@@ -18,5 +18,6 @@ include "amp/Dialect/Train/IR/TrainComputeOps.td"
 include "amp/Dialect/Train/IR/TrainShapeOps.td"
 include "amp/Dialect/Train/IR/TrainLossOps.td"
 include "amp/Dialect/Train/IR/TrainPrecisionOps.td"
+include "amp/Dialect/Train/IR/TrainGradOps.td"
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINOPS_TD

@@ -8,9 +8,11 @@
 #define AMP_DIALECT_TRAIN_IR_TRAINPRECISIONOPS_TD
 
 include "amp/Dialect/Train/IR/TrainDialect.td"
+include "amp/Dialect/Train/IR/TrainInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Train_CastOp : Train_Op<"cast", [Pure]> {
+def Train_CastOp : Train_Op<"cast",
+    [Pure, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>]> {
   let summary = "converts a tensor between float types";
   let description = [{
     The only op that changes a float element type: converts every element of

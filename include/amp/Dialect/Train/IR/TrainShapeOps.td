@@ -35,7 +35,8 @@ def Train_ConstantOp : Train_Op<"constant", [ConstantLike, Pure,
   let hasFolder = 1;
 }
 
-def Train_ReshapeOp : Train_Op<"reshape", !listconcat(Train_Follow, [Pure])> {
+def Train_ReshapeOp : Train_Op<"reshape",
+    !listconcat(Train_Follow, [Pure, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "reinterprets a tensor's shape (row-major order kept)";
   let description = [{
     Gives the elements, in row-major order, a new static shape with the same
@@ -53,7 +54,7 @@ def Train_ReshapeOp : Train_Op<"reshape", !listconcat(Train_Follow, [Pure])> {
 }
 
 def Train_TransposeOp : Train_Op<"transpose",
-    !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "permutes a tensor's dimensions";
   let description = [{
     `result[i_0, ..., i_n] = input[...]` with result dimension `d` taken from
@@ -71,7 +72,8 @@ def Train_TransposeOp : Train_Op<"transpose",
   let hasFolder = 1;
 }
 
-def Train_BroadcastOp : Train_Op<"broadcast", !listconcat(Train_Follow, [Pure])> {
+def Train_BroadcastOp : Train_Op<"broadcast",
+    !listconcat(Train_Follow, [Pure, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "replicates a tensor to a larger shape (NumPy rules)";
   let description = [{
     Broadcasts the input to the result's shape with NumPy rules: trailing

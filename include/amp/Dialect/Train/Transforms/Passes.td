@@ -51,6 +51,30 @@ def AutocastPass : Pass<"amp-autocast", "::mlir::ModuleOp"> {
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
+def AutodiffPass : Pass<"amp-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Derive the backward graph: loss and one gradient per parameter";
+  let description = [{
+    For each function with `train.param` arguments, adds `@<name>_grad`: the
+    same computation followed by reverse-mode differentiation through each
+    op's DifferentiableOpInterface, returning the original results (the loss
+    first) and then one gradient per parameter, in argument order.
+
+    - Only values that depend on a parameter and reach the loss get
+      gradients; a parameter that does not reach the loss gets zeros.
+    - A value used several times gets the sum of its gradients.
+    - Gradients have the type of their value, so after `amp-autocast` each
+      backward op runs in its forward op's precision and the gradient of a
+      cast casts back: f32 parameters get f32 gradients.
+    - An op without a gradient rule, or control flow, is an error naming
+      the op and its location; no gradient is ever silently wrong.
+
+    ```
+    amp-opt model.mlir --amp-autocast --amp-autodiff
+    ```
+  }];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

@@ -1,0 +1,367 @@
+//===- TrainVJP.cpp - Vector-Jacobian products of train ops ---------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// DifferentiableOpInterface::buildVJP for each op: given dy, the gradient of
+// the result, build the gradient of every operand. A gradient has the type of
+// its value, so every backward op runs in the precision of its forward op.
+// docs/Autodiff.md tabulates the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace amp::train;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// A rank-0 constant `value` of float element type `elementType`.
+static Value scalar(OpBuilder &b, Location loc, Type elementType,
+                    double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+}
+
+/// The element type of a tensor value.
+static Type elementOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// Sums `grad` (of a broadcast result's shape) back to `operandType`'s shape:
+/// over the leading dimensions the operand lacks and over its unit dimensions
+/// that were broadcast.
+static Value unbroadcast(OpBuilder &b, Location loc, Value grad,
+                         Type operandType) {
+  auto target = cast<RankedTensorType>(operandType);
+  auto type = cast<RankedTensorType>(grad.getType());
+  if (type.getShape() == target.getShape())
+    return grad;
+  int64_t offset = type.getRank() - target.getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d < offset ||
+        (target.getDimSize(d - offset) == 1 && type.getDimSize(d) != 1))
+      axes.push_back(d);
+  Value sum = grad;
+  if (!axes.empty())
+    sum = ReduceSumOp::create(b, loc, grad, b.getDenseI64ArrayAttr(axes));
+  if (cast<RankedTensorType>(sum.getType()).getShape() == target.getShape())
+    return sum;
+  return ReshapeOp::create(b, loc, target, sum);
+}
+
+/// `x * factor` for a float constant factor.
+static Value scaled(OpBuilder &b, Location loc, Value x, double factor) {
+  return MulOp::create(b, loc, x, scalar(b, loc, elementOf(x), factor));
+}
+
+/// The single result's gradient, or the empty list when there is none.
+#define AMP_SINGLE_RESULT_GRAD(dy, grads)                                      \
+  Value dy = grads.front();                                                    \
+  if (!dy)                                                                     \
+    return success();
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = ReluGradOp::create(b, getLoc(), dy, getInput());
+  return success();
+}
+
+LogicalResult TanhOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  // dy * (1 - y^2)
+  Location loc = getLoc();
+  Value y = getResult();
+  Value one = scalar(b, loc, elementOf(y), 1.0);
+  Value d = SubOp::create(b, loc, one, MulOp::create(b, loc, y, y));
+  operandGrads[0] = MulOp::create(b, loc, dy, d);
+  return success();
+}
+
+LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  // dy * y * (1 - y)
+  Location loc = getLoc();
+  Value y = getResult();
+  Value one = scalar(b, loc, elementOf(y), 1.0);
+  Value d = MulOp::create(b, loc, y, SubOp::create(b, loc, one, y));
+  operandGrads[0] = MulOp::create(b, loc, dy, d);
+  return success();
+}
+
+LogicalResult ExpOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = MulOp::create(b, getLoc(), dy, getResult());
+  return success();
+}
+
+LogicalResult LogOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = DivOp::create(b, getLoc(), dy, getInput());
+  return success();
+}
+
+LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = GeluGradOp::create(b, getLoc(), dy, getInput(),
+                                       getApproximateAttr());
+  return success();
+}
+
+LogicalResult DropoutOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  // The same seeded mask and scale: dropout is linear in its input.
+  operandGrads[0] =
+      DropoutOp::create(b, getLoc(), dy, getRateAttr(), getSeedAttr());
+  return success();
+}
+
+LogicalResult CastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  // Cast back: gradients of f32 values arrive as f32.
+  operandGrads[0] = CastOp::create(b, getLoc(), getInput().getType(), dy);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Binary, with broadcasting
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
+  operandGrads[1] = unbroadcast(b, getLoc(), dy, getRhs().getType());
+  return success();
+}
+
+LogicalResult SubOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
+  operandGrads[1] =
+      unbroadcast(b, getLoc(), scaled(b, getLoc(), dy, -1.0), getRhs().getType());
+  return success();
+}
+
+LogicalResult MulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  Location loc = getLoc();
+  operandGrads[0] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getRhs()),
+                                getLhs().getType());
+  operandGrads[1] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getLhs()),
+                                getRhs().getType());
+  return success();
+}
+
+LogicalResult DivOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  Location loc = getLoc();
+  // d(a / b) = dy / b;  d/db = -dy * (a / b) / b.
+  operandGrads[0] = unbroadcast(b, loc, DivOp::create(b, loc, dy, getRhs()),
+                                getLhs().getType());
+  Value t = MulOp::create(b, loc, dy, DivOp::create(b, loc, getResult(), getRhs()));
+  operandGrads[1] =
+      unbroadcast(b, loc, scaled(b, loc, t, -1.0), getRhs().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// dA and dB of C = op(A) op(B) for the transpose flags (see docs/Autodiff.md):
+/// each is one matmul with flags, so no transpose is materialized.
+template <typename OpT>
+static void contractionGrads(OpT op, OpBuilder &b, Value dc,
+                             SmallVectorImpl<Value> &operandGrads) {
+  Location loc = op.getLoc();
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  Value a = op.getLhs(), bm = op.getRhs();
+  UnitAttr on = b.getUnitAttr(), off;
+  TypeAttr acc = op.getAccumulateAttr();
+  auto make = [&](Value l, Value r, bool tl, bool tr) -> Value {
+    if constexpr (std::is_same_v<OpT, MatmulOp>)
+      return MatmulOp::create(b, loc, l, r, Value(), tl ? on : off,
+                              tr ? on : off, acc);
+    else
+      return BatchMatmulOp::create(b, loc, l, r, tl ? on : off, tr ? on : off,
+                                   acc);
+  };
+  operandGrads[0] = !ta ? (tb ? make(dc, bm, false, false)
+                              : make(dc, bm, false, true))
+                        : (tb ? make(bm, dc, true, true)
+                              : make(bm, dc, false, true));
+  operandGrads[1] = !tb ? (ta ? make(a, dc, false, false)
+                              : make(a, dc, true, false))
+                        : (ta ? make(dc, a, true, true)
+                              : make(dc, a, true, false));
+}
+
+LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(getNumOperands(), Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  contractionGrads(*this, b, dy, operandGrads);
+  if (getBias())
+    operandGrads[2] =
+        ReduceSumOp::create(b, getLoc(), dy, b.getDenseI64ArrayAttr({0}));
+  return success();
+}
+
+LogicalResult BatchMatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  contractionGrads(*this, b, dy, operandGrads);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, reductions, losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = SoftmaxGradOp::create(b, getLoc(), dy, getResult(),
+                                          getAxisAttr());
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = LogSoftmaxGradOp::create(b, getLoc(), dy, getResult(),
+                                             getAxisAttr());
+  return success();
+}
+
+/// The gradient of a sum or mean over `axes`: dy broadcast back over them
+/// (times 1/count for a mean).
+template <typename OpT>
+static Value reductionGrad(OpT op, OpBuilder &b, Value dy, bool mean) {
+  Location loc = op.getLoc();
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  SmallVector<int64_t> kept(inputType.getShape());
+  int64_t count = 1;
+  for (int64_t axis : op.getAxes()) {
+    count *= kept[axis];
+    kept[axis] = 1;
+  }
+  Value g = dy;
+  if (cast<RankedTensorType>(g.getType()).getShape() != ArrayRef(kept))
+    g = ReshapeOp::create(b, loc, inputType.clone(kept), g);
+  g = BroadcastOp::create(b, loc, inputType, g);
+  return mean ? scaled(b, loc, g, 1.0 / double(count)) : g;
+}
+
+LogicalResult ReduceSumOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = reductionGrad(*this, b, dy, /*mean=*/false);
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = reductionGrad(*this, b, dy, /*mean=*/true);
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value()); // labels have no gradient
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = CrossEntropyGradOp::create(b, getLoc(), dy, getLogits(),
+                                               getLabels());
+  return success();
+}
+
+LogicalResult MseLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  // d input = dy * 2 (input - target) / n;  d target = -d input.
+  Location loc = getLoc();
+  int64_t n = getInput().getType().getNumElements();
+  Value diff = SubOp::create(b, loc, getInput(), getTarget());
+  Value dInput = MulOp::create(b, loc, scaled(b, loc, diff, 2.0 / double(n)), dy);
+  operandGrads[0] = dInput;
+  operandGrads[1] = scaled(b, loc, dInput, -1.0);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = ReshapeOp::create(b, getLoc(), getInput().getType(), dy);
+  return success();
+}
+
+LogicalResult TransposeOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  operandGrads[0] = TransposeOp::create(b, getLoc(), dy,
+                                        b.getDenseI64ArrayAttr(inverse));
+  return success();
+}
+
+LogicalResult BroadcastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = unbroadcast(b, getLoc(), dy, getInput().getType());
+  return success();
+}

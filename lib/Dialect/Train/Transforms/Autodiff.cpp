@@ -1,0 +1,148 @@
+//===- Autodiff.cpp - The amp-autodiff pass -------------------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace amp {
+namespace train {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "amp/Dialect/Train/Transforms/Passes.h.inc"
+} // namespace train
+} // namespace amp
+
+using namespace mlir;
+using namespace amp::train;
+
+namespace {
+
+/// A constant tensor of `type` filled with `value`.
+Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value) {
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type,
+                             b.getFloatAttr(type.getElementType(), value)));
+}
+
+/// Differentiates `func` (a clone of the forward function) in place: appends
+/// the backward graph and one gradient result per parameter.
+LogicalResult differentiate(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0 ||
+      !isa<FloatType>(getElementTypeOrSelf(ret.getOperand(0).getType())) ||
+      cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
+    return func.emitError("amp-autodiff: @")
+           << func.getName()
+           << " must return the loss (a rank-0 float tensor) first";
+  Value loss = ret.getOperand(0);
+
+  SmallVector<BlockArgument> params;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttrName))
+      params.push_back(arg);
+
+  // Activity: values that depend on a parameter and reach the loss.
+  DenseSet<Value> varied(params.begin(), params.end()), useful = {loss};
+  for (Operation &op : body.without_terminator()) {
+    if (op.getNumRegions() != 0)
+      return op.emitError("amp-autodiff: control flow ('")
+             << op.getName() << "') is not differentiable yet";
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return varied.contains(v); }))
+      varied.insert(op.getResults().begin(), op.getResults().end());
+  }
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value v) { return useful.contains(v); }))
+      useful.insert(op.getOperands().begin(), op.getOperands().end());
+  auto active = [&](Value v) { return varied.contains(v) && useful.contains(v); };
+
+  // Reverse sweep, emitting the backward graph before the return.
+  OpBuilder b(ret);
+  DenseMap<Value, Value> grads;
+  auto accumulate = [&](Value value, Value grad) {
+    auto [it, inserted] = grads.try_emplace(value, grad);
+    if (!inserted)
+      it->second = AddOp::create(b, value.getLoc(), it->second, grad);
+  };
+  if (active(loss))
+    accumulate(loss, filled(b, loss.getLoc(),
+                            cast<RankedTensorType>(loss.getType()), 1.0));
+  SmallVector<Operation *> forward;
+  for (Operation &op : body.without_terminator())
+    forward.push_back(&op);
+  for (Operation *op : llvm::reverse(forward)) {
+    if (llvm::none_of(op->getResults(), active))
+      continue;
+    SmallVector<Value> resultGrads;
+    for (Value result : op->getResults())
+      resultGrads.push_back(grads.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value v) { return !v; }))
+      continue;
+    auto diff = dyn_cast<DifferentiableOpInterface>(op);
+    if (!diff)
+      return op->emitError("amp-autodiff: no gradient rule for '")
+             << op->getName() << "' (it lies between a parameter and the loss)";
+    SmallVector<Value> operandGrads;
+    if (failed(diff.buildVJP(b, resultGrads, operandGrads)))
+      return failure();
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      if (grad && active(operand))
+        accumulate(operand, grad);
+  }
+
+  // Results: the forward results, then one gradient per parameter.
+  SmallVector<Value> results(ret.getOperands());
+  for (BlockArgument param : params) {
+    Value grad = grads.lookup(param);
+    if (!grad)
+      grad = filled(b, param.getLoc(), cast<RankedTensorType>(param.getType()),
+                    0.0);
+    results.push_back(grad);
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                 TypeRange(ValueRange(results))));
+  return success();
+}
+
+struct AutodiffPass
+    : public amp::train::impl::AutodiffPassBase<AutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> forwards;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() &&
+          llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
+            return func.getArgAttr(arg.getArgNumber(),
+                                   TrainDialect::kParamAttrName);
+          }))
+        forwards.push_back(func);
+    for (func::FuncOp forward : forwards) {
+      std::string name = (forward.getName() + "_grad").str();
+      if (symbols.lookup(name)) {
+        forward.emitError("amp-autodiff: @")
+            << name << " already exists; was the pass run twice?";
+        return signalPassFailure();
+      }
+      auto grad = cast<func::FuncOp>(forward->clone());
+      grad.setName(name);
+      symbols.insert(grad, std::next(Block::iterator(forward)));
+      if (failed(differentiate(grad)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

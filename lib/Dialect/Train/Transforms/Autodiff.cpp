@@ -32,17 +32,32 @@ Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value) {
                              b.getFloatAttr(type.getElementType(), value)));
 }
 
+/// Checks that `func` returns its loss first.
+LogicalResult checkReturnsLoss(func::FuncOp func) {
+  TypeRange results = func.getResultTypes();
+  auto loss = results.empty() ? RankedTensorType()
+                              : dyn_cast<RankedTensorType>(results.front());
+  if (!loss || loss.getRank() != 0 || !isa<FloatType>(loss.getElementType()))
+    return func.emitError("amp-autodiff: @")
+           << func.getName()
+           << " must return the loss (a rank-0 float tensor) first";
+  return success();
+}
+
+/// Records the ops a builder creates.
+struct CreatedOps : public OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+  SmallVector<Operation *> ops;
+};
+
 /// Differentiates `func` (a clone of the forward function) in place: appends
 /// the backward graph and one gradient result per parameter.
 LogicalResult differentiate(func::FuncOp func) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  if (ret.getNumOperands() == 0 ||
-      !isa<FloatType>(getElementTypeOrSelf(ret.getOperand(0).getType())) ||
-      cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
-    return func.emitError("amp-autodiff: @")
-           << func.getName()
-           << " must return the loss (a rank-0 float tensor) first";
   Value loss = ret.getOperand(0);
 
   SmallVector<BlockArgument> params;
@@ -67,7 +82,8 @@ LogicalResult differentiate(func::FuncOp func) {
   auto active = [&](Value v) { return varied.contains(v) && useful.contains(v); };
 
   // Reverse sweep, emitting the backward graph before the return.
-  OpBuilder b(ret);
+  CreatedOps created;
+  OpBuilder b(ret, &created);
   DenseMap<Value, Value> grads;
   auto accumulate = [&](Value value, Value grad) {
     auto [it, inserted] = grads.try_emplace(value, grad);
@@ -111,6 +127,11 @@ LogicalResult differentiate(func::FuncOp func) {
   }
   func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();
+  // VJP rules build every operand's gradient; those of values that reach no
+  // parameter are unused: no gradient work is left for them.
+  for (Operation *op : llvm::reverse(created.ops))
+    if (op->use_empty() && !isa<func::ReturnOp>(op))
+      op->erase();
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  TypeRange(ValueRange(results))));
   return success();
@@ -130,6 +151,8 @@ struct AutodiffPass
           }))
         forwards.push_back(func);
     for (func::FuncOp forward : forwards) {
+      if (failed(checkReturnsLoss(forward)))
+        return signalPassFailure();
       std::string name = (forward.getName() + "_grad").str();
       if (symbols.lookup(name)) {
         forward.emitError("amp-autodiff: @")

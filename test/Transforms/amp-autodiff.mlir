@@ -1,0 +1,116 @@
+// RUN: amp-opt %s -split-input-file --amp-autodiff --verify-diagnostics | FileCheck %s
+// RUN: amp-opt %s -split-input-file --amp-autocast --amp-autodiff --amp-cast-cleanup --verify-diagnostics | FileCheck %s --check-prefix=O1
+
+// A linear layer with bias and a loss: the gradient function returns the loss
+// and one gradient per parameter in argument order; the input x (not a
+// parameter) gets no gradient work, labels never do.
+// CHECK-LABEL: func.func @linear(
+// CHECK-LABEL: func.func @linear_grad(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<8x16xf32>, %[[L:[a-z0-9]+]]: tensor<8xi32>, %[[W:[a-z0-9]+]]: tensor<16x4xf32> {train.param}, %[[B:[a-z0-9]+]]: tensor<4xf32> {train.param})
+// CHECK-SAME: -> (tensor<f32>, tensor<16x4xf32>, tensor<4xf32>)
+// CHECK: %[[Y:.*]] = train.matmul %[[X]], %[[W]], %[[B]]
+// CHECK: %[[LOSS:.*]] = train.cross_entropy %[[Y]], %[[L]]
+// CHECK: %[[SEED:.*]] = train.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DY:.*]] = train.cross_entropy_grad %[[SEED]], %[[Y]], %[[L]]
+// CHECK-NOT: transpose_rhs
+// CHECK: %[[DW:.*]] = train.matmul %[[X]], %[[DY]] transpose_lhs : tensor<8x16xf32>, tensor<8x4xf32> -> tensor<16x4xf32>
+// CHECK: %[[DB:.*]] = train.reduce_sum %[[DY]] axes [0] : tensor<8x4xf32> -> tensor<4xf32>
+// CHECK: return %[[LOSS]], %[[DW]], %[[DB]] : tensor<f32>, tensor<16x4xf32>, tensor<4xf32>
+// O1-LABEL: func.func @linear_grad(
+// O1: %[[Y16:.*]] = train.matmul {{.*}} accumulate f32 : tensor<8x16xf16>, tensor<16x4xf16>, tensor<4xf16> -> tensor<8x4xf16>
+// O1: %[[DY:.*]] = train.cross_entropy_grad {{.*}} : tensor<f32>, tensor<8x4xf32>, tensor<8xi32>
+// O1: %[[DY16:.*]] = train.cast %[[DY]] : tensor<8x4xf32> to tensor<8x4xf16>
+// O1: %[[DW16:.*]] = train.matmul %{{.*}}, %[[DY16]] transpose_lhs accumulate f32 : tensor<8x16xf16>, tensor<8x4xf16> -> tensor<16x4xf16>
+// O1: %[[DW:.*]] = train.cast %[[DW16]] : tensor<16x4xf16> to tensor<16x4xf32>
+// O1: return %{{.*}}, %[[DW]], %{{.*}} : tensor<f32>, tensor<16x4xf32>, tensor<4xf32>
+func.func @linear(%x: tensor<8x16xf32>, %labels: tensor<8xi32>, %w: tensor<16x4xf32> {train.param}, %b: tensor<4xf32> {train.param}) -> tensor<f32> {
+  %y = train.matmul %x, %w, %b : tensor<8x16xf32>, tensor<16x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+  %l = train.cross_entropy %y, %labels : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A value used twice gets the sum of its gradients; a parameter that does
+// not reach the loss gets zeros.
+// CHECK-LABEL: func.func @reuse_grad(
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {train.param}, %{{[a-z0-9]+}}: tensor<4xf32> {train.param})
+// CHECK: %[[SQ:.*]] = train.mul %[[W]], %[[W]]
+// CHECK: %[[G1:.*]] = train.mul %{{.*}}, %[[W]]
+// CHECK: %[[G2:.*]] = train.mul %{{.*}}, %[[W]]
+// CHECK: %[[SUM:.*]] = train.add %[[G1]], %[[G2]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK: %[[ZERO:.*]] = train.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK: return %{{.*}}, %[[SUM]], %[[ZERO]]
+func.func @reuse(%w: tensor<4xf32> {train.param}, %unused: tensor<4xf32> {train.param}) -> tensor<f32> {
+  %sq = train.mul %w, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = train.reduce_sum %sq axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Broadcast operands get their gradients summed back to their own shape.
+// CHECK-LABEL: func.func @broadcast_grad(
+// CHECK: train.reduce_sum %{{.*}} axes [0] : tensor<3x4xf32> -> tensor<4xf32>
+// CHECK: train.reduce_sum %{{.*}} axes [1] : tensor<3x4xf32> -> tensor<3xf32>
+// CHECK: train.reshape %{{.*}} : tensor<3xf32> -> tensor<3x1xf32>
+func.func @broadcast(%a: tensor<4xf32> {train.param}, %b: tensor<3x1xf32> {train.param}) -> tensor<f32> {
+  %s = train.add %a, %b : tensor<4xf32>, tensor<3x1xf32> -> tensor<3x4xf32>
+  %l = train.reduce_mean %s axes [0, 1] : tensor<3x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Functions without parameters are left alone.
+// CHECK-LABEL: func.func @no_params
+// CHECK-NOT: @no_params_grad
+func.func @no_params(%x: tensor<4xf32>) -> tensor<f32> {
+  %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func private @opaque(tensor<4xf32>) -> tensor<4xf32>
+
+func.func @opaque_call(%w: tensor<4xf32> {train.param}) -> tensor<f32> {
+  // expected-error @+1 {{amp-autodiff: no gradient rule for 'func.call' (it lies between a parameter and the loss)}}
+  %y = func.call @opaque(%w) : (tensor<4xf32>) -> tensor<4xf32>
+  %l = train.reduce_sum %y axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{amp-autodiff: @no_loss must return the loss (a rank-0 float tensor) first}}
+func.func @no_loss(%w: tensor<4xf32> {train.param}) -> tensor<4xf32> {
+  %y = train.relu %w : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @loop(%w: tensor<4xf32> {train.param}) -> tensor<f32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{amp-autodiff: control flow ('scf.for') is not differentiable yet}}
+  %r = scf.for %i = %c0 to %c1 step %c1 iter_args(%a = %w) -> (tensor<4xf32>) {
+    %t = train.tanh %a : tensor<4xf32>
+    scf.yield %t : tensor<4xf32>
+  }
+  %l = train.reduce_sum %r axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{amp-autodiff: @twice_grad already exists; was the pass run twice?}}
+func.func @twice(%w: tensor<4xf32> {train.param}) -> tensor<f32> {
+  %l = train.reduce_sum %w axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @twice_grad(%w: tensor<4xf32>) -> tensor<f32> {
+  %l = train.reduce_sum %w axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

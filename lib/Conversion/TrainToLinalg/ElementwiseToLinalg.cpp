@@ -205,20 +205,24 @@ struct ReluGradToLinalg : OpRewritePattern<ReluGradOp> {
 Value geluDerivative(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   Type t = x.getType();
   auto c = [&](double v) { return floatConstant(b, loc, t, v); };
-  auto mul = [&](Value l, Value r) { return arith::MulFOp::create(b, loc, l, r); };
-  auto add = [&](Value l, Value r) { return arith::AddFOp::create(b, loc, l, r); };
+  auto mul = [&](Value l, Value r) {
+    return arith::MulFOp::create(b, loc, l, r);
+  };
+  auto add = [&](Value l, Value r) {
+    return arith::AddFOp::create(b, loc, l, r);
+  };
   Value x2 = mul(x, x);
   if (tanhForm) {
     double k = std::sqrt(2.0 / M_PI), cc = 0.044715;
-    Value th = math::TanhOp::create(
-        b, loc, mul(c(k), add(x, mul(c(cc), mul(x2, x)))));
+    Value th =
+        math::TanhOp::create(b, loc, mul(c(k), add(x, mul(c(cc), mul(x2, x)))));
     Value left = mul(c(0.5), add(c(1.0), th));
     Value sech2 = arith::SubFOp::create(b, loc, c(1.0), mul(th, th));
     Value inner = mul(c(k), add(c(1.0), mul(c(3 * cc), x2)));
     return add(left, mul(mul(c(0.5), x), mul(sech2, inner)));
   }
-  Value cdf = mul(c(0.5),
-                  add(c(1.0), math::ErfOp::create(b, loc, mul(x, c(M_SQRT1_2)))));
+  Value cdf = mul(
+      c(0.5), add(c(1.0), math::ErfOp::create(b, loc, mul(x, c(M_SQRT1_2)))));
   Value pdf = mul(c(1.0 / std::sqrt(2.0 * M_PI)),
                   math::ExpOp::create(b, loc, mul(c(-0.5), x2)));
   return add(cdf, mul(x, pdf));
@@ -318,10 +322,10 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
 void amp::populateTrainElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns
-      .add<UnaryToLinalg<ReluOp>, UnaryToLinalg<TanhOp>,
-           UnaryToLinalg<SigmoidOp>, UnaryToLinalg<ExpOp>, UnaryToLinalg<LogOp>,
-           GeluToLinalg, BinaryToLinalg<AddOp>, BinaryToLinalg<SubOp>,
-           BinaryToLinalg<MulOp>, BinaryToLinalg<DivOp>, CastToLinalg,
-           BroadcastToLinalg, DropoutToLinalg>(ctx);
+  patterns.add<UnaryToLinalg<ReluOp>, UnaryToLinalg<TanhOp>,
+               UnaryToLinalg<SigmoidOp>, UnaryToLinalg<ExpOp>,
+               UnaryToLinalg<LogOp>, GeluToLinalg, BinaryToLinalg<AddOp>,
+               BinaryToLinalg<SubOp>, BinaryToLinalg<MulOp>,
+               BinaryToLinalg<DivOp>, CastToLinalg, BroadcastToLinalg,
+               DropoutToLinalg, ReluGradToLinalg, GeluGradToLinalg>(ctx);
 }

@@ -164,7 +164,8 @@ struct SoftmaxGradToLinalg : OpRewritePattern<OpT> {
     Value sum = buildReduction(
         rewriter, loc, type.getShape(), {axis}, {dy, y}, f32, 0.0,
         [](OpBuilder &b, Location l, Value acc, ValueRange in) {
-          Value term = LogForm ? in[0] : arith::MulFOp::create(b, l, in[0], in[1]);
+          Value term =
+              LogForm ? in[0] : arith::MulFOp::create(b, l, in[0], in[1]);
           return arith::AddFOp::create(b, l, acc, term);
         });
     Value result = buildElementwise(
@@ -199,7 +200,10 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     // grad * (softmax - onehot(label)) / N; NaN in rows with a bad label.
     Value result = buildElementwise(
         rewriter, loc, type,
-        {{op.getLogits(), id}, {max, row}, {sum, row}, {op.getLabels(), row},
+        {{op.getLogits(), id},
+         {max, row},
+         {sum, row},
+         {op.getLabels(), row},
          {op.getGrad(), none}},
         f32, [&](OpBuilder &b, Location l, ValueRange in) {
           Value p = arith::DivFOp::create(
@@ -216,21 +220,23 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
               b, l, i32, linalg::IndexOp::create(b, l, 1));
           Value hot = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                             column, label);
-          Value target = arith::SelectOp::create(
-              b, l, hot, floatConstant(b, l, f32, 1.0),
-              floatConstant(b, l, f32, 0.0));
+          Value target =
+              arith::SelectOp::create(b, l, hot, floatConstant(b, l, f32, 1.0),
+                                      floatConstant(b, l, f32, 0.0));
           Value g = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, p, target),
               arith::DivFOp::create(b, l, in[4],
                                     floatConstant(b, l, f32, double(batch))));
           Value valid = arith::AndIOp::create(
               b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label, ic(0)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label,
+                                    ic(0)),
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
                                     ic(classes)));
           return arith::SelectOp::create(
               b, l, valid, g,
-              floatConstant(b, l, f32, std::numeric_limits<double>::quiet_NaN()));
+              floatConstant(b, l, f32,
+                            std::numeric_limits<double>::quiet_NaN()));
         });
     rewriter.replaceOp(op, result);
     return success();

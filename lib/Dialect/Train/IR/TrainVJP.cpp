@@ -128,8 +128,8 @@ LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   operandGrads.assign(1, Value());
   AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = GeluGradOp::create(b, getLoc(), dy, getInput(),
-                                       getApproximateAttr());
+  operandGrads[0] =
+      GeluGradOp::create(b, getLoc(), dy, getInput(), getApproximateAttr());
   return success();
 }
 
@@ -170,8 +170,8 @@ LogicalResult SubOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   operandGrads.assign(2, Value());
   AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
   operandGrads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
-  operandGrads[1] =
-      unbroadcast(b, getLoc(), scaled(b, getLoc(), dy, -1.0), getRhs().getType());
+  operandGrads[1] = unbroadcast(b, getLoc(), scaled(b, getLoc(), dy, -1.0),
+                                getRhs().getType());
   return success();
 }
 
@@ -195,7 +195,8 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   // d(a / b) = dy / b;  d/db = -dy * (a / b) / b.
   operandGrads[0] = unbroadcast(b, loc, DivOp::create(b, loc, dy, getRhs()),
                                 getLhs().getType());
-  Value t = MulOp::create(b, loc, dy, DivOp::create(b, loc, getResult(), getRhs()));
+  Value t =
+      MulOp::create(b, loc, dy, DivOp::create(b, loc, getResult(), getRhs()));
   operandGrads[1] =
       unbroadcast(b, loc, scaled(b, loc, t, -1.0), getRhs().getType());
   return success();
@@ -223,14 +224,12 @@ static void contractionGrads(OpT op, OpBuilder &b, Value dc,
       return BatchMatmulOp::create(b, loc, l, r, tl ? on : off, tr ? on : off,
                                    acc);
   };
-  operandGrads[0] = !ta ? (tb ? make(dc, bm, false, false)
-                              : make(dc, bm, false, true))
-                        : (tb ? make(bm, dc, true, true)
-                              : make(bm, dc, false, true));
-  operandGrads[1] = !tb ? (ta ? make(a, dc, false, false)
-                              : make(a, dc, true, false))
-                        : (ta ? make(dc, a, true, true)
-                              : make(dc, a, true, false));
+  operandGrads[0] =
+      !ta ? (tb ? make(dc, bm, false, false) : make(dc, bm, false, true))
+          : (tb ? make(bm, dc, true, true) : make(bm, dc, false, true));
+  operandGrads[1] =
+      !tb ? (ta ? make(a, dc, false, false) : make(a, dc, true, false))
+          : (ta ? make(dc, a, true, true) : make(dc, a, true, false));
 }
 
 LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -260,8 +259,8 @@ LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   operandGrads.assign(1, Value());
   AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = SoftmaxGradOp::create(b, getLoc(), dy, getResult(),
-                                          getAxisAttr());
+  operandGrads[0] =
+      SoftmaxGradOp::create(b, getLoc(), dy, getResult(), getAxisAttr());
   return success();
 }
 
@@ -269,8 +268,8 @@ LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   operandGrads.assign(1, Value());
   AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = LogSoftmaxGradOp::create(b, getLoc(), dy, getResult(),
-                                             getAxisAttr());
+  operandGrads[0] =
+      LogSoftmaxGradOp::create(b, getLoc(), dy, getResult(), getAxisAttr());
   return success();
 }
 
@@ -314,8 +313,8 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b,
                                        SmallVectorImpl<Value> &operandGrads) {
   operandGrads.assign(2, Value()); // labels have no gradient
   AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = CrossEntropyGradOp::create(b, getLoc(), dy, getLogits(),
-                                               getLabels());
+  operandGrads[0] =
+      CrossEntropyGradOp::create(b, getLoc(), dy, getLogits(), getLabels());
   return success();
 }
 
@@ -327,7 +326,8 @@ LogicalResult MseLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   Location loc = getLoc();
   int64_t n = getInput().getType().getNumElements();
   Value diff = SubOp::create(b, loc, getInput(), getTarget());
-  Value dInput = MulOp::create(b, loc, scaled(b, loc, diff, 2.0 / double(n)), dy);
+  Value dInput =
+      MulOp::create(b, loc, scaled(b, loc, diff, 2.0 / double(n)), dy);
   operandGrads[0] = dInput;
   operandGrads[1] = scaled(b, loc, dInput, -1.0);
   return success();
@@ -353,8 +353,8 @@ LogicalResult TransposeOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = i;
-  operandGrads[0] = TransposeOp::create(b, getLoc(), dy,
-                                        b.getDenseI64ArrayAttr(inverse));
+  operandGrads[0] =
+      TransposeOp::create(b, getLoc(), dy, b.getDenseI64ArrayAttr(inverse));
   return success();
 }
 

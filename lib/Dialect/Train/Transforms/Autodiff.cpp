@@ -46,8 +46,7 @@ LogicalResult checkReturnsLoss(func::FuncOp func) {
 
 /// Records the ops a builder creates.
 struct CreatedOps : public OpBuilder::Listener {
-  void notifyOperationInserted(Operation *op,
-                               OpBuilder::InsertPoint) override {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     ops.push_back(op);
   }
   SmallVector<Operation *> ops;
@@ -79,7 +78,9 @@ LogicalResult differentiate(func::FuncOp func) {
     if (llvm::any_of(op.getResults(),
                      [&](Value v) { return useful.contains(v); }))
       useful.insert(op.getOperands().begin(), op.getOperands().end());
-  auto active = [&](Value v) { return varied.contains(v) && useful.contains(v); };
+  auto active = [&](Value v) {
+    return varied.contains(v) && useful.contains(v);
+  };
 
   // Reverse sweep, emitting the backward graph before the return.
   CreatedOps created;
@@ -137,8 +138,7 @@ LogicalResult differentiate(func::FuncOp func) {
   return success();
 }
 
-struct AutodiffPass
-    : public amp::train::impl::AutodiffPassBase<AutodiffPass> {
+struct AutodiffPass : public amp::train::impl::AutodiffPassBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);

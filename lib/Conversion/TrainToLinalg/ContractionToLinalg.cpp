@@ -186,15 +186,242 @@ struct Pool2dToLinalg : OpRewritePattern<OpTy> {
   }
 };
 
+/// Index arithmetic helpers for the gathering gradient bodies.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, c(y));
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value index(unsigned d) { return linalg::IndexOp::create(b, loc, d); }
+
+  /// For an input coordinate `in` and window offset `k`: whether some output
+  /// position o has o * stride + k * dilation - pad == in, and that o
+  /// (clamped into range when there is none).
+  std::pair<Value, Value> outputOf(Value in, Value k, int64_t stride,
+                                   int64_t dilation, int64_t pad,
+                                   int64_t outSize) {
+    Value numerator = sub(add(in, c(pad)), mul(k, dilation));
+    Value nonNegative = cmp(arith::CmpIPredicate::sge, numerator, c(0));
+    Value safe = arith::MaxSIOp::create(b, loc, numerator, c(0));
+    Value divisible =
+        cmp(arith::CmpIPredicate::eq,
+            arith::RemSIOp::create(b, loc, safe, c(stride)), c(0));
+    Value o = arith::DivSIOp::create(b, loc, safe, c(stride));
+    Value inRange = cmp(arith::CmpIPredicate::slt, o, c(outSize));
+    Value clamped = arith::MinSIOp::create(b, loc, o, c(outSize - 1));
+    return {both(both(nonNegative, divisible), inRange), clamped};
+  }
+};
+
+/// dx[n, c, h, w] = sum over f, kh, kw of dy[n, f, oh, ow] * w[f, c, kh, kw]
+/// for the (oh, ow) whose window reads (h, w): a gather, no scatter.
+struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2dGradInputOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto dyType = cast<RankedTensorType>(op.getGrad().getType());
+    Type acc = op.getAccumulate() ? *op.getAccumulate()
+                                  : getComputeType(type.getElementType());
+    ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
+                      dil = op.getDilation();
+    Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    // (n, c, h, w | f, kh, kw)
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(7, 0, {d(4), d(1), d(5), d(6)}, ctx),
+        AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<utils::IteratorType> iterators(4,
+                                               utils::IteratorType::parallel);
+    iterators.append(3, utils::IteratorType::reduction);
+    Value dy = op.getGrad();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getFilter()},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          IndexMath m{b, l};
+          auto [validH, oh] = m.outputOf(m.index(2), m.index(5), s[0], dil[0],
+                                         p[0], dyType.getDimSize(2));
+          auto [validW, ow] = m.outputOf(m.index(3), m.index(6), s[1], dil[1],
+                                         p[1], dyType.getDimSize(3));
+          Value g = tensor::ExtractOp::create(
+              b, l, dy, ValueRange{m.index(0), m.index(4), oh, ow});
+          Value prod = arith::MulFOp::create(b, l, convertFloat(b, l, g, acc),
+                                             convertFloat(b, l, args[0], acc));
+          Value contrib =
+              arith::SelectOp::create(b, l, m.both(validH, validW), prod,
+                                      floatConstant(b, l, acc, 0.0));
+          linalg::YieldOp::create(
+              b, l, arith::AddFOp::create(b, l, args[1], contrib).getResult());
+        });
+    rewriter.replaceOp(op, roundTo(rewriter, loc, generic.getResult(0), type));
+    return success();
+  }
+};
+
+/// dw[f, c, kh, kw] = sum over n, oh, ow of dy[n, f, oh, ow] *
+/// xpad[n, c, oh*s + kh*d, ow*s + kw*d]: an affine contraction.
+struct Conv2dGradFilterToLinalg : OpRewritePattern<Conv2dGradFilterOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2dGradFilterOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    Type acc = op.getAccumulate() ? *op.getAccumulate()
+                                  : getComputeType(type.getElementType());
+    ArrayRef<int64_t> s = op.getStrides(), dil = op.getDilation();
+    Value x = padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
+    Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    // (f, c, kh, kw | n, oh, ow)
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(7, 0, {d(4), d(0), d(5), d(6)}, ctx),
+        AffineMap::get(7, 0,
+                       {d(4), d(1), d(5) * s[0] + d(2) * dil[0],
+                        d(6) * s[1] + d(3) * dil[1]},
+                       ctx),
+        AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<utils::IteratorType> iterators(4,
+                                               utils::IteratorType::parallel);
+    iterators.append(3, utils::IteratorType::reduction);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getGrad(), x},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value prod =
+              arith::MulFOp::create(b, l, convertFloat(b, l, args[0], acc),
+                                    convertFloat(b, l, args[1], acc));
+          linalg::YieldOp::create(
+              b, l, arith::AddFOp::create(b, l, args[2], prod).getResult());
+        });
+    rewriter.replaceOp(op, roundTo(rewriter, loc, generic.getResult(0), type));
+    return success();
+  }
+};
+
+/// Pooling gradients as gathers: each input position sums the output
+/// gradients of the windows it lies in (where it is the window's first
+/// maximum, for max pooling).
+struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Pool2dGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto dyType = cast<RankedTensorType>(op.getGrad().getType());
+    ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(),
+                      p = op.getPadding();
+    Type f32 = rewriter.getF32Type();
+    Type i64 = rewriter.getI64Type();
+    int64_t paddedW = type.getDimSize(3) + 2 * p[1];
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap out4 = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
+    AffineMap window = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
+    SmallVector<utils::IteratorType> iterators(4,
+                                               utils::IteratorType::parallel);
+    iterators.append(2, utils::IteratorType::reduction);
+    Value windowTensor = tensor::EmptyOp::create(rewriter, loc, k, f32);
+
+    // Max pooling: the flat padded position of each window's first maximum.
+    Value argmax;
+    if (op.getMax()) {
+      Value x = padSpatial(rewriter, loc, op.getInput(), p,
+                           -std::numeric_limits<double>::infinity());
+      Value maxInit = filledTensor(rewriter, loc, dyType.getShape(), f32,
+                                   -std::numeric_limits<double>::infinity());
+      Value idxEmpty =
+          tensor::EmptyOp::create(rewriter, loc, dyType.getShape(), i64);
+      Value idxInit = linalg::FillOp::create(
+                          rewriter, loc,
+                          Value(arith::ConstantOp::create(
+                              rewriter, loc, rewriter.getI64IntegerAttr(-1))),
+                          idxEmpty)
+                          .getResult(0);
+      SmallVector<AffineMap> maps = {
+          AffineMap::get(
+              6, 0, {d(0), d(1), d(2) * s[0] + d(4), d(3) * s[1] + d(5)}, ctx),
+          window, out4, out4};
+      auto generic = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{maxInit.getType(), idxInit.getType()},
+          ValueRange{x, windowTensor}, ValueRange{maxInit, idxInit}, maps,
+          iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+            IndexMath m{b, l};
+            Value v = convertFloat(b, l, args[0], f32);
+            Value row = m.add(m.mul(m.index(2), s[0]), m.index(4));
+            Value col = m.add(m.mul(m.index(3), s[1]), m.index(5));
+            Value pos = arith::IndexCastOp::create(
+                b, l, i64, m.add(m.mul(row, paddedW), col));
+            Value better = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OGT, v, args[2]);
+            linalg::YieldOp::create(
+                b, l,
+                ValueRange{
+                    arith::SelectOp::create(b, l, better, v, args[2]),
+                    arith::SelectOp::create(b, l, better, pos, args[3])});
+          });
+      argmax = generic.getResult(1);
+    }
+
+    Value dy = op.getGrad();
+    Value init = filledTensor(rewriter, loc, type.getShape(), f32, 0.0);
+    double area = double(k[0] * k[1]);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()}, ValueRange{windowTensor},
+        ValueRange{init}, {window, out4}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          IndexMath m{b, l};
+          Value h = m.index(2), w = m.index(3);
+          auto [validH, oh] =
+              m.outputOf(h, m.index(4), s[0], 1, p[0], dyType.getDimSize(2));
+          auto [validW, ow] =
+              m.outputOf(w, m.index(5), s[1], 1, p[1], dyType.getDimSize(3));
+          Value valid = m.both(validH, validW);
+          ValueRange at = {m.index(0), m.index(1), oh, ow};
+          Value g =
+              convertFloat(b, l, tensor::ExtractOp::create(b, l, dy, at), f32);
+          if (argmax) {
+            Value mine = arith::IndexCastOp::create(
+                b, l, i64,
+                m.add(m.mul(m.add(h, m.c(p[0])), paddedW),
+                      m.add(w, m.c(p[1]))));
+            Value winner = tensor::ExtractOp::create(b, l, argmax, at);
+            valid =
+                m.both(valid, m.cmp(arith::CmpIPredicate::eq, mine, winner));
+          } else {
+            g = arith::DivFOp::create(b, l, g, floatConstant(b, l, f32, area));
+          }
+          Value contrib = arith::SelectOp::create(
+              b, l, valid, g, floatConstant(b, l, f32, 0.0));
+          linalg::YieldOp::create(
+              b, l, arith::AddFOp::create(b, l, args[1], contrib).getResult());
+        });
+    rewriter.replaceOp(op, roundTo(rewriter, loc, generic.getResult(0), type));
+    return success();
+  }
+};
+
 } // namespace
 
 void amp::populateTrainContractionToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ContractionToLinalg<MatmulOp, linalg::MatmulOp>,
-               ContractionToLinalg<BatchMatmulOp, linalg::BatchMatmulOp>,
-               Conv2dToLinalg,
-               Pool2dToLinalg<MaxPool2dOp, linalg::PoolingNchwMaxOp, true>,
-               Pool2dToLinalg<AvgPool2dOp, linalg::PoolingNchwSumOp, false>>(
+  patterns.add<
+      ContractionToLinalg<MatmulOp, linalg::MatmulOp>,
+      ContractionToLinalg<BatchMatmulOp, linalg::BatchMatmulOp>, Conv2dToLinalg,
+      Pool2dToLinalg<MaxPool2dOp, linalg::PoolingNchwMaxOp, true>,
+      Pool2dToLinalg<AvgPool2dOp, linalg::PoolingNchwSumOp, false>,
+      Conv2dGradInputToLinalg, Conv2dGradFilterToLinalg, Pool2dGradToLinalg>(
       ctx);
 }

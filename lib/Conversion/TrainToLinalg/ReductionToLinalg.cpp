@@ -368,6 +368,95 @@ struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
   }
 };
 
+Value scaleAndRound(OpBuilder &b, Location loc, Value acc,
+                    RankedTensorType accShapeType, double divisor);
+
+/// Gradients of a normalization with statistics over `statDims` of `x` (count
+/// elements each) and a scale read through `scaleMap` whose shape spans the
+/// dimensions that `paramDims` (the complement) leave: dx, dscale, dbias.
+/// With xhat = (x - mean) * rstd and dyg = dy * scale:
+///   dx = rstd * (dyg - mean(dyg) - xhat * mean(dyg * xhat))   (over statDims)
+///   dscale = sum(dy * xhat), dbias = sum(dy)                  (over paramDims)
+SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
+                             Value scale, ArrayRef<int64_t> statDims,
+                             ArrayRef<int64_t> paramDims, double epsilon) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(x.getType());
+  auto scaleType = cast<RankedTensorType>(scale.getType());
+  unsigned rank = type.getRank();
+  int64_t count = countOf(type.getShape(), statDims);
+  Type f32 = b.getF32Type();
+  auto [sum, dev] = sumAndDeviation(b, loc, x, statDims, count);
+  AffineMap id = identityMap(ctx, rank);
+  GenericInput sumIn = reducedInput(ctx, sum, rank, statDims);
+  GenericInput devIn = reducedInput(ctx, dev, rank, statDims);
+  GenericInput scaleIn = reducedInput(ctx, scale, rank, paramDims);
+  // xhat from (x, sum, dev).
+  auto xhat = [&](OpBuilder &nb, Location l, Value xv, Value s, Value d) {
+    Value n = floatConstant(nb, l, f32, double(count));
+    Value mean = arith::DivFOp::create(nb, l, s, n);
+    Value var = arith::DivFOp::create(nb, l, d, n);
+    Value rstd = invSqrt(
+        nb, l,
+        arith::AddFOp::create(nb, l, var, floatConstant(nb, l, f32, epsilon)));
+    return std::make_pair(
+        arith::MulFOp::create(nb, l, arith::SubFOp::create(nb, l, xv, mean),
+                              rstd)
+            .getResult(),
+        rstd);
+  };
+  SmallVector<GenericInput> all = {{dy, id}, {x, id}, sumIn, devIn, scaleIn};
+  // mean(dyg) and mean(dyg * xhat) over the statistics dimensions (as sums).
+  Value sumDyg = buildReduction(
+      b, loc, type.getShape(), statDims, all, f32, 0.0,
+      [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+        return arith::AddFOp::create(
+            nb, l, acc, arith::MulFOp::create(nb, l, in[0], in[4]));
+      });
+  Value sumDygXhat =
+      buildReduction(b, loc, type.getShape(), statDims, all, f32, 0.0,
+                     [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+                       Value dyg = arith::MulFOp::create(nb, l, in[0], in[4]);
+                       Value xh = xhat(nb, l, in[1], in[2], in[3]).first;
+                       return arith::AddFOp::create(
+                           nb, l, acc, arith::MulFOp::create(nb, l, dyg, xh));
+                     });
+  SmallVector<GenericInput> withSums = all;
+  withSums.push_back(reducedInput(ctx, sumDyg, rank, statDims));
+  withSums.push_back(reducedInput(ctx, sumDygXhat, rank, statDims));
+  Value dx = buildElementwise(
+      b, loc, type, withSums, f32,
+      [&](OpBuilder &nb, Location l, ValueRange in) {
+        auto [xh, rstd] = xhat(nb, l, in[1], in[2], in[3]);
+        Value n = floatConstant(nb, l, f32, double(count));
+        Value dyg = arith::MulFOp::create(nb, l, in[0], in[4]);
+        Value t = arith::SubFOp::create(
+            nb, l,
+            arith::SubFOp::create(nb, l, dyg,
+                                  arith::DivFOp::create(nb, l, in[5], n)),
+            arith::MulFOp::create(nb, l, xh,
+                                  arith::DivFOp::create(nb, l, in[6], n)));
+        return arith::MulFOp::create(nb, l, rstd, t);
+      });
+  // Parameter gradients, summed over the dimensions the scale does not span.
+  Value dscale =
+      buildReduction(b, loc, type.getShape(), paramDims, all, f32, 0.0,
+                     [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+                       Value xh = xhat(nb, l, in[1], in[2], in[3]).first;
+                       return arith::AddFOp::create(
+                           nb, l, acc, arith::MulFOp::create(nb, l, in[0], xh));
+                     });
+  Value dbias =
+      buildReduction(b, loc, type.getShape(), paramDims, {{dy, id}}, f32, 0.0,
+                     [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+                       return arith::AddFOp::create(nb, l, acc, in[0]);
+                     });
+  auto round = [&](Value v) {
+    return scaleAndRound(b, loc, v, scaleType, 1.0);
+  };
+  return {dx, round(dscale), round(dbias)};
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and losses
 //===----------------------------------------------------------------------===//
@@ -413,6 +502,37 @@ struct ReduceToLinalg : OpRewritePattern<OpTy> {
         divisor);
     rewriter.replaceOp(op,
                        reshapeTensor(rewriter, loc, result, type.getShape()));
+    return success();
+  }
+};
+
+struct LayerNormGradToLinalg : OpRewritePattern<LayerNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getInput().getType());
+    int64_t rank = type.getRank();
+    int64_t normRank =
+        cast<RankedTensorType>(op.getScale().getType()).getRank();
+    rewriter.replaceOp(op, normGrads(rewriter, op.getLoc(), op.getGrad(),
+                                     op.getInput(), op.getScale(),
+                                     dimRange(rank - normRank, rank),
+                                     dimRange(0, rank - normRank),
+                                     op.getEpsilon().convertToDouble()));
+    return success();
+  }
+};
+
+struct BatchNormGradToLinalg : OpRewritePattern<BatchNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getInput().getType());
+    SmallVector<int64_t> dims = {0};
+    llvm::append_range(dims, dimRange(2, type.getRank()));
+    rewriter.replaceOp(op, normGrads(rewriter, op.getLoc(), op.getGrad(),
+                                     op.getInput(), op.getScale(), dims, dims,
+                                     op.getEpsilon().convertToDouble()));
     return success();
   }
 };
@@ -505,5 +625,6 @@ void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
                ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,
                MseLossToLinalg, SoftmaxGradToLinalg<SoftmaxGradOp, false>,
                SoftmaxGradToLinalg<LogSoftmaxGradOp, true>,
-               CrossEntropyGradToLinalg>(ctx);
+               CrossEntropyGradToLinalg, LayerNormGradToLinalg,
+               BatchNormGradToLinalg>(ctx);
 }

@@ -116,9 +116,68 @@ struct EmbeddingToLinalg : OpRewritePattern<EmbeddingOp> {
   }
 };
 
+/// dtable[v, d] = sum over positions p of (clamp(indices[p]) == v) * dy[p, d],
+/// a gather over positions (no scatter, no atomics).
+struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t vocab = type.getDimSize(0), dim = type.getDimSize(1);
+    int64_t positions = op.getIndices().getType().getNumElements();
+    Value dy = reshapeTensor(rewriter, loc, op.getGrad(), {positions, dim});
+    Value ids = reshapeTensor(rewriter, loc, op.getIndices(), {positions});
+    Type f32 = rewriter.getF32Type();
+    Value result = buildReduction(
+        rewriter, loc, {vocab, dim, positions}, {2},
+        {{ids, AffineMap::get(3, 0, {getAffineDimExpr(2, ctx)}, ctx)},
+         {dy, AffineMap::get(
+                  3, 0, {getAffineDimExpr(2, ctx), getAffineDimExpr(1, ctx)},
+                  ctx)}},
+        f32, 0.0, [&](OpBuilder &b, Location l, Value acc, ValueRange in) {
+          Type i32 = in[0].getType();
+          auto c = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, v));
+          };
+          Value clamped = arith::MinSIOp::create(
+              b, l, arith::MaxSIOp::create(b, l, in[0], c(0)), c(vocab - 1));
+          Value row = arith::IndexCastOp::create(
+              b, l, i32, linalg::IndexOp::create(b, l, 0));
+          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                            clamped, row);
+          return arith::AddFOp::create(
+              b, l, acc,
+              arith::SelectOp::create(b, l, hit, in[1],
+                                      floatConstant(b, l, f32, 0.0)));
+        });
+    result = buildElementwise(
+        rewriter, loc, type, {{result, identityMap(ctx, 2)}}, f32,
+        [](OpBuilder &, Location, ValueRange in) { return in[0]; });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SliceToTensor : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, op.getInput(), ValueRange{}, ValueRange{}, ValueRange{},
+        op.getOffsets(), type.getShape(), strides);
+    return success();
+  }
+};
+
 } // namespace
 
 void amp::populateTrainShapeToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<ConstantToArith, ReshapeToTensor, TransposeToLinalg,
-               ConcatToTensor, EmbeddingToLinalg>(patterns.getContext());
+  patterns
+      .add<ConstantToArith, ReshapeToTensor, TransposeToLinalg, ConcatToTensor,
+           EmbeddingToLinalg, EmbeddingGradToLinalg, SliceToTensor>(
+          patterns.getContext());
 }

@@ -830,3 +830,71 @@ func.func @unknown_train_attr(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = train.relu %x {train.speed = "fast"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Backward helpers and slice
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @conv_grad_shape(%dy: tensor<2x4x5x5xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32> {
+  // expected-error @+1 {{'train.conv2d_grad_input' op gradient shape [2, 4, 5, 5] is not the forward conv2d's output shape [2, 4, 6, 6]}}
+  %0 = train.conv2d_grad_input %dy, %w : tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x8x8xf32>
+  return %0 : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+func.func @conv_grad_filter_channels(%dy: tensor<2x4x6x6xf32>, %x: tensor<2x3x8x8xf32>) -> tensor<4x2x3x3xf32> {
+  // expected-error @+1 {{'train.conv2d_grad_filter' op input channels 3 and filter channels 2 differ}}
+  %0 = train.conv2d_grad_filter %dy, %x : tensor<2x4x6x6xf32>, tensor<2x3x8x8xf32> -> tensor<4x2x3x3xf32>
+  return %0 : tensor<4x2x3x3xf32>
+}
+
+// -----
+
+func.func @embedding_grad_shape(%dy: tensor<2x5x8xf32>, %ids: tensor<2x4xi32>) -> tensor<10x8xf32> {
+  // expected-error @+1 {{'train.embedding_grad' op gradient 'tensor<2x5x8xf32>' does not match an embedding lookup of 'tensor<10x8xf32>' at 'tensor<2x4xi32>'}}
+  %0 = train.embedding_grad %dy, %ids : tensor<2x5x8xf32>, tensor<2x4xi32> -> tensor<10x8xf32>
+  return %0 : tensor<10x8xf32>
+}
+
+// -----
+
+func.func @softmax_grad_axis(%g: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.softmax_grad' op axis 2 is out of range for a rank-2 input (expected 0..1)}}
+  %0 = train.softmax_grad %g, %g axis 2 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @ce_grad_batch(%s: tensor<f32>, %y: tensor<4x10xf32>, %l: tensor<3xi32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.cross_entropy_grad' op needs [N, C] logits and [N] labels, got [4, 10] and [3]}}
+  %0 = train.cross_entropy_grad %s, %y, %l : tensor<f32>, tensor<4x10xf32>, tensor<3xi32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @ce_grad_type(%s: tensor<f16>, %y: tensor<4x10xf32>, %l: tensor<4xi32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.cross_entropy_grad' op loss gradient element type 'f16' differs from the logits' 'f32'}}
+  %0 = train.cross_entropy_grad %s, %y, %l : tensor<f16>, tensor<4x10xf32>, tensor<4xi32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @slice_outside(%x: tensor<4x10xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'train.slice' op box at offsets [3, 2] of shape [2, 3] is not inside [4, 10]}}
+  %0 = train.slice %x offsets [3, 2] : tensor<4x10xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<4x10xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'train.slice' op needs one offset per dimension and a result of the input's rank, got 1 offsets for 'tensor<4x10xf32>' -> 'tensor<2x3xf32>'}}
+  %0 = train.slice %x offsets [3] : tensor<4x10xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -175,3 +175,35 @@ func.func @params(%w: tensor<784x256xf32> {train.param, train.init = #train.init
                   %lw: tensor<4x2xf32> {train.param, train.init = #train.init<fan_in_uniform>}) {
   return
 }
+
+// CHECK-LABEL: func.func @backward_helpers
+func.func @backward_helpers(%dy: tensor<2x4x6x6xf16>, %x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>,
+                            %g: tensor<4x10xf32>, %y: tensor<4x10xf32>, %l: tensor<4xi32>, %s: tensor<f32>,
+                            %p: tensor<2x3x4x4xf32>, %px: tensor<2x3x8x8xf32>, %bn: tensor<3xf32>,
+                            %e: tensor<2x5x8xf32>, %ids: tensor<2x5xi32>, %l10: tensor<10xf32>) {
+  // CHECK: train.relu_grad %{{.*}}, %{{.*}} : tensor<4x10xf32>
+  %0 = train.relu_grad %g, %y : tensor<4x10xf32>
+  // CHECK: train.gelu_grad %{{.*}}, %{{.*}} approximate tanh : tensor<4x10xf32>
+  %1 = train.gelu_grad %g, %y approximate tanh : tensor<4x10xf32>
+  // CHECK: train.softmax_grad %{{.*}}, %{{.*}} axis 1 : tensor<4x10xf32>
+  %2 = train.softmax_grad %g, %y axis 1 : tensor<4x10xf32>
+  // CHECK: train.log_softmax_grad %{{.*}}, %{{.*}} axis 0 : tensor<4x10xf32>
+  %3 = train.log_softmax_grad %g, %y axis 0 : tensor<4x10xf32>
+  // CHECK: train.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+  %4 = train.cross_entropy_grad %s, %y, %l : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+  // CHECK: train.conv2d_grad_input %{{.*}}, %{{.*}} accumulate f32 : tensor<2x4x6x6xf16>, tensor<4x3x3x3xf16> -> tensor<2x3x8x8xf16>
+  %5 = train.conv2d_grad_input %dy, %w accumulate f32 : tensor<2x4x6x6xf16>, tensor<4x3x3x3xf16> -> tensor<2x3x8x8xf16>
+  // CHECK: train.conv2d_grad_filter %{{.*}}, %{{.*}} : tensor<2x4x6x6xf16>, tensor<2x3x8x8xf16> -> tensor<4x3x3x3xf16>
+  %6 = train.conv2d_grad_filter %dy, %x : tensor<2x4x6x6xf16>, tensor<2x3x8x8xf16> -> tensor<4x3x3x3xf16>
+  // CHECK: train.pool2d_grad %{{.*}}, %{{.*}} max kernel [2, 2] strides [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
+  %7 = train.pool2d_grad %p, %px max kernel [2, 2] strides [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
+  // CHECK: train.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x10xf32>, tensor<10xf32>
+  %8:3 = train.layer_norm_grad %g, %y, %l10 : tensor<4x10xf32>, tensor<10xf32>
+  // CHECK: train.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3x8x8xf32>, tensor<3xf32>
+  %9:3 = train.batch_norm_grad %px, %px, %bn : tensor<2x3x8x8xf32>, tensor<3xf32>
+  // CHECK: train.embedding_grad %{{.*}}, %{{.*}} : tensor<2x5x8xf32>, tensor<2x5xi32> -> tensor<100x8xf32>
+  %10 = train.embedding_grad %e, %ids : tensor<2x5x8xf32>, tensor<2x5xi32> -> tensor<100x8xf32>
+  // CHECK: train.slice %{{.*}} offsets [1, 2] : tensor<4x10xf32> -> tensor<2x3xf32>
+  %11 = train.slice %y offsets [1, 2] : tensor<4x10xf32> -> tensor<2x3xf32>
+  return
+}

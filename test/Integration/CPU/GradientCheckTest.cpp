@@ -309,6 +309,64 @@ TEST_F(GradientCheck, BatchMatmul) {
   }
 }
 
+TEST_F(GradientCheck, SoftmaxLargeLogits) {
+  // Logits of 50-90: exp would overflow f32 without the max subtraction.
+  Shape s = {3, 6};
+  check({{s},
+         s,
+         "  %y = train.softmax %p0 axis 1 : " + f32(s),
+         [=](const std::vector<Values> &p) {
+           return ref::softmax(p[0], s, 1, false, false);
+         },
+         50,
+         90,
+         0,
+         {}},
+        "softmax on large logits");
+  check({{s},
+         s,
+         "  %y = train.log_softmax %p0 axis 1 : " + f32(s),
+         [=](const std::vector<Values> &p) {
+           return ref::softmax(p[0], s, 1, true, false);
+         },
+         50,
+         90,
+         0,
+         {}},
+        "log_softmax on large logits");
+}
+
+/// At a tie the gradient goes to the window's first maximum (row-major), as
+/// PyTorch's max_pool2d does; finite differences are undefined there, so the
+/// gradient is checked exactly.
+TEST_F(GradientCheck, MaxPoolTiesGoToTheFirstMaximum) {
+  std::string src = "func.func @f(%x: tensor<1x1x2x4xf32> {train.param}, %r: "
+                    "tensor<1x1x1x2xf32>) -> tensor<f32> {\n"
+                    "  %y = train.max_pool2d %x kernel [2, 2] strides [2, 2] : "
+                    "tensor<1x1x2x4xf32> -> tensor<1x1x1x2xf32>\n"
+                    "  %m = train.mul %y, %r : tensor<1x1x1x2xf32>, "
+                    "tensor<1x1x1x2xf32> -> tensor<1x1x1x2xf32>\n"
+                    "  %l = train.reduce_sum %m axes [0, 1, 2, 3] : "
+                    "tensor<1x1x1x2xf32> -> tensor<f32>\n"
+                    "  return %l : tensor<f32>\n}\n";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &context);
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(train::createAutodiffPass());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  auto fn = CpuFunction::compile(*module, "f_grad");
+  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  // Window 1 (columns 0-1): all four equal. Window 2 (columns 2-3): the two
+  // maxima 5 at (0, 3) and (1, 2): row-major, (0, 3) comes first.
+  HostTensor x = HostTensor::fromFloats(ElementKind::F32, {1, 1, 2, 4},
+                                        {1, 1, 2, 5, 1, 1, 5, 3});
+  HostTensor r = HostTensor::fromFloats(ElementKind::F32, {1, 1, 1, 2}, {3, 7});
+  auto out = (*fn)->call({&x, &r});
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  std::vector<float> expected = {3, 0, 0, 7, 0, 0, 0, 0};
+  EXPECT_EQ((*out)[1].toFloats(), expected);
+}
+
 TEST_F(GradientCheck, SoftmaxFamily) {
   Shape s = {3, 5};
   check({{s},
@@ -450,6 +508,164 @@ TEST_F(GradientCheck, Losses) {
            return Values{sum / p[0].size()};
          }},
         "mse_loss");
+}
+
+TEST_F(GradientCheck, Conv2d) {
+  struct Conv {
+    Shape x, w, strides, padding, dilation;
+  };
+  const Conv cases[] = {{{2, 2, 5, 5}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}},
+                        {{1, 2, 7, 6}, {2, 2, 3, 2}, {2, 3}, {1, 0}, {1, 1}},
+                        {{1, 1, 7, 7}, {2, 1, 2, 2}, {1, 2}, {2, 1}, {2, 2}}};
+  auto attr = [](const Shape &v) {
+    return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+  };
+  for (const Conv &cv : cases) {
+    Shape out;
+    ref::conv2d(Values(ref::numElements(cv.x)), cv.x,
+                Values(ref::numElements(cv.w)), cv.w, cv.strides, cv.padding,
+                cv.dilation, out);
+    GradCase c{{cv.x, cv.w},
+               out,
+               "  %y = train.conv2d %p0, %p1 strides " + attr(cv.strides) +
+                   " padding " + attr(cv.padding) + " dilation " +
+                   attr(cv.dilation) + " : " + f32(cv.x) + ", " + f32(cv.w) +
+                   " -> " + f32(out),
+               [=](const std::vector<Values> &p) {
+                 Shape o;
+                 return ref::conv2d(p[0], cv.x, p[1], cv.w, cv.strides,
+                                    cv.padding, cv.dilation, o);
+               },
+               -1,
+               1,
+               0,
+               {}};
+    check(c, "conv2d strides " + attr(cv.strides) + " padding " +
+                 attr(cv.padding) + " dilation " + attr(cv.dilation));
+  }
+}
+
+TEST_F(GradientCheck, Pooling) {
+  Shape xs = {2, 2, 6, 5};
+  for (bool isMax : {true, false}) {
+    for (auto [kernel, strides, padding] :
+         {std::make_tuple(Shape{2, 2}, Shape{2, 2}, Shape{0, 0}),
+          std::make_tuple(Shape{3, 3}, Shape{2, 1}, Shape{1, 1})}) {
+      Shape out;
+      ref::pool2d(Values(ref::numElements(xs)), xs, kernel, strides, padding,
+                  isMax, out);
+      auto attr = [](const Shape &v) {
+        return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+      };
+      std::string op = isMax ? "train.max_pool2d" : "train.avg_pool2d";
+      GradCase c{{xs},
+                 out,
+                 "  %y = " + op + " %p0 kernel " + attr(kernel) + " strides " +
+                     attr(strides) + " padding " + attr(padding) + " : " +
+                     f32(xs) + " -> " + f32(out),
+                 [=](const std::vector<Values> &p) {
+                   Shape o;
+                   return ref::pool2d(p[0], xs, kernel, strides, padding, isMax,
+                                      o);
+                 },
+                 -2,
+                 2,
+                 0,
+                 {}};
+      check(c, op + " kernel " + attr(kernel));
+    }
+  }
+}
+
+TEST_F(GradientCheck, LayerNorm) {
+  Shape xs = {3, 2, 4};
+  for (Shape ns : {Shape{4}, Shape{2, 4}}) {
+    GradCase c{
+        {xs, ns, ns},
+        xs,
+        "  %y = train.layer_norm %p0, %p1, %p2 : " + f32(xs) + ", " + f32(ns),
+        [=](const std::vector<Values> &p) {
+          return ref::layerNorm(p[0], ref::numElements(ns), p[1], p[2], 1e-5);
+        },
+        -2,
+        2,
+        0,
+        {}};
+    check(c, "layer_norm over " + std::to_string(ns.size()) + " dims");
+  }
+}
+
+TEST_F(GradientCheck, BatchNorm) {
+  Shape xs = {4, 3, 2, 2}, cs = {3};
+  std::vector<float> zeros(3, 0.0f), ones(3, 1.0f);
+  GradCase c{{xs, cs, cs},
+             xs,
+             "  %y, %nm, %nv = train.batch_norm %p0, %p1, %p2, %e0, %e1 : " +
+                 f32(xs) + ", " + f32(cs),
+             [=](const std::vector<Values> &p) {
+               Values m(3, 0.0), v(3, 1.0);
+               return ref::batchNorm(p[0], xs, p[1], p[2], m, v, 1e-5, 0.1);
+             },
+             -2,
+             2,
+             0,
+             {}};
+  c.extras.push_back(
+      {f32(cs), HostTensor::fromFloats(ElementKind::F32, cs, zeros)});
+  c.extras.push_back(
+      {f32(cs), HostTensor::fromFloats(ElementKind::F32, cs, ones)});
+  check(c, "batch_norm");
+}
+
+TEST_F(GradientCheck, EmbeddingConcatSlice) {
+  // Repeated indices accumulate into one row; out-of-range ones are clamped.
+  std::vector<int32_t> ids = {3, 1, 3, 0, 7, -2};
+  GradCase e{{{5, 3}},
+             {2, 3, 3},
+             "  %y = train.embedding %p0, %e0 : " + f32({5, 3}) +
+                 ", tensor<2x3xi32> -> " + f32({2, 3, 3}),
+             [=](const std::vector<Values> &p) {
+               Values y;
+               for (int32_t id : ids) {
+                 int32_t row = std::min(std::max(id, 0), 4);
+                 y.insert(y.end(), p[0].begin() + row * 3,
+                          p[0].begin() + row * 3 + 3);
+               }
+               return y;
+             },
+             -1,
+             1,
+             0,
+             {}};
+  e.extras.push_back({"tensor<2x3xi32>", HostTensor::fromInts({2, 3}, ids)});
+  check(e, "embedding");
+
+  check({{{2, 3}, {2, 2}},
+         {2, 5},
+         "  %y = train.concat %p0, %p1 axis 1 : " + f32({2, 3}) + ", " +
+             f32({2, 2}) + " -> " + f32({2, 5}),
+         [](const std::vector<Values> &p) {
+           Values y;
+           for (int i = 0; i < 2; ++i) {
+             y.insert(y.end(), p[0].begin() + i * 3, p[0].begin() + i * 3 + 3);
+             y.insert(y.end(), p[1].begin() + i * 2, p[1].begin() + i * 2 + 2);
+           }
+           return y;
+         }},
+        "concat");
+
+  check({{{4, 5}},
+         {2, 3},
+         "  %y = train.slice %p0 offsets [1, 2] : " + f32({4, 5}) + " -> " +
+             f32({2, 3}),
+         [](const std::vector<Values> &p) {
+           Values y;
+           for (int i = 1; i < 3; ++i)
+             for (int j = 2; j < 5; ++j)
+               y.push_back(p[0][i * 5 + j]);
+           return y;
+         }},
+        "slice");
 }
 
 /// A two-layer MLP with a loss, end to end: the chain rule across ops.

@@ -463,6 +463,73 @@ LogicalResult LogSoftmaxGradOp::verify() {
   return verifySoftmaxGradLike(*this);
 }
 
+/// A conv2d gradient must match the forward conv2d it belongs to:
+/// conv2d(input, filter) has the shape of `grad`.
+static LogicalResult
+verifyConvGrad(Operation *op, RankedTensorType grad, RankedTensorType input,
+               RankedTensorType filter, ArrayRef<int64_t> strides,
+               ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation) {
+  ShapeOrError forward = inferConv2dShape(input.getShape(), filter.getShape(),
+                                          strides, padding, dilation);
+  if (!forward.ok())
+    return op->emitOpError(forward.getError());
+  if (forward.getShape() != grad.getShape())
+    return op->emitOpError("gradient shape ")
+           << formatShape(grad.getShape())
+           << " is not the forward conv2d's output shape "
+           << formatShape(forward.getShape());
+  if (grad.getElementType() != input.getElementType() ||
+      grad.getElementType() != filter.getElementType())
+    return op->emitOpError("operand and result element types differ");
+  return success();
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  return verifyConvGrad(*this, getGrad().getType(), getResult().getType(),
+                        getFilter().getType(), getStrides(), getPadding(),
+                        getDilation());
+}
+
+LogicalResult Conv2dGradFilterOp::verify() {
+  return verifyConvGrad(*this, getGrad().getType(), getInput().getType(),
+                        getResult().getType(), getStrides(), getPadding(),
+                        getDilation());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto table = getResult().getType();
+  ShapeOrError forward =
+      inferEmbeddingShape(table.getShape(), getIndices().getType().getShape());
+  if (!forward.ok())
+    return emitOpError(forward.getError());
+  if (forward.getShape() != getGrad().getType().getShape() ||
+      table.getElementType() != getGrad().getType().getElementType())
+    return emitOpError("gradient ")
+           << getGrad().getType() << " does not match an embedding lookup of "
+           << table << " at " << getIndices().getType();
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  auto input = getInput().getType(), result = getResult().getType();
+  if (failed(verifyKeepsElementType(*this, input, result)))
+    return failure();
+  ArrayRef<int64_t> offsets = getOffsets();
+  if (int64_t(offsets.size()) != input.getRank() ||
+      result.getRank() != input.getRank())
+    return emitOpError("needs one offset per dimension and a result of the "
+                       "input's rank, got ")
+           << offsets.size() << " offsets for " << input << " -> " << result;
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (offsets[d] < 0 ||
+        offsets[d] + result.getDimSize(d) > input.getDimSize(d))
+      return emitOpError("box at offsets ")
+             << formatShape(offsets) << " of shape "
+             << formatShape(result.getShape()) << " is not inside "
+             << formatShape(input.getShape());
+  return success();
+}
+
 LogicalResult CrossEntropyGradOp::verify() {
   auto logits = getLogits().getType();
   auto labels = getLabels().getType();

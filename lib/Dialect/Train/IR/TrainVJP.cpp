@@ -365,3 +365,132 @@ LogicalResult BroadcastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   operandGrads[0] = unbroadcast(b, getLoc(), dy, getInput().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling, normalization, embedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  Location loc = getLoc();
+  operandGrads[0] = Conv2dGradInputOp::create(
+      b, loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
+      getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+  operandGrads[1] = Conv2dGradFilterOp::create(
+      b, loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
+      getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+  return success();
+}
+
+/// The gradient of a pooling op.
+template <typename OpT>
+static Value poolGrad(OpT op, OpBuilder &b, Value dy, bool isMax) {
+  return Pool2dGradOp::create(
+      b, op.getLoc(), dy, op.getInput(), isMax ? b.getUnitAttr() : UnitAttr(),
+      op.getKernelAttr(), op.getStridesAttr(), op.getPaddingAttr());
+}
+
+LogicalResult MaxPool2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = poolGrad(*this, b, dy, /*isMax=*/true);
+  return success();
+}
+
+LogicalResult AvgPool2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = poolGrad(*this, b, dy, /*isMax=*/false);
+  return success();
+}
+
+LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(3, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  auto grads = LayerNormGradOp::create(b, getLoc(), dy, getInput(), getScale(),
+                                       getEpsilonAttr());
+  operandGrads[0] = grads.getInputGrad();
+  operandGrads[1] = grads.getScaleGrad();
+  operandGrads[2] = grads.getBiasGrad();
+  return success();
+}
+
+LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(5, Value()); // running statistics get no gradient
+  if (resultGrads[1] || resultGrads[2])
+    return emitOpError("amp-autodiff: the loss depends on the running "
+                       "statistics, which are state and not differentiable");
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  auto grads = BatchNormGradOp::create(b, getLoc(), dy, getInput(), getScale(),
+                                       getEpsilonAttr());
+  operandGrads[0] = grads.getInputGrad();
+  operandGrads[1] = grads.getScaleGrad();
+  operandGrads[2] = grads.getBiasGrad();
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(2, Value()); // indices have no gradient
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  operandGrads[0] = EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
+                                            dy, getIndices());
+  return success();
+}
+
+LogicalResult ConcatOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(getNumOperands(), Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  int64_t axis = getAxis(), offset = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> offsets(type.getRank(), 0);
+    offsets[axis] = offset;
+    operandGrads[i] =
+        SliceOp::create(b, getLoc(), type, dy, b.getDenseI64ArrayAttr(offsets));
+    offset += type.getDimSize(axis);
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(1, Value());
+  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
+  // Zeros around the box, one dimension at a time: the gradient of a slice
+  // is the gradient placed back where the box was.
+  Location loc = getLoc();
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  Value g = dy;
+  for (int64_t d = 0; d < inputType.getRank(); ++d) {
+    auto type = cast<RankedTensorType>(g.getType());
+    int64_t before = getOffsets()[d];
+    int64_t after = inputType.getDimSize(d) - before - type.getDimSize(d);
+    if (before == 0 && after == 0)
+      continue;
+    SmallVector<Value> parts;
+    auto zeros = [&](int64_t size) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[d] = size;
+      auto zt = type.clone(shape);
+      return ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(zt, b.getFloatAttr(zt.getElementType(), 0.0)));
+    };
+    if (before)
+      parts.push_back(zeros(before));
+    parts.push_back(g);
+    if (after)
+      parts.push_back(zeros(after));
+    g = ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(d));
+  }
+  operandGrads[0] = g;
+  return success();
+}

@@ -192,7 +192,7 @@ def Train_BatchMatmulOp : Train_Op<"batch_matmul",
 }
 
 def Train_Conv2dOp : Train_Op<"conv2d",
-    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "2-D convolution, NCHW input, FCHW filter";
   let description = [{
     Cross-correlation of an `[N, C, H, W]` input with an `[F, C, KH, KW]`
@@ -229,7 +229,8 @@ def Train_Conv2dOp : Train_Op<"conv2d",
 
 /// A 2-D pooling window over NCHW input.
 class Train_Pool2dOp<string mnemonic, string reduction>
-    : Train_Op<mnemonic, !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor])> {
+    : Train_Op<mnemonic, !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor,
+                                                    DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "2-D " # reduction # " pooling, NCHW";
   let description = [{
     Takes the }] # reduction # [{ of each `kernel` window of an `[N, C, H, W]`
@@ -323,7 +324,8 @@ def Train_LogSoftmaxOp
 //===----------------------------------------------------------------------===//
 
 def Train_LayerNormOp : Train_Op<"layer_norm", !listconcat(Train_Fp32, [Pure,
-    AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>])> {
+    AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
+    DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "layer normalization over the trailing dimensions";
   let description = [{
     Normalizes over the trailing dimensions that `scale` (and `bias`, of the
@@ -347,7 +349,7 @@ def Train_LayerNormOp : Train_Op<"layer_norm", !listconcat(Train_Fp32, [Pure,
   let hasVerifier = 1;
 }
 
-def Train_BatchNormOp : Train_Op<"batch_norm", [Pure,
+def Train_BatchNormOp : Train_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>,
     DeclareOpInterfaceMethods<Train_PrecisionPolicyOpInterface,
                               ["getPrecisionOperands", "keepsFp32AtO2"]>,
     Train_DefaultPrecision<"follow">,
@@ -434,7 +436,7 @@ def Train_ReduceMeanOp : Train_ReduceOp<"reduce_mean", "mean">;
 //===----------------------------------------------------------------------===//
 
 def Train_EmbeddingOp : Train_Op<"embedding",
-    !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Follow, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "row lookup in an embedding table";
   let description = [{
     Gathers rows of a `[V, D]` table at i32 `indices` of any shape S, giving

@@ -106,4 +106,147 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_Conv2dGradInputOp : Train_Op<"conv2d_grad_input", [Pure]> {
+  let summary = "gradient of conv2d with respect to its input";
+  let description = [{
+    `dx[n, c, h, w] = sum dy[n, f, oh, ow] * filter[f, c, kh, kw]` over every
+    output position whose window reads input position (h, w) with the same
+    strides, padding and dilation as the forward conv2d. The result type is
+    the forward input's.
+
+    ```mlir
+    %dx = train.conv2d_grad_input %dy, %w padding [1, 1] : tensor<8x16x28x28xf16>, tensor<16x3x3x3xf16> -> tensor<8x3x28x28xf16>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$filter,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $filter (`strides` $strides^)? (`padding` $padding^)?
+    (`dilation` $dilation^)? (`accumulate` $accumulate^)?
+    attr-dict `:` type($grad) `,` type($filter) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_Conv2dGradFilterOp : Train_Op<"conv2d_grad_filter", [Pure]> {
+  let summary = "gradient of conv2d with respect to its filter";
+  let description = [{
+    `dw[f, c, kh, kw] = sum over n, oh, ow of dy[n, f, oh, ow] *
+    x[n, c, oh*s + kh*d - p, ow*s + kw*d - p]` (zero outside the input). The
+    result type is the filter's.
+
+    ```mlir
+    %dw = train.conv2d_grad_filter %dy, %x padding [1, 1] : tensor<8x16x28x28xf16>, tensor<8x3x28x28xf16> -> tensor<16x3x3x3xf16>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$input,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input (`strides` $strides^)? (`padding` $padding^)?
+    (`dilation` $dilation^)? (`accumulate` $accumulate^)?
+    attr-dict `:` type($grad) `,` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_Pool2dGradOp : Train_Op<"pool2d_grad", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "gradient of max_pool2d or avg_pool2d";
+  let description = [{
+    Routes each output gradient back to its window: to the window's maximum
+    (the first one in row-major order when several tie, as PyTorch) with
+    `max`, or spread evenly over the full window (`count_include_pad`)
+    otherwise. `input` is the forward input (for the max positions and the
+    result type).
+
+    ```mlir
+    %dx = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] : tensor<8x16x14x14xf32>, tensor<8x16x28x28xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$input,
+    UnitAttr:$max, DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input (`max` $max^)? `kernel` $kernel `strides` $strides
+    (`padding` $padding^)? attr-dict `:` type($grad) `,` type($input)
+  }];
+}
+
+def Train_LayerNormGradOp : Train_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["grad", "input", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad", "bias_grad"]>]> {
+  let summary = "gradients of layer_norm";
+  let description = [{
+    With statistics recomputed from `input` over the trailing dimensions
+    `scale` spans: `xhat = (x - mean) * rstd`, `dbias = sum(dy)`,
+    `dscale = sum(dy * xhat)` over the leading dimensions, and
+    `dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g * xhat))` over the
+    normalized ones; all sums in f32.
+
+    ```mlir
+    %dx, %dg, %db = train.layer_norm_grad %dy, %x, %g : tensor<1024x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$input,
+    Train_FloatTensor:$scale,
+    DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs Train_FloatTensor:$input_grad,
+    Train_FloatTensor:$scale_grad, Train_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $scale (`epsilon` $epsilon^)?
+    attr-dict `:` type($grad) `,` type($scale)
+  }];
+}
+
+def Train_BatchNormGradOp : Train_Op<"batch_norm_grad", [Pure,
+    AllTypesMatch<["grad", "input", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad", "bias_grad"]>]> {
+  let summary = "gradients of batch_norm in training mode";
+  let description = [{
+    As layer_norm_grad with the statistics of each channel (dimension 1) over
+    the batch and spatial dimensions; the activation may be f16 while scale
+    and its gradients are f32.
+
+    ```mlir
+    %dx, %dg, %db = train.batch_norm_grad %dy, %x, %g : tensor<128x32x28x28xf16>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$input,
+    Train_FloatTensor:$scale,
+    DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs Train_FloatTensor:$input_grad,
+    Train_FloatTensor:$scale_grad, Train_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $scale (`epsilon` $epsilon^)?
+    attr-dict `:` type($grad) `,` type($scale)
+  }];
+}
+
+def Train_EmbeddingGradOp : Train_Op<"embedding_grad", [Pure]> {
+  let summary = "gradient of embedding with respect to the table";
+  let description = [{
+    `dtable[v, :] = sum of grad[p, :] over positions p with indices[p] == v`
+    (clamped as the forward lookup clamps). The result type is the table's.
+
+    ```mlir
+    %dt = train.embedding_grad %dy, %tokens : tensor<8x128x256xf32>, tensor<8x128xi32> -> tensor<1024x256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_IndexTensor:$indices);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // AMP_DIALECT_TRAIN_IR_TRAINGRADOPS_TD

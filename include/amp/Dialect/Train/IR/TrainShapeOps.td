@@ -91,7 +91,8 @@ def Train_BroadcastOp : Train_Op<"broadcast",
 }
 
 def Train_ConcatOp : Train_Op<"concat",
-    !listconcat(Train_Promote, [Pure, InferTypeOpAdaptor])> {
+    !listconcat(Train_Promote, [Pure, InferTypeOpAdaptor,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "joins tensors along an axis";
   let description = [{
     Concatenates one or more tensors of one element type and rank along `axis`;
@@ -107,6 +108,25 @@ def Train_ConcatOp : Train_Op<"concat",
     $inputs `axis` $axis attr-dict `:` type($inputs) `->` type($result)
   }];
   let hasFolder = 1;
+}
+
+def Train_SliceOp : Train_Op<"slice",
+    !listconcat(Train_Follow, [Pure, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
+  let summary = "a static box of a tensor";
+  let description = [{
+    `result[i] = input[offsets + i]` for the box of the result's shape starting
+    at `offsets` (one per dimension); the box must lie inside the input.
+
+    ```mlir
+    %s = train.slice %x offsets [0, 16] : tensor<8x48xf32> -> tensor<8x32xf32>
+    ```
+  }];
+  let arguments = (ins Train_AnyTensor:$input, DenseI64ArrayAttr:$offsets);
+  let results = (outs Train_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` $offsets attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINSHAPEOPS_TD

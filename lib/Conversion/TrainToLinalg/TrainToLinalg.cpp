@@ -24,6 +24,7 @@ void amp::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
   populateTrainContractionToLinalgPatterns(patterns);
   populateTrainReductionToLinalgPatterns(patterns);
   populateTrainShapeToLinalgPatterns(patterns);
+  populateTrainOptimizerToLinalgPatterns(patterns);
 }
 
 namespace {

@@ -690,7 +690,7 @@ func.func @init_string(%w: tensor<4xf32> {train.param, train.init = "zeros"}) {
 
 // -----
 
-// expected-error @+1 {{'train.init' on argument #0 needs 'train.param' or 'train.state' (only parameters and state are initialized)}}
+// expected-error @+1 {{'train.init' on argument #0 needs 'train.param', 'train.state' or 'train.opt_state' (only parameters and state are initialized)}}
 func.func @init_without_param(%w: tensor<4xf32> {train.init = #train.init<zeros>}) {
   return
 }
@@ -711,7 +711,7 @@ func.func @init_xavier_fan_out(%b: tensor<256xf32> {train.param, train.init = #t
 
 // -----
 
-// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state' or 'train.init')}}
+// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state', 'train.init', 'train.opt_state', 'train.master' or 'train.lr')}}
 func.func @unknown_arg_attr(%w: tensor<4xf32> {train.weight}) {
   return
 }
@@ -897,4 +897,18 @@ func.func @slice_rank(%x: tensor<4x10xf32>) -> tensor<2x3xf32> {
   // expected-error @+1 {{'train.slice' op needs one offset per dimension and a result of the input's rank, got 1 offsets for 'tensor<4x10xf32>' -> 'tensor<2x3xf32>'}}
   %0 = train.slice %x offsets [3] : tensor<4x10xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'train.lr' marks a rank-0 f32 tensor, got 'tensor<2xf32>'}}
+func.func @lr_shape(%lr: tensor<2xf32> {train.lr}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'train.opt_state' must be a unit attribute, got "m"}}
+func.func @opt_state_value(%m: tensor<2xf32> {train.opt_state = "m"}) {
+  return
 }

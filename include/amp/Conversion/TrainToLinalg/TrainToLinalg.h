@@ -31,6 +31,9 @@ void populateTrainReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// constant, reshape, transpose, concat and embedding.
 void populateTrainShapeToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
+/// sgd_update and adam_update (one fused generic per parameter).
+void populateTrainOptimizerToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
 /// All of the above.
 void populateTrainToLinalgPatterns(mlir::RewritePatternSet &patterns);
 

@@ -64,6 +64,15 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   return success();
 }
 
+/// True when `type` is known and is not an f32 tensor of rank `rank`.
+static bool tensorTypeIsNot(Type type, int64_t rank) {
+  if (!type)
+    return false;
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor ? (tensor.getRank() != rank || !tensor.getElementType().isF32())
+                : false;
+}
+
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -100,6 +109,17 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
 
+  if (name == kOptStateAttrName || name == kMasterAttrName ||
+      name == kLrAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return emitError(loc) << "'" << name << "' must be a unit attribute, got "
+                            << attr.getValue();
+    if (name == kLrAttrName && tensorTypeIsNot(argType, /*rank=*/0))
+      return emitError(loc) << "'" << name
+                            << "' marks a rank-0 f32 tensor, got " << argType;
+    return success();
+  }
+
   if (name == kInitAttrName) {
     auto init = dyn_cast<InitAttr>(attr.getValue());
     if (!init)
@@ -108,10 +128,12 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
              << "' must be a #train.init attribute, got " << attr.getValue();
     if (auto func = dyn_cast<FunctionOpInterface>(op)) {
       if (!func.getArgAttr(argIndex, kParamAttrName) &&
-          !func.getArgAttr(argIndex, kStateAttrName))
+          !func.getArgAttr(argIndex, kStateAttrName) &&
+          !func.getArgAttr(argIndex, kOptStateAttrName))
         return emitError(loc)
                << "'" << kInitAttrName << "' on argument #" << argIndex
-               << " needs '" << kParamAttrName << "' or '" << kStateAttrName
+               << " needs '" << kParamAttrName << "', '" << kStateAttrName
+               << "' or '" << kOptStateAttrName
                << "' (only parameters and state are "
                   "initialized)";
     }
@@ -124,5 +146,7 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
 
   return emitError(loc) << "unknown train argument attribute '" << name
                         << "' (expected '" << kParamAttrName << "', '"
-                        << kStateAttrName << "' or '" << kInitAttrName << "')";
+                        << kStateAttrName << "', '" << kInitAttrName << "', '"
+                        << kOptStateAttrName << "', '" << kMasterAttrName
+                        << "' or '" << kLrAttrName << "')";
 }

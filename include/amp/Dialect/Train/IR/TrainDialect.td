@@ -47,6 +47,14 @@ def Train_Dialect : Dialect {
     /// or "follow".
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
         "train.precision";
+    /// Marks a step argument holding optimizer state (moments, buffers, the
+    /// step count), initialized by its `train.init`.
+    static constexpr ::llvm::StringLiteral kOptStateAttrName = "train.opt_state";
+    /// Marks a step argument holding the f32 master copy of a low-precision
+    /// parameter, initialized from the parameter.
+    static constexpr ::llvm::StringLiteral kMasterAttrName = "train.master";
+    /// Marks the step argument holding the learning rate (a rank-0 f32).
+    static constexpr ::llvm::StringLiteral kLrAttrName = "train.lr";
     /// The unit attribute marking a function argument as non-trained state.
     static constexpr ::llvm::StringLiteral kStateAttrName = "train.state";
 

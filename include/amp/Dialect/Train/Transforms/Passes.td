@@ -75,6 +75,46 @@ def AutodiffPass : Pass<"amp-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
+def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Build the training step: gradients into one fused update";
+  let description = [{
+    For each `@<name>_grad` made by amp-autodiff, builds `@train_step`
+    (`@<name>_step` when there are several): the gradient computation
+    followed by one fused `train.sgd_update` or `train.adam_update` over all
+    parameters. The step's signature (docs/Autodiff.md):
+
+    - arguments: the forward function's, then one f32 master copy per
+      low-precision parameter (`train.master`), then the optimizer state
+      (`train.opt_state`: momentum buffers; or Adam's first moments, second
+      moments and step count), then the learning rate (`train.lr`, rank-0
+      f32: a schedule changes it without recompiling);
+    - results: the loss, the new state (batch-norm statistics), the new
+      parameters, the new masters, the new optimizer state, in those orders.
+
+    Optimizer state is f32. A parameter stored in f16/bf16 (O2) is updated
+    through its f32 master: the gradient is widened, the master updated in
+    f32, and the new low-precision parameter is the rounded master.
+
+    ```
+    amp-opt model.mlir --amp-pipeline --amp-autodiff --amp-optimizer="optimizer=adamw weight-decay=0.01"
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adam\"",
+           "sgd, momentum, adam or adamw">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Momentum of the momentum optimizer">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "Nesterov momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam's beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam's beta2">,
+    Option<"epsilon", "eps", "double", /*default=*/"1e-8", "Adam's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 weight decay (decoupled for adamw)">,
+  ];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

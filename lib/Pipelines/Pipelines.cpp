@@ -48,14 +48,22 @@ void amp::buildAmpPipeline(OpPassManager &pm,
   autocast.dtype = options.dtype;
   autocast.policyFile = options.policy;
   pm.addPass(train::createAutocastPass(autocast));
+  if (options.optimizer != "none") {
+    pm.addPass(train::createAutodiffPass());
+    train::OptimizerPassOptions optimizer;
+    optimizer.optimizer = options.optimizer;
+    optimizer.momentum = options.momentum;
+    optimizer.weightDecay = options.weightDecay;
+    pm.addPass(train::createOptimizerPass(optimizer));
+  }
   pm.addPass(train::createCastCleanupPass());
 }
 
 void amp::registerAmpPipelines() {
   PassPipelineRegistration<AmpPipelineOptions>(
       "amp-pipeline",
-      "Turn an FP32 training graph into a mixed-precision one "
-      "(autocast + cast cleanup)",
+      "Turn an FP32 training graph into a mixed-precision training step "
+      "(autocast, autodiff, optimizer, cast cleanup)",
       buildAmpPipeline);
   PassPipelineRegistration<>(
       "amp-lower-cpu",

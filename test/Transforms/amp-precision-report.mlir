@@ -1,8 +1,8 @@
-// RUN: amp-opt %s --amp-pipeline --amp-precision-report -o /dev/null | FileCheck %s --check-prefix=TEXT
-// RUN: amp-opt %s --amp-pipeline --amp-precision-report="format=json output=%t.json" -o /dev/null
+// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report -o /dev/null | FileCheck %s --check-prefix=TEXT
+// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report="format=json output=%t.json" -o /dev/null
 // RUN: %python -c "import json, sys; d = json.load(open(sys.argv[1])); f = d['functions'][0]; print(f['name'], len(f['ops']), len(f['casts']), f['ops_by_precision'], round(f['activation_bytes']['saved_fraction'], 6))" %t.json | FileCheck %s --check-prefix=JSON
-// RUN: amp-opt %s --amp-pipeline --amp-precision-report="format=dot" -o /dev/null | FileCheck %s --check-prefix=DOT
-// RUN: amp-opt %s --amp-pipeline="opt-level=O3" --amp-precision-report="opt-level=O3" -o /dev/null | FileCheck %s --check-prefix=O3
+// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report="format=dot" -o /dev/null | FileCheck %s --check-prefix=DOT
+// RUN: amp-opt %s --amp-pipeline="opt-level=O3 optimizer=none" --amp-precision-report="opt-level=O3" -o /dev/null | FileCheck %s --check-prefix=O3
 // RUN: amp-opt %s --amp-precision-report -o /dev/null | FileCheck %s --check-prefix=UNCHANGED
 // RUN: not amp-opt %s --amp-precision-report="format=xml" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not amp-opt %s --amp-precision-report="output=%t.missing/r.txt" 2>&1 | FileCheck %s --check-prefix=WRITE

@@ -30,10 +30,21 @@ struct AmpPipelineOptions
       *this, "policy",
       llvm::cl::desc("JSON file moving op names between autocast categories"),
       llvm::cl::init("")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("sgd, momentum, adam or adamw; none stops after autocast"),
+      llvm::cl::init("adam")};
+  Option<double> momentum{*this, "momentum",
+                          llvm::cl::desc("Momentum of the momentum optimizer"),
+                          llvm::cl::init(0.9)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (decoupled for adamw)"),
+      llvm::cl::init(0.0)};
 };
 
-/// Appends `amp-pipeline`: amp-autocast then amp-cast-cleanup (autodiff, loss
-/// scaling and the optimizer join as they are built).
+/// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer (unless
+/// optimizer=none), then amp-cast-cleanup. Loss scaling joins it next.
 void buildAmpPipeline(mlir::OpPassManager &pm,
                       const AmpPipelineOptions &options);
 

@@ -39,7 +39,8 @@ SmallVector<Value> buildUpdate(OpBuilder &b, Location loc, ValueRange tensors,
   MLIRContext *ctx = b.getContext();
   auto shapeType = cast<RankedTensorType>(tensors.front().getType());
   unsigned rank = shapeType.getRank();
-  AffineMap id = identityMap(ctx, rank), none = AffineMap::get(rank, 0, {}, ctx);
+  AffineMap id = identityMap(ctx, rank),
+            none = AffineMap::get(rank, 0, {}, ctx);
   SmallVector<Value> inputs(tensors.begin(), tensors.end());
   inputs.append(scalars.begin(), scalars.end());
   SmallVector<AffineMap> maps(tensors.size(), id);
@@ -59,14 +60,14 @@ SmallVector<Value> buildUpdate(OpBuilder &b, Location loc, ValueRange tensors,
       [&](OpBuilder &nb, Location l, ValueRange args) {
         SmallVector<Value> values;
         for (Value a : args.take_front(inputs.size()))
-          values.push_back(isa<FloatType>(a.getType())
-                               ? convertFloat(nb, l, a, f32)
-                               : a);
+          values.push_back(
+              isa<FloatType>(a.getType()) ? convertFloat(nb, l, a, f32) : a);
         SmallVector<Value> results =
             body(nb, l, ArrayRef(values).take_front(tensors.size()),
                  ArrayRef(values).drop_front(tensors.size()));
         SmallVector<Value> rounded;
-        for (auto [r, init] : llvm::zip(results, args.drop_front(inputs.size())))
+        for (auto [r, init] :
+             llvm::zip(results, args.drop_front(inputs.size())))
           rounded.push_back(convertFloat(nb, l, r, init.getType()));
         linalg::YieldOp::create(nb, l, rounded);
       });
@@ -143,7 +144,8 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
     // t = step + 1.
     auto stepType = cast<RankedTensorType>(op.getStep().getType());
     Value newStep = buildElementwise(
-        rewriter, loc, stepType, {{op.getStep(), AffineMap::get(0, 0, {}, op.getContext())}},
+        rewriter, loc, stepType,
+        {{op.getStep(), AffineMap::get(0, 0, {}, op.getContext())}},
         stepType.getElementType(), [](OpBuilder &b, Location l, ValueRange in) {
           return arith::AddIOp::create(
               b, l, in[0],
@@ -184,7 +186,8 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
               else
                 g = m.add(g, m.mul(m.c(decay), param));
             }
-            Value first = m.add(m.mul(m.c(beta1), t[2]), m.mul(m.c(1.0 - beta1), g));
+            Value first =
+                m.add(m.mul(m.c(beta1), t[2]), m.mul(m.c(1.0 - beta1), g));
             Value second = m.add(m.mul(m.c(beta2), t[3]),
                                  m.mul(m.c(1.0 - beta2), m.mul(g, g)));
             Value denom = m.add(

@@ -912,3 +912,55 @@ func.func @lr_shape(%lr: tensor<2xf32> {train.lr}) {
 func.func @opt_state_value(%m: tensor<2xf32> {train.opt_state = "m"}) {
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @sgd_lists(%lr: tensor<f32>, %p: tensor<4xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'train.sgd_update' op gradients #0 has shape [3], its parameter [4]}}
+  %0 = train.sgd_update %lr params(%p) grads(%g) : tensor<f32>, (tensor<4xf32>), (tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_missing_buffers(%lr: tensor<f32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.sgd_update' op 1 parameters but 0 momentum buffers}}
+  %0 = train.sgd_update %lr params(%p) grads(%p) momentum 0.9 : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_nesterov(%lr: tensor<f32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.sgd_update' op nesterov needs a non-zero momentum}}
+  %0 = train.sgd_update %lr params(%p) grads(%p) nesterov : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_beta(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.adam_update' op beta2 must be in [0, 1), got 1}}
+  %0:4 = train.adam_update %lr, %s params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) beta2 1.0 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_moments(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.adam_update' op 2 parameters but 1 second moments}}
+  %0:6 = train.adam_update %lr, %s params(%p, %p) grads(%p, %p) exp_avgs(%p, %p) exp_avg_sqs(%p) : tensor<f32>, tensor<i32>, (tensor<4xf32>, tensor<4xf32>), (tensor<4xf32>, tensor<4xf32>), (tensor<4xf32>, tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_epsilon(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.adam_update' op epsilon must be positive, got 0}}
+  %0:4 = train.adam_update %lr, %s params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) epsilon 0.0 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}

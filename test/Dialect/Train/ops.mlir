@@ -207,3 +207,12 @@ func.func @backward_helpers(%dy: tensor<2x4x6x6xf16>, %x: tensor<2x3x8x8xf16>, %
   %11 = train.slice %y offsets [1, 2] : tensor<4x10xf32> -> tensor<2x3xf32>
   return
 }
+
+// CHECK-LABEL: func.func @optimizer_updates
+func.func @optimizer_updates(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32>, %q: tensor<2x3xf32>) {
+  // CHECK: train.sgd_update %{{.*}} params(%{{.*}}, %{{.*}}) grads(%{{.*}}, %{{.*}}) momentum_buffers(%{{.*}}, %{{.*}}) momentum 9.000000e-01 nesterov : tensor<f32>, (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>)
+  %0:4 = train.sgd_update %lr params(%p, %q) grads(%p, %q) momentum_buffers(%p, %q) momentum 0.9 nesterov : tensor<f32>, (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>)
+  // CHECK: train.adam_update %{{.*}}, %{{.*}} params(%{{.*}}) grads(%{{.*}}) exp_avgs(%{{.*}}) exp_avg_sqs(%{{.*}}) decoupled weight_decay 1.000000e-02 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  %1:4 = train.adam_update %lr, %s params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) decoupled weight_decay 0.01 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}

@@ -60,7 +60,8 @@ void referenceStep(const Config &c, std::vector<double> &p,
     s1[i] = kBeta1 * s1[i] + (1 - kBeta1) * g;
     s2[i] = kBeta2 * s2[i] + (1 - kBeta2) * g * g;
     double bc1 = 1 - std::pow(kBeta1, t), bc2 = 1 - std::pow(kBeta2, t);
-    p[i] = param - kLr / bc1 * s1[i] / (std::sqrt(s2[i]) / std::sqrt(bc2) + kEps);
+    p[i] =
+        param - kLr / bc1 * s1[i] / (std::sqrt(s2[i]) / std::sqrt(bc2) + kEps);
   }
 }
 
@@ -93,8 +94,8 @@ func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param})
   ASSERT_TRUE(module);
   PassManager pm(&context);
   pm.addPass(train::createAutodiffPass());
-  ASSERT_TRUE(succeeded(parsePassPipeline(
-      "amp-optimizer{" + c.options + "}", pm)));
+  ASSERT_TRUE(
+      succeeded(parsePassPipeline("amp-optimizer{" + c.options + "}", pm)));
   ASSERT_TRUE(succeeded(pm.run(*module)));
   auto fn = CpuFunction::compile(*module, "train_step");
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());

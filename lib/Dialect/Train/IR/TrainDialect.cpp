@@ -115,8 +115,8 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
       return emitError(loc) << "'" << name << "' must be a unit attribute, got "
                             << attr.getValue();
     if (name == kLrAttrName && tensorTypeIsNot(argType, /*rank=*/0))
-      return emitError(loc) << "'" << name
-                            << "' marks a rank-0 f32 tensor, got " << argType;
+      return emitError(loc)
+             << "'" << name << "' marks a rank-0 f32 tensor, got " << argType;
     return success();
   }
 

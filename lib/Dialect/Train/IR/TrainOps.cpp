@@ -17,6 +17,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cstdio>
+
 using namespace mlir;
 using namespace amp::train;
 
@@ -550,24 +552,31 @@ LogicalResult CrossEntropyGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Every state list matches the parameters one to one in shape.
-static LogicalResult verifyParallelLists(Operation *op, ValueRange params,
-                                         ArrayRef<std::pair<StringRef, ValueRange>>
-                                             lists) {
+static LogicalResult
+verifyParallelLists(Operation *op, ValueRange params,
+                    ArrayRef<std::pair<StringRef, ValueRange>> lists) {
   for (auto [name, list] : lists) {
     if (list.size() != params.size())
-      return op->emitOpError()
-             << params.size() << " parameters but " << list.size() << " "
-             << name;
+      return op->emitOpError() << params.size() << " parameters but "
+                               << list.size() << " " << name;
     for (auto [i, pair] : llvm::enumerate(llvm::zip(params, list))) {
       auto p = cast<RankedTensorType>(std::get<0>(pair).getType());
       auto v = cast<RankedTensorType>(std::get<1>(pair).getType());
       if (p.getShape() != v.getShape())
         return op->emitOpError()
-               << name << " #" << i << " has shape " << formatShape(v.getShape())
-               << ", its parameter " << formatShape(p.getShape());
+               << name << " #" << i << " has shape "
+               << formatShape(v.getShape()) << ", its parameter "
+               << formatShape(p.getShape());
     }
   }
   return success();
+}
+
+/// A double as "%g" prints it ("0.9", "1e-08").
+static std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
 }
 
 /// Hyper-parameters must be in their ranges.
@@ -575,31 +584,35 @@ static LogicalResult verifyInRange(Operation *op, StringRef name, double value,
                                    double lo, double hi, bool hiOpen) {
   if (value >= lo && (hiOpen ? value < hi : value <= hi))
     return success();
-  return op->emitOpError() << name << " must be in [" << lo << ", " << hi
-                           << (hiOpen ? ")" : "]") << ", got " << value;
+  return op->emitOpError() << name << " must be in [" << shortNumber(lo) << ", "
+                           << shortNumber(hi) << (hiOpen ? ")" : "]")
+                           << ", got " << shortNumber(value);
 }
 
 LogicalResult SgdUpdateOp::verify() {
-  if (failed(verifyParallelLists(*this, getParams(), {{"gradients", getGrads()}})))
+  if (failed(
+          verifyParallelLists(*this, getParams(), {{"gradients", getGrads()}})))
     return failure();
   double momentum = getMomentum().convertToDouble();
   if (!getMomentumBuffers().empty() || momentum != 0.0)
-    if (failed(verifyParallelLists(*this, getParams(),
-                                   {{"momentum buffers", getMomentumBuffers()}})))
+    if (failed(verifyParallelLists(
+            *this, getParams(), {{"momentum buffers", getMomentumBuffers()}})))
       return failure();
   if (failed(verifyInRange(*this, "momentum", momentum, 0.0, 1.0, true)) ||
       failed(verifyInRange(*this, "weight_decay",
-                           getWeightDecay().convertToDouble(), 0.0, 1.0, false)))
+                           getWeightDecay().convertToDouble(), 0.0, 1.0,
+                           false)))
     return failure();
   if (getNesterov() && momentum == 0.0)
     return emitOpError("nesterov needs a non-zero momentum");
   return success();
 }
 
-LogicalResult SgdUpdateOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+SgdUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                              ValueRange operands, DictionaryAttr attributes,
+                              OpaqueProperties properties, RegionRange regions,
+                              SmallVectorImpl<Type> &results) {
   Adaptor adaptor(operands, attributes, properties, regions);
   for (Value v : adaptor.getParams())
     results.push_back(v.getType());
@@ -619,21 +632,23 @@ LogicalResult AdamUpdateOp::verify() {
       failed(verifyInRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
                            1.0, true)) ||
       failed(verifyInRange(*this, "weight_decay",
-                           getWeightDecay().convertToDouble(), 0.0, 1.0, false)))
+                           getWeightDecay().convertToDouble(), 0.0, 1.0,
+                           false)))
     return failure();
   if (!(getEpsilon().convertToDouble() > 0.0))
     return emitOpError("epsilon must be positive, got ")
-           << getEpsilon().convertToDouble();
+           << shortNumber(getEpsilon().convertToDouble());
   return success();
 }
 
-LogicalResult AdamUpdateOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                               ValueRange operands, DictionaryAttr attributes,
+                               OpaqueProperties properties, RegionRange regions,
+                               SmallVectorImpl<Type> &results) {
   Adaptor adaptor(operands, attributes, properties, regions);
-  for (ValueRange list : {adaptor.getParams(), adaptor.getExpAvgs(),
-                          adaptor.getExpAvgSqs()})
+  for (ValueRange list :
+       {adaptor.getParams(), adaptor.getExpAvgs(), adaptor.getExpAvgSqs()})
     for (Value v : list)
       results.push_back(v.getType());
   results.push_back(adaptor.getStep().getType());

@@ -79,8 +79,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
   unsigned numForward = 1 + numState;
   if (ret.getNumOperands() != numForward + params.size())
     return grad.emitError("amp-optimizer: @")
-           << grad.getName() << " does not return the loss, "
-           << numState << " state values and " << params.size()
+           << grad.getName() << " does not return the loss, " << numState
+           << " state values and " << params.size()
            << " gradients; was it made by amp-autodiff?";
   SmallVector<Value> forwardResults(ret.getOperands().take_front(numForward));
   SmallVector<Value> grads(ret.getOperands().drop_front(numForward));
@@ -110,20 +110,22 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
   for (Value p : updated) {
     Type type = cast<RankedTensorType>(p.getType()).clone(f32);
     if (optimizer == "momentum")
-      buffers.push_back(addArgument(step, type, TrainDialect::kOptStateAttrName, zeros));
+      buffers.push_back(
+          addArgument(step, type, TrainDialect::kOptStateAttrName, zeros));
     if (adam)
-      firsts.push_back(addArgument(step, type, TrainDialect::kOptStateAttrName, zeros));
+      firsts.push_back(
+          addArgument(step, type, TrainDialect::kOptStateAttrName, zeros));
   }
   if (adam)
     for (Value p : updated)
-      seconds.push_back(addArgument(
-          step, cast<RankedTensorType>(p.getType()).clone(f32),
-          TrainDialect::kOptStateAttrName, zeros));
+      seconds.push_back(
+          addArgument(step, cast<RankedTensorType>(p.getType()).clone(f32),
+                      TrainDialect::kOptStateAttrName, zeros));
   Value stepCount;
   if (adam)
-    stepCount = addArgument(step,
-                            RankedTensorType::get({}, IntegerType::get(ctx, 32)),
-                            TrainDialect::kOptStateAttrName, zeros);
+    stepCount =
+        addArgument(step, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+                    TrainDialect::kOptStateAttrName, zeros);
   Value lr = addArgument(step, RankedTensorType::get({}, f32),
                          TrainDialect::kLrAttrName);
 
@@ -197,9 +199,8 @@ void OptimizerPass::runOnOperation() {
     return signalPassFailure();
   }
   for (auto [grad, forward] : pairs) {
-    std::string name = pairs.size() == 1
-                           ? std::string("train_step")
-                           : (forward.getName() + "_step").str();
+    std::string name = pairs.size() == 1 ? std::string("train_step")
+                                         : (forward.getName() + "_step").str();
     if (module.lookupSymbol(name)) {
       grad.emitError("amp-optimizer: @") << name << " already exists";
       return signalPassFailure();

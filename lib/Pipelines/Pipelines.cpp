@@ -54,6 +54,8 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     optimizer.optimizer = options.optimizer;
     optimizer.momentum = options.momentum;
     optimizer.weightDecay = options.weightDecay;
+    optimizer.accumulate = options.accumulate;
+    optimizer.clipNorm = options.clipNorm;
     pm.addPass(train::createOptimizerPass(optimizer));
   }
   pm.addPass(train::createCastCleanupPass());

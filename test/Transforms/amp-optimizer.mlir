@@ -2,6 +2,8 @@
 // RUN: amp-opt %s --amp-autodiff --amp-optimizer="optimizer=adamw weight-decay=0.01" | FileCheck %s --check-prefix=ADAMW
 // RUN: amp-opt %s --amp-autodiff --amp-optimizer="optimizer=sgd" | FileCheck %s --check-prefix=SGD
 // RUN: amp-opt %s --amp-autocast="opt-level=O2" --amp-autodiff --amp-optimizer --amp-cast-cleanup | FileCheck %s --check-prefix=O2
+// RUN: amp-opt %s --amp-autodiff --amp-optimizer="optimizer=momentum accumulate=4 clip-norm=1.0" | FileCheck %s --check-prefix=ACC
+// RUN: not amp-opt %s --amp-autodiff --amp-optimizer="accumulate=0" 2>&1 | FileCheck %s --check-prefix=BADACC
 // RUN: not amp-opt %s --amp-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=BADOPT
 
@@ -39,6 +41,18 @@
 // O2: %[[NW:.*]] = train.cast %[[U]]#0 : tensor<3x2xf32> to tensor<3x2xf16>
 // O2: return %{{.*}}, %[[NW]], %{{.*}}, %[[U]]#0, %[[U]]#1
 
+// Accumulation state (accumulators, count) precedes the optimizer's; the
+// update is skipped while micro-batches are pending; clipping runs on the
+// mean gradients.
+// ACC-LABEL: func.func @train_step(
+// ACC-SAME: %[[AW:[a-z0-9]+]]: tensor<3x2xf32> {train.init = #train.init<zeros>, train.opt_state}, %[[AB:[a-z0-9]+]]: tensor<2xf32> {train.init = #train.init<zeros>, train.opt_state},
+// ACC-SAME: %[[N:[a-z0-9]+]]: tensor<i32> {train.init = #train.init<zeros>, train.opt_state},
+// ACC: %[[A:.*]]:6 = train.accumulate_grads %[[N]] accumulators(%[[AW]], %[[AB]]) grads(%{{.*}}, %{{.*}}) steps 4
+// ACC: %[[C:.*]]:3 = train.clip_grad_norm(%[[A]]#4, %[[A]]#5) max_norm 1.000000e+00
+// ACC: %[[U:.*]]:4 = train.sgd_update %{{.*}} params(%{{.*}}, %{{.*}}) grads(%[[C]]#0, %[[C]]#1) momentum_buffers(%{{.*}}, %{{.*}}) skip(%[[A]]#3)
+// ACC: return %{{.*}}, %[[U]]#0, %[[U]]#1, %[[A]]#0, %[[A]]#1, %[[A]]#2, %[[U]]#2, %[[U]]#3
+
+// BADACC: error: amp-optimizer: accumulate must be at least 1, got 0
 // NOGRAD: error: amp-optimizer: no gradient function (@<name>_grad); run amp-autodiff first
 // BADOPT: error: amp-optimizer: optimizer must be sgd, momentum, adam or adamw, got 'lamb'
 func.func @forward(%x: tensor<4x3xf32>, %labels: tensor<4xi32>, %w: tensor<3x2xf32> {train.param}, %b: tensor<2xf32> {train.param}) -> tensor<f32> {

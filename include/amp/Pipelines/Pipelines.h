@@ -41,6 +41,14 @@ struct AmpPipelineOptions
       *this, "weight-decay",
       llvm::cl::desc("Weight decay (decoupled for adamw)"),
       llvm::cl::init(0.0)};
+  Option<int64_t> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("Micro-batches averaged into one update"),
+      llvm::cl::init(1)};
+  Option<double> clipNorm{
+      *this, "clip-norm",
+      llvm::cl::desc("Clip the gradients' global norm (0: off)"),
+      llvm::cl::init(0.0)};
 };
 
 /// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer (unless

@@ -74,6 +74,18 @@ SmallVector<Value> buildUpdate(OpBuilder &b, Location loc, ValueRange tensors,
   return generic.getResults();
 }
 
+/// With a skip flag, each output is its old value when the flag is set: a
+/// skipped step leaves parameters and state bit-identical.
+SmallVector<Value> keepOnSkip(OpBuilder &b, Location loc, Value skip,
+                              SmallVector<Value> updated, ValueRange old) {
+  if (!skip)
+    return updated;
+  for (size_t i = 0; i < updated.size(); ++i)
+    if (updated[i])
+      updated[i] = arith::SelectOp::create(b, loc, skip, old[i], updated[i]);
+  return updated;
+}
+
 /// Arithmetic shorthands on f32 scalars.
 struct F32Math {
   OpBuilder &b;
@@ -93,6 +105,10 @@ struct SgdUpdateToLinalg : OpRewritePattern<SgdUpdateOp> {
     double decay = op.getWeightDecay().convertToDouble();
     bool nesterov = op.getNesterov();
     bool hasBuffers = !op.getMomentumBuffers().empty();
+    Value skip = op.getSkip();
+    SmallVector<Value> scalars = {op.getLr()};
+    if (skip)
+      scalars.push_back(skip);
     SmallVector<Value> newParams, newBuffers;
     for (auto [i, p] : llvm::enumerate(op.getParams())) {
       SmallVector<Value> tensors = {p, op.getGrads()[i]};
@@ -102,7 +118,7 @@ struct SgdUpdateToLinalg : OpRewritePattern<SgdUpdateOp> {
         outputs.push_back(op.getMomentumBuffers()[i].getType());
       }
       SmallVector<Value> results = buildUpdate(
-          rewriter, op.getLoc(), tensors, {op.getLr()}, outputs,
+          rewriter, op.getLoc(), tensors, scalars, outputs,
           [&](OpBuilder &b, Location l, ValueRange t, ValueRange s) {
             F32Math m{b, l};
             Value g = t[1];
@@ -118,7 +134,8 @@ struct SgdUpdateToLinalg : OpRewritePattern<SgdUpdateOp> {
             out.push_back(m.sub(t[0], m.mul(s[0], step)));
             if (hasBuffers)
               out.push_back(buffer);
-            return out;
+            return keepOnSkip(b, l, skip ? s[1] : Value(), out,
+                              {t[0], hasBuffers ? t[2] : Value()});
           });
       newParams.push_back(results[0]);
       if (hasBuffers)
@@ -143,13 +160,21 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
     bool decoupled = op.getDecoupled();
     // t = step + 1.
     auto stepType = cast<RankedTensorType>(op.getStep().getType());
+    Value skip = op.getSkip();
+    AffineMap scalarMap = AffineMap::get(0, 0, {}, op.getContext());
+    SmallVector<GenericInput> stepInputs = {{op.getStep(), scalarMap}};
+    if (skip)
+      stepInputs.push_back({skip, scalarMap});
+    // A skipped step does not count.
     Value newStep = buildElementwise(
-        rewriter, loc, stepType,
-        {{op.getStep(), AffineMap::get(0, 0, {}, op.getContext())}},
-        stepType.getElementType(), [](OpBuilder &b, Location l, ValueRange in) {
-          return arith::AddIOp::create(
+        rewriter, loc, stepType, stepInputs, stepType.getElementType(),
+        [&](OpBuilder &b, Location l, ValueRange in) -> Value {
+          Value next = arith::AddIOp::create(
               b, l, in[0],
               arith::ConstantOp::create(b, l, b.getI32IntegerAttr(1)));
+          if (!skip)
+            return next;
+          return arith::SelectOp::create(b, l, in[1], in[0], next);
         });
     // The per-step scalars, once, in f64 as PyTorch computes them (1 - beta^t
     // cancels badly in f32): step_size = lr / (1 - beta1^t) and
@@ -172,9 +197,11 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
     SmallVector<Value> params, firsts, seconds;
     for (auto [i, p] : llvm::enumerate(op.getParams())) {
       Value m0 = op.getExpAvgs()[i], v0 = op.getExpAvgSqs()[i];
+      SmallVector<Value> perParamScalars = {op.getLr(), scalars[0], scalars[1]};
+      if (skip)
+        perParamScalars.push_back(skip);
       SmallVector<Value> results = buildUpdate(
-          rewriter, loc, {p, op.getGrads()[i], m0, v0},
-          {op.getLr(), scalars[0], scalars[1]},
+          rewriter, loc, {p, op.getGrads()[i], m0, v0}, perParamScalars,
           {p.getType(), m0.getType(), v0.getType()},
           [&](OpBuilder &b, Location l, ValueRange t, ValueRange s) {
             F32Math m{b, l};
@@ -193,7 +220,8 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
             Value denom = m.add(
                 m.div(math::SqrtOp::create(b, l, second), bc2Sqrt), m.c(eps));
             Value newParam = m.sub(param, m.mul(stepSize, m.div(first, denom)));
-            return SmallVector<Value>{newParam, first, second};
+            return keepOnSkip(b, l, skip ? s[3] : Value(),
+                              {newParam, first, second}, {t[0], t[2], t[3]});
           });
       params.push_back(results[0]);
       firsts.push_back(results[1]);
@@ -208,8 +236,119 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
   }
 };
 
+struct ClipGradNormToLinalg : OpRewritePattern<ClipGradNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ClipGradNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Type f32 = rewriter.getF32Type();
+    auto scalarType = RankedTensorType::get({}, f32);
+    // Sum of squares of every gradient, then their total, in f32.
+    SmallVector<Value> partials;
+    for (Value g : op.getGrads()) {
+      auto type = cast<RankedTensorType>(g.getType());
+      SmallVector<int64_t> dims;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        dims.push_back(d);
+      Value sq =
+          dims.empty()
+              ? buildElementwise(rewriter, loc, scalarType,
+                                 {{g, AffineMap::get(0, 0, {}, ctx)}}, f32,
+                                 [](OpBuilder &b, Location l, ValueRange in) {
+                                   return arith::MulFOp::create(b, l, in[0],
+                                                                in[0])
+                                       .getResult();
+                                 })
+              : buildReduction(
+                    rewriter, loc, type.getShape(), dims,
+                    {{g, identityMap(ctx, type.getRank())}}, f32, 0.0,
+                    [](OpBuilder &b, Location l, Value acc, ValueRange in) {
+                      return arith::AddFOp::create(
+                          b, l, acc, arith::MulFOp::create(b, l, in[0], in[0]));
+                    });
+      partials.push_back(sq);
+    }
+    double maxNorm = op.getMaxNorm().convertToDouble();
+    SmallVector<Value> normAndCoef = buildUpdate(
+        rewriter, loc, partials, {}, {scalarType, scalarType},
+        [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+          F32Math m{b, l};
+          Value total = t[0];
+          for (Value v : t.drop_front())
+            total = m.add(total, v);
+          Value norm = math::SqrtOp::create(b, l, total);
+          Value coef = arith::MinimumFOp::create(
+              b, l, m.c(1.0), m.div(m.c(maxNorm), m.add(norm, m.c(1e-6))));
+          return SmallVector<Value>{norm, coef};
+        });
+    SmallVector<Value> results;
+    for (Value g : op.getGrads()) {
+      auto type = cast<RankedTensorType>(g.getType());
+      results.push_back(buildElementwise(
+          rewriter, loc, type,
+          {{g, identityMap(ctx, type.getRank())},
+           {normAndCoef[1], AffineMap::get(type.getRank(), 0, {}, ctx)}},
+          f32, [](OpBuilder &b, Location l, ValueRange in) {
+            return arith::MulFOp::create(b, l, in[0], in[1]).getResult();
+          }));
+    }
+    results.push_back(normAndCoef[0]);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct AccumulateGradsToLinalg : OpRewritePattern<AccumulateGradsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AccumulateGradsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t steps = op.getSteps();
+    auto countType = cast<RankedTensorType>(op.getCount().getType());
+    auto flagType = RankedTensorType::get({}, rewriter.getI1Type());
+    // count + 1 == steps: ready; the new count wraps to 0 then.
+    SmallVector<Value> counts = buildUpdate(
+        rewriter, loc, {op.getCount()}, {}, {countType, flagType},
+        [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+          auto c = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(v));
+          };
+          Value next = arith::AddIOp::create(b, l, t[0], c(1));
+          Value ready = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              next, c(steps));
+          Value pending = arith::XOrIOp::create(
+              b, l, ready,
+              arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+          return SmallVector<Value>{
+              arith::SelectOp::create(b, l, ready, c(0), next), pending};
+        });
+    SmallVector<Value> accs, means;
+    for (auto [acc, g] : llvm::zip(op.getAccumulators(), op.getGrads())) {
+      SmallVector<Value> r = buildUpdate(
+          rewriter, loc, {acc, g}, {counts[1]}, {acc.getType(), g.getType()},
+          [&](OpBuilder &b, Location l, ValueRange t, ValueRange s) {
+            F32Math m{b, l};
+            Value sum = m.add(t[0], t[1]);
+            // pending: keep summing; ready: start over at zero.
+            Value kept = arith::SelectOp::create(b, l, s[0], sum, m.c(0.0));
+            return SmallVector<Value>{kept, m.div(sum, m.c(double(steps)))};
+          });
+      accs.push_back(r[0]);
+      means.push_back(r[1]);
+    }
+    SmallVector<Value> results(accs);
+    results.push_back(counts[0]);
+    results.push_back(counts[1]);
+    results.append(means);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 } // namespace
 
 void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg>(patterns.getContext());
+  patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
+               AccumulateGradsToLinalg>(patterns.getContext());
 }

@@ -964,3 +964,27 @@ func.func @adam_epsilon(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32>) {
   %0:4 = train.adam_update %lr, %s params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) epsilon 0.0 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @clip_norm(%p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.clip_grad_norm' op max_norm must be positive, got -1}}
+  %0:2 = train.clip_grad_norm(%p) max_norm -1.0 : (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @accumulate_steps(%n: tensor<i32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{'train.accumulate_grads' op steps must be at least 1, got 0}}
+  %0:4 = train.accumulate_grads %n accumulators(%p) grads(%p) steps 0 : tensor<i32>, (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @accumulate_types(%n: tensor<i32>, %p: tensor<4xf32>, %g: tensor<4xf16>) {
+  // expected-error @+1 {{'train.accumulate_grads' op accumulator 'tensor<4xf32>' and gradient 'tensor<4xf16>' types differ}}
+  %0:4 = train.accumulate_grads %n accumulators(%p) grads(%g) steps 2 : tensor<i32>, (tensor<4xf32>), (tensor<4xf16>)
+  return
+}

@@ -214,5 +214,11 @@ func.func @optimizer_updates(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32
   %0:4 = train.sgd_update %lr params(%p, %q) grads(%p, %q) momentum_buffers(%p, %q) momentum 0.9 nesterov : tensor<f32>, (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>)
   // CHECK: train.adam_update %{{.*}}, %{{.*}} params(%{{.*}}) grads(%{{.*}}) exp_avgs(%{{.*}}) exp_avg_sqs(%{{.*}}) decoupled weight_decay 1.000000e-02 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
   %1:4 = train.adam_update %lr, %s params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) decoupled weight_decay 0.01 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  // CHECK: train.clip_grad_norm(%{{.*}}, %{{.*}}) max_norm 1.000000e+00 : (tensor<4xf32>, tensor<2x3xf32>)
+  %2:3 = train.clip_grad_norm(%p, %q) max_norm 1.0 : (tensor<4xf32>, tensor<2x3xf32>)
+  // CHECK: %[[A:.*]]:4 = train.accumulate_grads %{{.*}} accumulators(%{{.*}}) grads(%{{.*}}) steps 4 : tensor<i32>, (tensor<4xf32>), (tensor<4xf32>)
+  %3:4 = train.accumulate_grads %s accumulators(%p) grads(%p) steps 4 : tensor<i32>, (tensor<4xf32>), (tensor<4xf32>)
+  // CHECK: train.sgd_update %{{.*}} params(%{{.*}}) grads(%{{.*}}) skip(%[[A]]#2) : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
+  %4 = train.sgd_update %lr params(%p) grads(%p) skip(%3#2) : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
   return
 }

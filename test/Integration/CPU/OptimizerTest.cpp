@@ -33,15 +33,25 @@ struct Config {
   std::string options;
   double momentum, weightDecay;
   bool nesterov, adam, decoupled;
+  int accumulate = 1;
+  double clipNorm = 0.0;
 };
 
 constexpr double kLr = 0.1, kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
 
-/// PyTorch's update of one parameter vector whose gradient is itself.
+/// PyTorch's update of one parameter vector whose gradient is itself
+/// (clipped to a global norm when asked).
 void referenceStep(const Config &c, std::vector<double> &p,
                    std::vector<double> &s1, std::vector<double> &s2, int t) {
+  double coef = 1.0;
+  if (c.clipNorm > 0.0) {
+    double sq = 0;
+    for (double v : p)
+      sq += v * v;
+    coef = std::min(1.0, c.clipNorm / (std::sqrt(sq) + 1e-6));
+  }
   for (size_t i = 0; i < p.size(); ++i) {
-    double g = p[i];
+    double g = p[i] * coef;
     if (!c.adam) {
       g += c.weightDecay * p[i];
       double d = g;
@@ -114,17 +124,25 @@ func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param})
   std::vector<double> p(w0.begin(), w0.end());
   p.insert(p.end(), v0.begin(), v0.end());
   std::vector<double> s1(p.size(), 0.0), s2(p.size(), 0.0);
-  for (int t = 1; t <= 3; ++t) {
+  int updates = 0;
+  for (int call = 1; call <= 3 * c.accumulate; ++call) {
     std::vector<const HostTensor *> pointers;
     for (const HostTensor &a : args)
       pointers.push_back(&a);
+    std::vector<float> before = args[0].toFloats();
     auto out = (*fn)->call(pointers);
     ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
     // Results: loss, w', v', optimizer state' -> next step's arguments.
     ASSERT_EQ(out->size(), specs.size());
     for (size_t i = 1; i < out->size(); ++i)
       args[i - 1] = std::move((*out)[i]);
-    referenceStep(c, p, s1, s2, t);
+    // With accumulation only every accumulate-th call updates (the mean of
+    // equal gradients is the gradient); the others leave w bit-identical.
+    if (call % c.accumulate != 0) {
+      EXPECT_EQ(args[0].toFloats(), before) << c.name << " call " << call;
+      continue;
+    }
+    referenceStep(c, p, s1, s2, ++updates);
   }
   std::vector<float> got = args[0].toFloats();
   std::vector<float> gotV = args[1].toFloats();
@@ -133,7 +151,7 @@ func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param})
     EXPECT_NEAR(got[i], p[i], 1e-6 * std::fabs(p[i]) + 1e-9)
         << c.name << " parameter element " << i;
   if (c.adam) {
-    // The step count advanced to 3.
+    // The step count advanced to 3: pending micro-batches do not count.
     EXPECT_EQ(args[args.size() - 2].getAsDouble(0), 3.0);
   }
 }
@@ -150,7 +168,16 @@ INSTANTIATE_TEST_SUITE_P(
         Config{"adam", "optimizer=adam weight-decay=0.01", 0, 0.01, false, true,
                false},
         Config{"adamw", "optimizer=adamw weight-decay=0.01", 0, 0.01, false,
-               true, true}),
+               true, true},
+        Config{"momentum_accumulate3", "optimizer=momentum accumulate=3", 0.9,
+               0, false, false, false, 3},
+        Config{"adam_accumulate2", "optimizer=adam accumulate=2", 0, 0, false,
+               true, false, 2},
+        Config{"sgd_clip", "optimizer=sgd clip-norm=0.5", 0, 0, false, false,
+               false, 1, 0.5},
+        Config{"adamw_accumulate2_clip",
+               "optimizer=adamw weight-decay=0.01 accumulate=2 clip-norm=1.0",
+               0, 0.01, false, true, true, 2, 1.0}),
     [](const ::testing::TestParamInfo<Config> &info) {
       return std::string(info.param.name);
     });

@@ -655,6 +655,54 @@ AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
+LogicalResult ClipGradNormOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  if (!(getMaxNorm().convertToDouble() > 0.0))
+    return emitOpError("max_norm must be positive, got ")
+           << shortNumber(getMaxNorm().convertToDouble());
+  return success();
+}
+
+LogicalResult ClipGradNormOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &results) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  for (Value g : adaptor.getGrads())
+    results.push_back(g.getType());
+  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+LogicalResult AccumulateGradsOp::verify() {
+  if (failed(verifyParallelLists(*this, getAccumulators(),
+                                 {{"gradients", getGrads()}})))
+    return failure();
+  if (getSteps() < 1)
+    return emitOpError("steps must be at least 1, got ")
+           << static_cast<int64_t>(getSteps());
+  for (auto [a, g] : llvm::zip(getAccumulators(), getGrads()))
+    if (a.getType() != g.getType())
+      return emitOpError("accumulator ") << a.getType() << " and gradient "
+                                         << g.getType() << " types differ";
+  return success();
+}
+
+LogicalResult AccumulateGradsOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &results) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  for (Value a : adaptor.getAccumulators())
+    results.push_back(a.getType());
+  results.push_back(adaptor.getCount().getType());
+  results.push_back(RankedTensorType::get({}, IntegerType::get(context, 1)));
+  for (Value g : adaptor.getGrads())
+    results.push_back(g.getType());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Cast
 //===----------------------------------------------------------------------===//

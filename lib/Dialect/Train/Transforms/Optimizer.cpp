@@ -34,6 +34,13 @@ struct OptimizerPass
                        "amp-optimizer: optimizer must be sgd, momentum, adam "
                        "or adamw, got '" +
                            optimizer + "'");
+    if (accumulate < 1)
+      return emitError(UnknownLoc::get(context),
+                       "amp-optimizer: accumulate must be at least 1, got " +
+                           std::to_string(accumulate));
+    if (clipNorm < 0.0)
+      return emitError(UnknownLoc::get(context),
+                       "amp-optimizer: clip-norm must not be negative");
     return success();
   }
 
@@ -55,6 +62,22 @@ BlockArgument addArgument(func::FuncOp func, Type type, StringRef mark,
   unsigned index = func.getNumArguments();
   if (failed(func.insertArgument(index, type, DictionaryAttr::get(ctx, attrs),
                                  func.getLoc())))
+    return {};
+  return func.getArgument(index);
+}
+
+/// Inserts an optimizer-state argument of `type` at `index`.
+BlockArgument insertStateArgument(func::FuncOp func, RankedTensorType type,
+                                  Attribute init, unsigned index) {
+  MLIRContext *ctx = func.getContext();
+  Type f32 = Float32Type::get(ctx);
+  Type argType = isa<FloatType>(type.getElementType()) ? type.clone(f32) : type;
+  SmallVector<NamedAttribute> attrs = {
+      NamedAttribute(StringAttr::get(ctx, TrainDialect::kOptStateAttrName),
+                     UnitAttr::get(ctx)),
+      NamedAttribute(StringAttr::get(ctx, TrainDialect::kInitAttrName), init)};
+  if (failed(func.insertArgument(
+          index, argType, DictionaryAttr::get(ctx, attrs), func.getLoc())))
     return {};
   return func.getArgument(index);
 }
@@ -104,7 +127,9 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
     masters.push_back(master);
     updated.push_back(master);
   }
-  // Optimizer state, f32, zero-initialized.
+  // Optimizer state, f32, zero-initialized; accumulation state (if any) is
+  // inserted before it.
+  unsigned firstStateIndex = step.getNumArguments();
   bool adam = optimizer == "adam" || optimizer == "adamw";
   SmallVector<Value> buffers, firsts, seconds;
   for (Value p : updated) {
@@ -138,10 +163,38 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
       grads[i] = CastOp::create(b, loc, type, grads[i]);
   }
 
+  // Gradient accumulation: accumulators and a micro-batch count in the
+  // optimizer state; the update runs on the mean every `accumulate` calls.
+  Value skip;
+  SmallVector<Value> newAccumulation;
+  if (accumulate > 1) {
+    SmallVector<Value> accumulators;
+    for (Value p : updated)
+      accumulators.push_back(insertStateArgument(
+          step, cast<RankedTensorType>(p.getType()), zeros, firstStateIndex++));
+    Value count = insertStateArgument(
+        step, RankedTensorType::get({}, IntegerType::get(ctx, 32)), zeros,
+        firstStateIndex++);
+    auto acc = AccumulateGradsOp::create(b, loc, count, accumulators, grads,
+                                         b.getI64IntegerAttr(accumulate));
+    ResultRange r = acc.getResults();
+    size_t n = accumulators.size();
+    newAccumulation.assign(r.begin(), r.begin() + n + 1); // accumulators, count
+    skip = r[n + 1];
+    grads.assign(r.begin() + n + 2, r.end());
+  }
+  // Clipping by global norm, in f32, on the (mean) gradients.
+  if (clipNorm > 0.0) {
+    auto clip =
+        ClipGradNormOp::create(b, loc, grads, b.getF64FloatAttr(clipNorm));
+    ResultRange clipped = clip.getResults().drop_back();
+    grads.assign(clipped.begin(), clipped.end());
+  }
+
   SmallVector<Value> newUpdated, newState;
   if (adam) {
     auto update = AdamUpdateOp::create(
-        b, loc, lr, stepCount, updated, grads, firsts, seconds,
+        b, loc, lr, stepCount, updated, grads, firsts, seconds, skip,
         b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
         b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay),
         optimizer == "adamw" ? b.getUnitAttr() : UnitAttr());
@@ -152,7 +205,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
   } else {
     bool withMomentum = optimizer == "momentum";
     auto update = SgdUpdateOp::create(
-        b, loc, lr, updated, grads, buffers,
+        b, loc, lr, updated, grads, buffers, skip,
         b.getF64FloatAttr(withMomentum ? momentum : 0.0),
         b.getF64FloatAttr(weightDecay),
         withMomentum && nesterov ? b.getUnitAttr() : UnitAttr());
@@ -174,6 +227,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
     results.push_back(v);
   }
   results.append(newMasters);
+  results.append(newAccumulation);
   results.append(newState);
   func::ReturnOp::create(b, loc, results);
   ret.erase();

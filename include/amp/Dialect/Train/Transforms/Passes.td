@@ -91,6 +91,12 @@ def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
     - results: the loss, the new state (batch-norm statistics), the new
       parameters, the new masters, the new optimizer state, in those orders.
 
+    `accumulate=N` adds gradient accumulators and a micro-batch count to the
+    optimizer state (before the optimizer's own): every call adds its
+    gradients, and every N-th call updates with their mean (the other calls
+    leave parameters and optimizer state unchanged). `clip-norm=C` scales the
+    gradients so their global L2 norm (f32) is at most C, before the update.
+
     Optimizer state is f32. A parameter stored in f16/bf16 (O2) is updated
     through its f32 master: the gradient is widened, the master updated in
     f32, and the new low-precision parameter is the rounded master.
@@ -111,6 +117,10 @@ def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
     Option<"epsilon", "eps", "double", /*default=*/"1e-8", "Adam's epsilon">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "L2 weight decay (decoupled for adamw)">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Micro-batches whose gradients are averaged into one update">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip the gradients' global L2 norm to this (0: no clipping)">,
   ];
   let dependentDialects = ["::amp::train::TrainDialect"];
 }

@@ -64,11 +64,18 @@ static Value scaled(OpBuilder &b, Location loc, Value x, double factor) {
   return MulOp::create(b, loc, x, scalar(b, loc, elementOf(x), factor));
 }
 
-/// The single result's gradient, or the empty list when there is none.
-#define AMP_SINGLE_RESULT_GRAD(dy, grads)                                      \
-  Value dy = grads.front();                                                    \
-  if (!dy)                                                                     \
-    return success();
+/// The common shape of a single-result VJP: one (null) gradient slot per
+/// operand, nothing to build when the result gets no gradient, else `rule`
+/// fills the slots from dy.
+template <typename Rule>
+static LogicalResult singleResultVJP(Operation *op, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads,
+                                     Rule rule) {
+  operandGrads.assign(op->getNumOperands(), Value());
+  if (Value dy = resultGrads.front())
+    rule(dy, MutableArrayRef<Value>(operandGrads));
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Element-wise
@@ -76,80 +83,88 @@ static Value scaled(OpBuilder &b, Location loc, Value x, double factor) {
 
 LogicalResult ReluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = ReluGradOp::create(b, getLoc(), dy, getInput());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               ReluGradOp::create(b, getLoc(), dy, getInput());
+                         });
 }
 
 LogicalResult TanhOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  // dy * (1 - y^2)
-  Location loc = getLoc();
-  Value y = getResult();
-  Value one = scalar(b, loc, elementOf(y), 1.0);
-  Value d = SubOp::create(b, loc, one, MulOp::create(b, loc, y, y));
-  operandGrads[0] = MulOp::create(b, loc, dy, d);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           // dy * (1 - y^2)
+                           Location loc = getLoc();
+                           Value y = getResult();
+                           Value one = scalar(b, loc, elementOf(y), 1.0);
+                           Value d = SubOp::create(b, loc, one,
+                                                   MulOp::create(b, loc, y, y));
+                           grads[0] = MulOp::create(b, loc, dy, d);
+                         });
 }
 
 LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  // dy * y * (1 - y)
-  Location loc = getLoc();
-  Value y = getResult();
-  Value one = scalar(b, loc, elementOf(y), 1.0);
-  Value d = MulOp::create(b, loc, y, SubOp::create(b, loc, one, y));
-  operandGrads[0] = MulOp::create(b, loc, dy, d);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           // dy * y * (1 - y)
+                           Location loc = getLoc();
+                           Value y = getResult();
+                           Value one = scalar(b, loc, elementOf(y), 1.0);
+                           Value d = MulOp::create(
+                               b, loc, y, SubOp::create(b, loc, one, y));
+                           grads[0] = MulOp::create(b, loc, dy, d);
+                         });
 }
 
 LogicalResult ExpOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = MulOp::create(b, getLoc(), dy, getResult());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               MulOp::create(b, getLoc(), dy, getResult());
+                         });
 }
 
 LogicalResult LogOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = DivOp::create(b, getLoc(), dy, getInput());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               DivOp::create(b, getLoc(), dy, getInput());
+                         });
 }
 
 LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] =
-      GeluGradOp::create(b, getLoc(), dy, getInput(), getApproximateAttr());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               GeluGradOp::create(b, getLoc(), dy, getInput(),
+                                                  getApproximateAttr());
+                         });
 }
 
 LogicalResult DropoutOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  // The same seeded mask and scale: dropout is linear in its input.
-  operandGrads[0] =
-      DropoutOp::create(b, getLoc(), dy, getRateAttr(), getSeedAttr());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           // The same seeded mask and scale: dropout is linear
+                           // in its input.
+                           grads[0] = DropoutOp::create(
+                               b, getLoc(), dy, getRateAttr(), getSeedAttr());
+                         });
 }
 
 LogicalResult CastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  // Cast back: gradients of f32 values arrive as f32.
-  operandGrads[0] = CastOp::create(b, getLoc(), getInput().getType(), dy);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           // Cast back: gradients of f32 values arrive as f32.
+                           grads[0] = CastOp::create(b, getLoc(),
+                                                     getInput().getType(), dy);
+                         });
 }
 
 //===----------------------------------------------------------------------===//
@@ -158,48 +173,53 @@ LogicalResult CastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult AddOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
-  operandGrads[1] = unbroadcast(b, getLoc(), dy, getRhs().getType());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               unbroadcast(b, getLoc(), dy, getLhs().getType());
+                           grads[1] =
+                               unbroadcast(b, getLoc(), dy, getRhs().getType());
+                         });
 }
 
 LogicalResult SubOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
-  operandGrads[1] = unbroadcast(b, getLoc(), scaled(b, getLoc(), dy, -1.0),
-                                getRhs().getType());
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        grads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
+        grads[1] = unbroadcast(b, getLoc(), scaled(b, getLoc(), dy, -1.0),
+                               getRhs().getType());
+      });
 }
 
 LogicalResult MulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  Location loc = getLoc();
-  operandGrads[0] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getRhs()),
-                                getLhs().getType());
-  operandGrads[1] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getLhs()),
-                                getRhs().getType());
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        Location loc = getLoc();
+        grads[0] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getRhs()),
+                               getLhs().getType());
+        grads[1] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getLhs()),
+                               getRhs().getType());
+      });
 }
 
 LogicalResult DivOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  Location loc = getLoc();
-  // d(a / b) = dy / b;  d/db = -dy * (a / b) / b.
-  operandGrads[0] = unbroadcast(b, loc, DivOp::create(b, loc, dy, getRhs()),
-                                getLhs().getType());
-  Value t =
-      MulOp::create(b, loc, dy, DivOp::create(b, loc, getResult(), getRhs()));
-  operandGrads[1] =
-      unbroadcast(b, loc, scaled(b, loc, t, -1.0), getRhs().getType());
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        Location loc = getLoc();
+        // d(a / b) = dy / b;  d/db = -dy * (a / b) / b.
+        grads[0] = unbroadcast(b, loc, DivOp::create(b, loc, dy, getRhs()),
+                               getLhs().getType());
+        Value t = MulOp::create(b, loc, dy,
+                                DivOp::create(b, loc, getResult(), getRhs()));
+        grads[1] =
+            unbroadcast(b, loc, scaled(b, loc, t, -1.0), getRhs().getType());
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -210,7 +230,7 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 /// each is one matmul with flags, so no transpose is materialized.
 template <typename OpT>
 static void contractionGrads(OpT op, OpBuilder &b, Value dc,
-                             SmallVectorImpl<Value> &operandGrads) {
+                             MutableArrayRef<Value> operandGrads) {
   Location loc = op.getLoc();
   bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
   Value a = op.getLhs(), bm = op.getRhs();
@@ -234,21 +254,21 @@ static void contractionGrads(OpT op, OpBuilder &b, Value dc,
 
 LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(getNumOperands(), Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  contractionGrads(*this, b, dy, operandGrads);
-  if (getBias())
-    operandGrads[2] =
-        ReduceSumOp::create(b, getLoc(), dy, b.getDenseI64ArrayAttr({0}));
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           contractionGrads(*this, b, dy, grads);
+                           if (getBias())
+                             grads[2] = ReduceSumOp::create(
+                                 b, getLoc(), dy, b.getDenseI64ArrayAttr({0}));
+                         });
 }
 
 LogicalResult BatchMatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  contractionGrads(*this, b, dy, operandGrads);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           contractionGrads(*this, b, dy, grads);
+                         });
 }
 
 //===----------------------------------------------------------------------===//
@@ -257,20 +277,20 @@ LogicalResult BatchMatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] =
-      SoftmaxGradOp::create(b, getLoc(), dy, getResult(), getAxisAttr());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = SoftmaxGradOp::create(
+                               b, getLoc(), dy, getResult(), getAxisAttr());
+                         });
 }
 
 LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] =
-      LogSoftmaxGradOp::create(b, getLoc(), dy, getResult(), getAxisAttr());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = LogSoftmaxGradOp::create(
+                               b, getLoc(), dy, getResult(), getAxisAttr());
+                         });
 }
 
 /// The gradient of a sum or mean over `axes`: dy broadcast back over them
@@ -294,43 +314,46 @@ static Value reductionGrad(OpT op, OpBuilder &b, Value dy, bool mean) {
 
 LogicalResult ReduceSumOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = reductionGrad(*this, b, dy, /*mean=*/false);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               reductionGrad(*this, b, dy, /*mean=*/false);
+                         });
 }
 
 LogicalResult ReduceMeanOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = reductionGrad(*this, b, dy, /*mean=*/true);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] =
+                               reductionGrad(*this, b, dy, /*mean=*/true);
+                         });
 }
 
 LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b,
                                        ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value()); // labels have no gradient
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] =
-      CrossEntropyGradOp::create(b, getLoc(), dy, getLogits(), getLabels());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = CrossEntropyGradOp::create(
+                               b, getLoc(), dy, getLogits(), getLabels());
+                         });
 }
 
 LogicalResult MseLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  // d input = dy * 2 (input - target) / n;  d target = -d input.
-  Location loc = getLoc();
-  int64_t n = getInput().getType().getNumElements();
-  Value diff = SubOp::create(b, loc, getInput(), getTarget());
-  Value dInput =
-      MulOp::create(b, loc, scaled(b, loc, diff, 2.0 / double(n)), dy);
-  operandGrads[0] = dInput;
-  operandGrads[1] = scaled(b, loc, dInput, -1.0);
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        // d input = dy * 2 (input - target) / n;  d target = -d input.
+        Location loc = getLoc();
+        int64_t n = getInput().getType().getNumElements();
+        Value diff = SubOp::create(b, loc, getInput(), getTarget());
+        Value dInput =
+            MulOp::create(b, loc, scaled(b, loc, diff, 2.0 / double(n)), dy);
+        grads[0] = dInput;
+        grads[1] = scaled(b, loc, dInput, -1.0);
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -339,31 +362,34 @@ LogicalResult MseLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = ReshapeOp::create(b, getLoc(), getInput().getType(), dy);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = ReshapeOp::create(
+                               b, getLoc(), getInput().getType(), dy);
+                         });
 }
 
 LogicalResult TransposeOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  ArrayRef<int64_t> perm = getPermutation();
-  SmallVector<int64_t> inverse(perm.size());
-  for (auto [i, p] : llvm::enumerate(perm))
-    inverse[p] = i;
-  operandGrads[0] =
-      TransposeOp::create(b, getLoc(), dy, b.getDenseI64ArrayAttr(inverse));
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           ArrayRef<int64_t> perm = getPermutation();
+                           SmallVector<int64_t> inverse(perm.size());
+                           for (auto [i, p] : llvm::enumerate(perm))
+                             inverse[p] = i;
+                           grads[0] = TransposeOp::create(
+                               b, getLoc(), dy,
+                               b.getDenseI64ArrayAttr(inverse));
+                         });
 }
 
 LogicalResult BroadcastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = unbroadcast(b, getLoc(), dy, getInput().getType());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = unbroadcast(b, getLoc(), dy,
+                                                  getInput().getType());
+                         });
 }
 
 //===----------------------------------------------------------------------===//
@@ -372,16 +398,17 @@ LogicalResult BroadcastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  Location loc = getLoc();
-  operandGrads[0] = Conv2dGradInputOp::create(
-      b, loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
-      getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
-  operandGrads[1] = Conv2dGradFilterOp::create(
-      b, loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
-      getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        Location loc = getLoc();
+        grads[0] = Conv2dGradInputOp::create(
+            b, loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
+            getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+        grads[1] = Conv2dGradFilterOp::create(
+            b, loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
+            getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+      });
 }
 
 /// The gradient of a pooling op.
@@ -394,103 +421,110 @@ static Value poolGrad(OpT op, OpBuilder &b, Value dy, bool isMax) {
 
 LogicalResult MaxPool2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = poolGrad(*this, b, dy, /*isMax=*/true);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = poolGrad(*this, b, dy, /*isMax=*/true);
+                         });
 }
 
 LogicalResult AvgPool2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = poolGrad(*this, b, dy, /*isMax=*/false);
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = poolGrad(*this, b, dy, /*isMax=*/false);
+                         });
 }
 
 LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(3, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  auto grads = LayerNormGradOp::create(b, getLoc(), dy, getInput(), getScale(),
-                                       getEpsilonAttr());
-  operandGrads[0] = grads.getInputGrad();
-  operandGrads[1] = grads.getScaleGrad();
-  operandGrads[2] = grads.getBiasGrad();
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           auto g = LayerNormGradOp::create(
+                               b, getLoc(), dy, getInput(), getScale(),
+                               getEpsilonAttr());
+                           grads[0] = g.getInputGrad();
+                           grads[1] = g.getScaleGrad();
+                           grads[2] = g.getBiasGrad();
+                         });
 }
 
 LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(5, Value()); // running statistics get no gradient
   if (resultGrads[1] || resultGrads[2])
     return emitOpError("amp-autodiff: the loss depends on the running "
                        "statistics, which are state and not differentiable");
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  auto grads = BatchNormGradOp::create(b, getLoc(), dy, getInput(), getScale(),
-                                       getEpsilonAttr());
-  operandGrads[0] = grads.getInputGrad();
-  operandGrads[1] = grads.getScaleGrad();
-  operandGrads[2] = grads.getBiasGrad();
-  return success();
+  // The running statistics get no gradient.
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           auto g = BatchNormGradOp::create(
+                               b, getLoc(), dy, getInput(), getScale(),
+                               getEpsilonAttr());
+                           grads[0] = g.getInputGrad();
+                           grads[1] = g.getScaleGrad();
+                           grads[2] = g.getBiasGrad();
+                         });
 }
 
 LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(2, Value()); // indices have no gradient
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  operandGrads[0] = EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
-                                            dy, getIndices());
-  return success();
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           grads[0] = EmbeddingGradOp::create(
+                               b, getLoc(), getTable().getType(), dy,
+                               getIndices());
+                         });
 }
 
 LogicalResult ConcatOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(getNumOperands(), Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  int64_t axis = getAxis(), offset = 0;
-  for (auto [i, input] : llvm::enumerate(getInputs())) {
-    auto type = cast<RankedTensorType>(input.getType());
-    SmallVector<int64_t> offsets(type.getRank(), 0);
-    offsets[axis] = offset;
-    operandGrads[i] =
-        SliceOp::create(b, getLoc(), type, dy, b.getDenseI64ArrayAttr(offsets));
-    offset += type.getDimSize(axis);
-  }
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        int64_t axis = getAxis(), offset = 0;
+        for (auto [i, input] : llvm::enumerate(getInputs())) {
+          auto type = cast<RankedTensorType>(input.getType());
+          SmallVector<int64_t> offsets(type.getRank(), 0);
+          offsets[axis] = offset;
+          grads[i] = SliceOp::create(b, getLoc(), type, dy,
+                                     b.getDenseI64ArrayAttr(offsets));
+          offset += type.getDimSize(axis);
+        }
+      });
 }
 
 LogicalResult SliceOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                 SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(1, Value());
-  AMP_SINGLE_RESULT_GRAD(dy, resultGrads);
-  // Zeros around the box, one dimension at a time: the gradient of a slice
-  // is the gradient placed back where the box was.
-  Location loc = getLoc();
-  auto inputType = cast<RankedTensorType>(getInput().getType());
-  Value g = dy;
-  for (int64_t d = 0; d < inputType.getRank(); ++d) {
-    auto type = cast<RankedTensorType>(g.getType());
-    int64_t before = getOffsets()[d];
-    int64_t after = inputType.getDimSize(d) - before - type.getDimSize(d);
-    if (before == 0 && after == 0)
-      continue;
-    SmallVector<Value> parts;
-    auto zeros = [&](int64_t size) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape[d] = size;
-      auto zt = type.clone(shape);
-      return ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(zt, b.getFloatAttr(zt.getElementType(), 0.0)));
-    };
-    if (before)
-      parts.push_back(zeros(before));
-    parts.push_back(g);
-    if (after)
-      parts.push_back(zeros(after));
-    g = ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(d));
-  }
-  operandGrads[0] = g;
-  return success();
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        // Zeros around the box, one dimension at a time: the gradient of a
+        // slice is the gradient placed back where the box was.
+        Location loc = getLoc();
+        auto inputType = cast<RankedTensorType>(getInput().getType());
+        Value g = dy;
+        for (int64_t d = 0; d < inputType.getRank(); ++d) {
+          auto type = cast<RankedTensorType>(g.getType());
+          int64_t before = getOffsets()[d];
+          int64_t after = inputType.getDimSize(d) - before - type.getDimSize(d);
+          if (before == 0 && after == 0)
+            continue;
+          SmallVector<Value> parts;
+          auto zeros = [&](int64_t size) {
+            SmallVector<int64_t> shape(type.getShape());
+            shape[d] = size;
+            auto zt = type.clone(shape);
+            return ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(
+                    zt, b.getFloatAttr(zt.getElementType(), 0.0)));
+          };
+          if (before)
+            parts.push_back(zeros(before));
+          parts.push_back(g);
+          if (after)
+            parts.push_back(zeros(after));
+          g = ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(d));
+        }
+        grads[0] = g;
+      });
 }

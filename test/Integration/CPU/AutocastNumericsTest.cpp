@@ -17,9 +17,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Reference.h"
+#include "TestContext.h"
 
 #include "amp/Execution/CpuJit.h"
-#include "amp/InitAll.h"
 #include "amp/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -65,16 +65,8 @@ double referenceLoss(const std::vector<std::vector<float>> &params,
 class AutocastNumerics : public ::testing::TestWithParam<Config> {};
 
 TEST_P(AutocastNumerics, MlpLossMatchesReference) {
-  static bool registered = [] {
-    registerAmpPasses();
-    return true;
-  }();
-  (void)registered;
   Config config = GetParam();
-  DialectRegistry registry;
-  registerAmpDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
+  test::TestContext context;
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(AMP_EXAMPLES_DIR "/mlp.mlir", &context);
   ASSERT_TRUE(module);

@@ -15,10 +15,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Reference.h"
+#include "TestContext.h"
 
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "amp/Execution/CpuJit.h"
-#include "amp/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -70,18 +70,6 @@ struct GradCase {
 
 class GradientCheck : public ::testing::Test {
 protected:
-  GradientCheck() {
-    static bool registered = [] {
-      registerAmpPasses();
-      return true;
-    }();
-    (void)registered;
-    DialectRegistry registry;
-    registerAmpDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-
   void check(const GradCase &c, const std::string &what) {
     SCOPED_TRACE(what);
     // The function: params, extras, probe -> L.
@@ -170,7 +158,7 @@ protected:
     }
   }
 
-  MLIRContext context;
+  test::TestContext context;
   std::mt19937 rng{424242};
 };
 

@@ -16,9 +16,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Reference.h"
+#include "TestContext.h"
 
 #include "amp/Execution/CpuJit.h"
-#include "amp/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -99,25 +99,8 @@ void expectClose(const HostTensor &got, const Values &expected, Tolerance tol,
   EXPECT_EQ(failures, 0) << what << ": worst error " << worst;
 }
 
-/// Registration is process-wide and happens once.
-void registerPassesOnce() {
-  static bool registered = [] {
-    registerAmpPasses();
-    return true;
-  }();
-  (void)registered;
-}
-
 class OpNumerics : public ::testing::TestWithParam<ElementKind> {
 protected:
-  OpNumerics() {
-    registerPassesOnce();
-    DialectRegistry registry;
-    registerAmpDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-
   /// Compiles @f of `source` and runs it on `inputs`.
   std::vector<HostTensor> run(const std::string &source,
                               const std::vector<const HostTensor *> &inputs,
@@ -154,7 +137,7 @@ protected:
     return os.str();
   }
 
-  MLIRContext context;
+  test::TestContext context;
   std::mt19937 rng{20261121};
 };
 

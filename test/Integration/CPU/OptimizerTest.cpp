@@ -11,9 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestContext.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
+
 #include "amp/Execution/CpuJit.h"
-#include "amp/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -78,16 +79,8 @@ void referenceStep(const Config &c, std::vector<double> &p,
 class OptimizerStep : public ::testing::TestWithParam<Config> {};
 
 TEST_P(OptimizerStep, ThreeStepsMatchPyTorchFormulas) {
-  static bool registered = [] {
-    registerAmpPasses();
-    return true;
-  }();
-  (void)registered;
   Config c = GetParam();
-  DialectRegistry registry;
-  registerAmpDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
+  test::TestContext context;
   const char *src = R"mlir(
 func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param}) -> tensor<f32> {
   %half = train.constant dense<0.5> : tensor<f32>

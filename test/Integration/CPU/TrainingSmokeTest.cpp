@@ -11,8 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestContext.h"
+
 #include "amp/Execution/CpuJit.h"
-#include "amp/InitAll.h"
 #include "amp/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -32,15 +33,7 @@ namespace {
 class TrainingSmoke : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(TrainingSmoke, MlpLossFalls) {
-  static bool registered = [] {
-    registerAmpPasses();
-    return true;
-  }();
-  (void)registered;
-  DialectRegistry registry;
-  registerAmpDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
+  test::TestContext context;
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(AMP_EXAMPLES_DIR "/mlp.mlir", &context);
   ASSERT_TRUE(module);

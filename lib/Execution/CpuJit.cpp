@@ -51,7 +51,7 @@ static llvm::Expected<TensorSpec> specOf(Type type, StringRef what,
     std::string s;
     llvm::raw_string_ostream os(s);
     os << what << " #" << index << " of @" << function << " has type " << type
-       << "; expected a static f32, f16, bf16 or i32 tensor";
+       << "; expected a static f32, f16, bf16, i32 or i1 tensor";
     return llvm::createStringError(s);
   }
   return TensorSpec{*kind,

@@ -15,7 +15,15 @@
 using namespace amp;
 
 unsigned amp::elementBytes(ElementKind kind) {
-  return kind == ElementKind::F16 || kind == ElementKind::BF16 ? 2 : 4;
+  switch (kind) {
+  case ElementKind::F16:
+  case ElementKind::BF16:
+    return 2;
+  case ElementKind::I1:
+    return 1;
+  default:
+    return 4;
+  }
 }
 
 llvm::StringRef amp::elementName(ElementKind kind) {
@@ -28,6 +36,8 @@ llvm::StringRef amp::elementName(ElementKind kind) {
     return "bf16";
   case ElementKind::I32:
     return "i32";
+  case ElementKind::I1:
+    return "i1";
   }
   return "?";
 }
@@ -41,6 +51,8 @@ std::optional<ElementKind> amp::elementKindOf(mlir::Type type) {
     return ElementKind::BF16;
   if (type.isSignlessInteger(32))
     return ElementKind::I32;
+  if (type.isSignlessInteger(1))
+    return ElementKind::I1;
   return std::nullopt;
 }
 
@@ -131,7 +143,8 @@ HostTensor HostTensor::fromFloats(ElementKind kind,
                                   llvm::ArrayRef<float> values) {
   HostTensor t(kind, shape);
   assert(int64_t(values.size()) == t.getNumElements() && "size mismatch");
-  assert(kind != ElementKind::I32 && "use fromInts for i32");
+  assert(kind != ElementKind::I32 && kind != ElementKind::I1 &&
+         "use fromInts / fromBools for integers");
   for (auto [i, v] : llvm::enumerate(values)) {
     if (kind == ElementKind::F32)
       static_cast<float *>(t.data())[i] = v;
@@ -150,6 +163,15 @@ HostTensor HostTensor::fromInts(llvm::ArrayRef<int64_t> shape,
   return t;
 }
 
+HostTensor HostTensor::fromBools(llvm::ArrayRef<int64_t> shape,
+                                 llvm::ArrayRef<bool> values) {
+  HostTensor t(ElementKind::I1, shape);
+  assert(int64_t(values.size()) == t.getNumElements() && "size mismatch");
+  for (auto [i, v] : llvm::enumerate(values))
+    static_cast<uint8_t *>(t.data())[i] = v ? 1 : 0;
+  return t;
+}
+
 double HostTensor::getAsDouble(int64_t i) const {
   switch (kind) {
   case ElementKind::F32:
@@ -160,6 +182,8 @@ double HostTensor::getAsDouble(int64_t i) const {
     return bfloatToFloat(static_cast<const uint16_t *>(data())[i]);
   case ElementKind::I32:
     return static_cast<const int32_t *>(data())[i];
+  case ElementKind::I1:
+    return static_cast<const uint8_t *>(data())[i] & 1;
   }
   return 0.0;
 }

@@ -43,7 +43,7 @@ public:
   ~CpuFunction();
 
   /// Lowers a copy of `module` and JIT-compiles function `name`, whose
-  /// arguments and results must be static f32/f16/bf16/i32 tensors.
+  /// arguments and results must be static f32/f16/bf16/i32/i1 tensors.
   static llvm::Expected<std::unique_ptr<CpuFunction>>
   compile(mlir::ModuleOp module, llvm::StringRef name,
           const CpuCompileOptions &options = {});

@@ -22,12 +22,13 @@ class Type;
 
 namespace amp {
 
-/// The element types a compiled step exchanges with the host.
-enum class ElementKind { F32, F16, BF16, I32 };
+/// The element types a compiled step exchanges with the host (i1 flags are
+/// stored one byte each, as LLVM stores them in memory).
+enum class ElementKind { F32, F16, BF16, I32, I1 };
 
 /// The size of one element in bytes.
 unsigned elementBytes(ElementKind kind);
-/// "f32", "f16", "bf16" or "i32".
+/// "f32", "f16", "bf16", "i32" or "i1".
 llvm::StringRef elementName(ElementKind kind);
 /// The kind of an MLIR element type, if it is one of the four.
 std::optional<ElementKind> elementKindOf(mlir::Type type);
@@ -54,6 +55,9 @@ public:
   /// An i32 tensor holding `values`.
   static HostTensor fromInts(llvm::ArrayRef<int64_t> shape,
                              llvm::ArrayRef<int32_t> values);
+  /// An i1 tensor holding `values`.
+  static HostTensor fromBools(llvm::ArrayRef<int64_t> shape,
+                              llvm::ArrayRef<bool> values);
 
   ElementKind getKind() const { return kind; }
   llvm::ArrayRef<int64_t> getShape() const { return shape; }

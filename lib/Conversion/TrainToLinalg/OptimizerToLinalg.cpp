@@ -1,4 +1,4 @@
-//===- OptimizerToLinalg.cpp - Optimizer updates to linalg ----------------===//
+//===- OptimizerToLinalg.cpp - Optimizer and loss-scaling updates ---------===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
@@ -19,6 +19,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace amp;
@@ -346,9 +348,140 @@ struct AccumulateGradsToLinalg : OpRewritePattern<AccumulateGradsOp> {
   }
 };
 
+/// True when the f32 `x` is neither inf nor NaN: |x| < inf.
+Value isFinite(OpBuilder &b, Location loc, Value x) {
+  return arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, x),
+      floatConstant(b, loc, x.getType(),
+                    std::numeric_limits<double>::infinity()));
+}
+
+struct UnscaleGradsToLinalg : OpRewritePattern<UnscaleGradsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(UnscaleGradsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Type f32 = rewriter.getF32Type(), i1 = rewriter.getI1Type();
+    auto scalarF32 = RankedTensorType::get({}, f32);
+    auto flagType = RankedTensorType::get({}, i1);
+    // 1 / scale in f64, rounded to f32 once (GradScaler's inv_scale).
+    Value inv =
+        buildUpdate(rewriter, loc, {op.getScale()}, {}, {scalarF32},
+                    [](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+                      Type f64 = b.getF64Type();
+                      Value s = arith::ExtFOp::create(b, l, f64, t[0]);
+                      return SmallVector<Value>{arith::DivFOp::create(
+                          b, l, floatConstant(b, l, f64, 1.0), s)};
+                    })[0];
+    SmallVector<Value> results, flags;
+    for (Value g : op.getGrads()) {
+      auto type = cast<RankedTensorType>(g.getType());
+      unsigned rank = type.getRank();
+      // any(!isfinite(g)) as an i1 reduction over every dimension.
+      Value falseInit = linalg::FillOp::create(
+                            rewriter, loc,
+                            Value(arith::ConstantOp::create(
+                                rewriter, loc, rewriter.getBoolAttr(false))),
+                            Value(tensor::EmptyOp::create(
+                                rewriter, loc, ArrayRef<int64_t>{}, i1)))
+                            .getResult(0);
+      SmallVector<utils::IteratorType> iterators(
+          rank, utils::IteratorType::reduction);
+      auto check = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{flagType}, ValueRange{g},
+          ValueRange{falseInit},
+          SmallVector<AffineMap>{identityMap(ctx, rank),
+                                 AffineMap::get(rank, 0, {}, ctx)},
+          iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+            Value bad = arith::XOrIOp::create(
+                b, l, isFinite(b, l, convertFloat(b, l, args[0], f32)),
+                arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+            linalg::YieldOp::create(
+                b, l, arith::OrIOp::create(b, l, args[1], bad).getResult());
+          });
+      flags.push_back(check.getResult(0));
+      results.push_back(buildElementwise(
+          rewriter, loc, type,
+          {{g, identityMap(ctx, rank)},
+           {inv, AffineMap::get(rank, 0, {}, ctx)}},
+          f32, [](OpBuilder &b, Location l, ValueRange in) {
+            return arith::MulFOp::create(b, l, in[0], in[1]).getResult();
+          }));
+    }
+    Value found =
+        buildUpdate(rewriter, loc, flags, {}, {flagType},
+                    [](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+                      Value any = t[0];
+                      for (Value f : t.drop_front())
+                        any = arith::OrIOp::create(b, l, any, f);
+                      return SmallVector<Value>{any};
+                    })[0];
+    results.push_back(found);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(UpdateScaleOp op,
+                                PatternRewriter &rewriter) const override {
+    double growth = op.getGrowthFactor().convertToDouble();
+    double backoff = op.getBackoffFactor().convertToDouble();
+    int64_t interval = op.getGrowthInterval();
+    double minScale = op.getMinScale().convertToDouble();
+    double maxScale = op.getMaxScale().convertToDouble();
+    SmallVector<Type> outputs(op->getResultTypes());
+    SmallVector<Value> results = buildUpdate(
+        rewriter, op.getLoc(),
+        {op.getScale(), op.getTracker(), op.getFoundInf()}, {}, outputs,
+        [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+          Type f32 = b.getF32Type(), f64 = b.getF64Type();
+          auto c32 = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(v));
+          };
+          // scale * factor in f64, rounded to f32 (float * double in PyTorch).
+          auto times = [&](double factor) {
+            Value wide = arith::MulFOp::create(
+                b, l, arith::ExtFOp::create(b, l, f64, t[0]),
+                floatConstant(b, l, f64, factor));
+            return arith::TruncFOp::create(b, l, f32, wide).getResult();
+          };
+          Value scale = t[0], tracker = t[1], found = t[2];
+          Value backed = times(backoff);
+          Value minV = floatConstant(b, l, f32, minScale);
+          Value collapsed = arith::AndIOp::create(
+              b, l, found,
+              arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, backed,
+                                    minV));
+          Value backedScale = arith::MaximumFOp::create(b, l, backed, minV);
+          Value succ = arith::AddIOp::create(b, l, tracker, c32(1));
+          Value atInterval = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, succ, c32(interval));
+          Value grown = times(growth);
+          Value grow =
+              arith::AndIOp::create(b, l, atInterval, isFinite(b, l, grown));
+          Value capped = arith::MinimumFOp::create(
+              b, l, grown, floatConstant(b, l, f32, maxScale));
+          Value cleanScale = arith::SelectOp::create(b, l, grow, capped, scale);
+          Value cleanTracker =
+              arith::SelectOp::create(b, l, atInterval, c32(0), succ);
+          return SmallVector<Value>{
+              arith::SelectOp::create(b, l, found, backedScale, cleanScale),
+              arith::SelectOp::create(b, l, found, c32(0), cleanTracker),
+              collapsed};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 } // namespace
 
 void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
-               AccumulateGradsToLinalg>(patterns.getContext());
+  patterns
+      .add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
+           AccumulateGradsToLinalg, UnscaleGradsToLinalg, UpdateScaleToLinalg>(
+          patterns.getContext());
 }

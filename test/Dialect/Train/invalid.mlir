@@ -988,3 +988,47 @@ func.func @accumulate_types(%n: tensor<i32>, %p: tensor<4xf32>, %g: tensor<4xf16
   %0:4 = train.accumulate_grads %n accumulators(%p) grads(%g) steps 2 : tensor<i32>, (tensor<4xf32>), (tensor<4xf16>)
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @growth(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
+  // expected-error @+1 {{'train.update_scale' op growth_factor must be greater than 1, got 1}}
+  %0:3 = train.update_scale %s, %t, %f growth_factor 1.0 : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @backoff(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
+  // expected-error @+1 {{'train.update_scale' op backoff_factor must be in (0, 1), got 1}}
+  %0:3 = train.update_scale %s, %t, %f backoff_factor 1.0 : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @interval(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
+  // expected-error @+1 {{'train.update_scale' op growth_interval must be at least 1, got 0}}
+  %0:3 = train.update_scale %s, %t, %f growth_interval 0 : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @scale_range(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
+  // expected-error @+1 {{'train.update_scale' op needs 0 <= min_scale < max_scale, got 8 and 4}}
+  %0:3 = train.update_scale %s, %t, %f min_scale 8.0 max_scale 4.0 : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @unscale_scale_type(%s: tensor<f16>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'train.unscale_grads' op operand #0 must be 0D tensor of 32-bit float values, but got 'tensor<f16>'}}
+  %0:2 = train.unscale_grads %s grads(%g) : tensor<f16>, (tensor<4xf32>)
+  return
+}

@@ -222,3 +222,12 @@ func.func @optimizer_updates(%lr: tensor<f32>, %s: tensor<i32>, %p: tensor<4xf32
   %4 = train.sgd_update %lr params(%p) grads(%p) skip(%3#2) : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
   return
 }
+
+// CHECK-LABEL: func.func @loss_scaling
+func.func @loss_scaling(%scale: tensor<f32>, %tracker: tensor<i32>, %g: tensor<4xf32>, %h: tensor<2xf16>) -> (tensor<f32>, tensor<i32>, tensor<i1>) {
+  // CHECK: %[[U:.*]]:3 = train.unscale_grads %{{.*}} grads(%{{.*}}, %{{.*}}) : tensor<f32>, (tensor<4xf32>, tensor<2xf16>)
+  %u:3 = train.unscale_grads %scale grads(%g, %h) : tensor<f32>, (tensor<4xf32>, tensor<2xf16>)
+  // CHECK: train.update_scale %{{.*}}, %{{.*}}, %[[U]]#2 backoff_factor 2.500000e-01 growth_interval 2 max_scale 0x4170000000000000 : tensor<f32>, tensor<i32>
+  %s:3 = train.update_scale %scale, %tracker, %u#2 backoff_factor 0.25 growth_interval 2 max_scale 16777216.0 : tensor<f32>, tensor<i32>
+  return %s#0, %s#1, %s#2 : tensor<f32>, tensor<i32>, tensor<i1>
+}

@@ -31,7 +31,8 @@ void populateTrainReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);
 /// constant, reshape, transpose, concat and embedding.
 void populateTrainShapeToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
-/// sgd_update and adam_update (one fused generic per parameter).
+/// sgd_update, adam_update, clip_grad_norm, accumulate_grads, unscale_grads
+/// and update_scale (one fused generic per parameter where possible).
 void populateTrainOptimizerToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
 /// All of the above.

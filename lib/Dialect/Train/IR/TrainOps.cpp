@@ -18,6 +18,7 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace amp::train;
@@ -700,6 +701,59 @@ LogicalResult AccumulateGradsOp::inferReturnTypes(
   results.push_back(RankedTensorType::get({}, IntegerType::get(context, 1)));
   for (Value g : adaptor.getGrads())
     results.push_back(g.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnscaleGradsOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  return success();
+}
+
+LogicalResult UnscaleGradsOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &results) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  for (Value g : adaptor.getGrads())
+    results.push_back(g.getType());
+  results.push_back(RankedTensorType::get({}, IntegerType::get(context, 1)));
+  return success();
+}
+
+LogicalResult UpdateScaleOp::verify() {
+  double growth = getGrowthFactor().convertToDouble();
+  double backoff = getBackoffFactor().convertToDouble();
+  if (!(growth > 1.0))
+    return emitOpError("growth_factor must be greater than 1, got ")
+           << shortNumber(growth);
+  if (!(backoff > 0.0 && backoff < 1.0))
+    return emitOpError("backoff_factor must be in (0, 1), got ")
+           << shortNumber(backoff);
+  if (getGrowthInterval() < 1)
+    return emitOpError("growth_interval must be at least 1, got ")
+           << static_cast<int64_t>(getGrowthInterval());
+  if (!(getMinScale().convertToDouble() >= 0.0) ||
+      !(getMaxScale().convertToDouble() > getMinScale().convertToDouble()))
+    return emitOpError("needs 0 <= min_scale < max_scale, got ")
+           << shortNumber(getMinScale().convertToDouble()) << " and "
+           << shortNumber(getMaxScale().convertToDouble());
+  return success();
+}
+
+LogicalResult UpdateScaleOp::inferReturnTypes(MLIRContext *context,
+                                              std::optional<Location>,
+                                              ValueRange operands,
+                                              DictionaryAttr, OpaqueProperties,
+                                              RegionRange,
+                                              SmallVectorImpl<Type> &results) {
+  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  results.push_back(RankedTensorType::get({}, IntegerType::get(context, 32)));
+  results.push_back(RankedTensorType::get({}, IntegerType::get(context, 1)));
   return success();
 }
 

@@ -1,0 +1,88 @@
+//===- TrainLossScalingOps.td - Loss-scaling ops of train --*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Dynamic loss scaling with PyTorch GradScaler's semantics, inside the step:
+// no host round trip decides whether a step is skipped or how the scale moves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINLOSSSCALINGOPS_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINLOSSSCALINGOPS_TD
+
+include "amp/Dialect/Train/IR/TrainDialect.td"
+include "amp/Dialect/Train/IR/TrainOptimizerOps.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Train_UnscaleGradsOp : Train_Op<"unscale_grads", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "unscale all gradients and detect inf/NaN in one pass";
+  let description = [{
+    GradScaler's fused check-and-unscale: `inv = 1 / scale` computed in f64
+    and rounded to f32 once; every gradient element is multiplied by inv
+    (in f32, rounded to the gradient's type), and `found_inf` is true when
+    any element of any gradient, before unscaling, is inf or NaN. Results:
+    the unscaled gradients, then found_inf (rank-0 i1).
+
+    ```mlir
+    %r:3 = train.unscale_grads %scale grads(%dw, %db) : tensor<f32>, (tensor<784x256xf32>, tensor<256xf32>)
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$scale,
+                       Variadic<Train_FloatTensor>:$grads);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
+  let assemblyFormat = [{
+    $scale `grads` `(` $grads `)` attr-dict `:` type($scale) `,` `(` type($grads) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "GradScaler's scale update, on the device";
+  let description = [{
+    PyTorch's `_amp_update_scale_`, with optional caps:
+
+    ```
+    if found_inf:  scale = max(scale * backoff_factor, min_scale); tracker = 0
+    else:          tracker += 1
+                   if tracker == growth_interval:
+                     new = scale * growth_factor       (in f32)
+                     if isfinite(new): scale = min(new, max_scale)
+                     tracker = 0
+    ```
+
+    Results: the new scale (rank-0 f32), the new growth tracker (rank-0
+    i32), and `collapsed` (rank-0 i1): true when a backoff would have taken
+    the scale below `min_scale` (the loss-scale-collapse condition a driver
+    turns into an error). `min_scale` defaults to 0 (no floor), `max_scale`
+    to infinity (no cap).
+
+    ```mlir
+    %s, %t, %c = train.update_scale %scale, %tracker, %found_inf growth_factor 2.0 backoff_factor 0.5 growth_interval 2000
+        : tensor<f32>, tensor<i32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$scale, 0DTensorOf<[I32]>:$tracker,
+    Train_Flag:$found_inf,
+    DefaultValuedOptionalAttr<F64Attr, "2.0">:$growth_factor,
+    DefaultValuedOptionalAttr<F64Attr, "0.5">:$backoff_factor,
+    DefaultValuedOptionalAttr<I64Attr, "2000">:$growth_interval,
+    DefaultValuedOptionalAttr<F64Attr, "0.0">:$min_scale,
+    DefaultValuedOptionalAttr<F64Attr, "::std::numeric_limits<double>::infinity()">:$max_scale);
+  let results = (outs 0DTensorOf<[F32]>:$new_scale,
+                      0DTensorOf<[I32]>:$new_tracker,
+                      0DTensorOf<[I1]>:$collapsed);
+  let assemblyFormat = [{
+    $scale `,` $tracker `,` $found_inf (`growth_factor` $growth_factor^)?
+    (`backoff_factor` $backoff_factor^)? (`growth_interval` $growth_interval^)?
+    (`min_scale` $min_scale^)? (`max_scale` $max_scale^)?
+    attr-dict `:` type($scale) `,` type($tracker)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINLOSSSCALINGOPS_TD

@@ -433,9 +433,13 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
     double minScale = op.getMinScale().convertToDouble();
     double maxScale = op.getMaxScale().convertToDouble();
     SmallVector<Type> outputs(op->getResultTypes());
+    Value skip = op.getSkip();
+    SmallVector<Value> inputs = {op.getScale(), op.getTracker(),
+                                 op.getFoundInf()};
+    if (skip)
+      inputs.push_back(skip);
     SmallVector<Value> results = buildUpdate(
-        rewriter, op.getLoc(),
-        {op.getScale(), op.getTracker(), op.getFoundInf()}, {}, outputs,
+        rewriter, op.getLoc(), inputs, {}, outputs,
         [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
           Type f32 = b.getF32Type(), f64 = b.getF64Type();
           auto c32 = [&](int64_t v) {
@@ -467,12 +471,33 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
           Value cleanScale = arith::SelectOp::create(b, l, grow, capped, scale);
           Value cleanTracker =
               arith::SelectOp::create(b, l, atInterval, c32(0), succ);
-          return SmallVector<Value>{
+          SmallVector<Value> updated = {
               arith::SelectOp::create(b, l, found, backedScale, cleanScale),
               arith::SelectOp::create(b, l, found, c32(0), cleanTracker),
               collapsed};
+          if (!skip)
+            return updated;
+          // Pending micro-batches: nothing moves, nothing collapses.
+          return keepOnSkip(b, l, t[3], updated,
+                            {scale, tracker,
+                             arith::ConstantOp::create(b, l, b.getBoolAttr(false))});
         });
     rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct AnyToLinalg : OpRewritePattern<AnyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AnyOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, buildUpdate(rewriter, op.getLoc(), {op.getLhs(), op.getRhs()}, {},
+                        {op.getType()},
+                        [](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+                          return SmallVector<Value>{
+                              arith::OrIOp::create(b, l, t[0], t[1])};
+                        }));
     return success();
   }
 };

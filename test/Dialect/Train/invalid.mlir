@@ -826,7 +826,7 @@ func.func @precision_on_cast(%x: tensor<4xf32>) -> tensor<4xf16> {
 // -----
 
 func.func @unknown_train_attr(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown train attribute 'train.speed' (expected 'train.precision')}}
+  // expected-error @+1 {{unknown train attribute 'train.speed' (expected 'train.precision' or 'train.loss_seed')}}
   %0 = train.relu %x {train.speed = "fast"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -1031,4 +1031,12 @@ func.func @unscale_scale_type(%s: tensor<f16>, %g: tensor<4xf32>) {
   // expected-error @+1 {{'train.unscale_grads' op operand #0 must be 0D tensor of 32-bit float values, but got 'tensor<f16>'}}
   %0:2 = train.unscale_grads %s grads(%g) : tensor<f16>, (tensor<4xf32>)
   return
+}
+
+// -----
+
+func.func @loss_seed_on_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.loss_seed' is a unit attribute of train.constant}}
+  %0 = train.relu %x {train.loss_seed} : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

@@ -91,9 +91,13 @@ LogicalResult differentiate(func::FuncOp func) {
     if (!inserted)
       it->second = AddOp::create(b, value.getLoc(), it->second, grad);
   };
-  if (active(loss))
-    accumulate(loss, filled(b, loss.getLoc(),
-                            cast<RankedTensorType>(loss.getType()), 1.0));
+  if (active(loss)) {
+    Value seed =
+        filled(b, loss.getLoc(), cast<RankedTensorType>(loss.getType()), 1.0);
+    seed.getDefiningOp()->setAttr(TrainDialect::kLossSeedAttrName,
+                                  b.getUnitAttr());
+    accumulate(loss, seed);
+  }
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator())
     forward.push_back(&op);

@@ -59,7 +59,8 @@ def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
     i32), and `collapsed` (rank-0 i1): true when a backoff would have taken
     the scale below `min_scale` (the loss-scale-collapse condition a driver
     turns into an error). `min_scale` defaults to 0 (no floor), `max_scale`
-    to infinity (no cap).
+    to infinity (no cap). With `skip(%pending)` true (micro-batches still
+    accumulating) the scale and tracker are returned unchanged.
 
     ```mlir
     %s, %t, %c = train.update_scale %scale, %tracker, %found_inf growth_factor 2.0 backoff_factor 0.5 growth_interval 2000
@@ -67,7 +68,7 @@ def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
     ```
   }];
   let arguments = (ins 0DTensorOf<[F32]>:$scale, 0DTensorOf<[I32]>:$tracker,
-    Train_Flag:$found_inf,
+    Train_Flag:$found_inf, Optional<Train_Flag>:$skip,
     DefaultValuedOptionalAttr<F64Attr, "2.0">:$growth_factor,
     DefaultValuedOptionalAttr<F64Attr, "0.5">:$backoff_factor,
     DefaultValuedOptionalAttr<I64Attr, "2000">:$growth_interval,
@@ -77,12 +78,26 @@ def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
                       0DTensorOf<[I32]>:$new_tracker,
                       0DTensorOf<[I1]>:$collapsed);
   let assemblyFormat = [{
-    $scale `,` $tracker `,` $found_inf (`growth_factor` $growth_factor^)?
+    $scale `,` $tracker `,` $found_inf (`skip` `(` $skip^ `)`)?
+    (`growth_factor` $growth_factor^)?
     (`backoff_factor` $backoff_factor^)? (`growth_interval` $growth_interval^)?
     (`min_scale` $min_scale^)? (`max_scale` $max_scale^)?
     attr-dict `:` type($scale) `,` type($tracker)
   }];
   let hasVerifier = 1;
+}
+
+def Train_AnyOp : Train_Op<"any", [Pure, Commutative,
+    AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "logical or of two step flags";
+  let description = [{
+    ```mlir
+    %skip = train.any %found_inf, %pending : tensor<i1>
+    ```
+  }];
+  let arguments = (ins Train_Flag:$lhs, Train_Flag:$rhs);
+  let results = (outs Train_Flag:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINLOSSSCALINGOPS_TD

@@ -711,7 +711,7 @@ func.func @init_xavier_fan_out(%b: tensor<256xf32> {train.param, train.init = #t
 
 // -----
 
-// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state', 'train.init', 'train.opt_state', 'train.master' or 'train.lr')}}
+// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state', 'train.init', 'train.opt_state', 'train.master', 'train.scaler_state' or 'train.lr')}}
 func.func @unknown_arg_attr(%w: tensor<4xf32> {train.weight}) {
   return
 }

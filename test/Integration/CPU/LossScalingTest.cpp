@@ -17,9 +17,12 @@
 #include "amp/Execution/CpuJit.h"
 
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace amp;
@@ -155,6 +158,106 @@ TEST_F(LossScaling, UnscaleAndDetect) {
     ASSERT_TRUE(bool(o)) << llvm::toString(o.takeError());
     EXPECT_EQ((*o)[2].getAsDouble(0), 1.0) << "case " << which;
   }
+}
+
+/// Fault injection: an inf in the data at step 2 makes every gradient
+/// non-finite. That step is skipped (parameters and Adam's state, step count
+/// included, bit-identical), the scale backs off, and the final parameters
+/// equal those of an unscaled run that simply leaves step 2 out (scales are
+/// powers of two, so scaling and unscaling are exact).
+TEST_F(LossScaling, InjectedInfSkipsTheStepExactly) {
+  const char *model = R"mlir(
+func.func @f(%x: tensor<4xf32>, %w: tensor<4xf32> {train.param}) -> tensor<f32> {
+  %p = train.mul %w, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = train.reduce_sum %p axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+)mlir";
+  auto build =
+      [&](const std::string &pipeline) -> std::unique_ptr<CpuFunction> {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(model, &context);
+    PassManager pm(&context);
+    if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(*module))) {
+      ADD_FAILURE() << pipeline;
+      return nullptr;
+    }
+    auto fn = CpuFunction::compile(*module, "train_step");
+    if (!fn) {
+      ADD_FAILURE() << llvm::toString(fn.takeError());
+      return nullptr;
+    }
+    return std::move(*fn);
+  };
+  auto scaled = build("amp-autodiff,amp-optimizer{optimizer=adam},"
+                      "amp-loss-scaling{init-scale=1024 growth-interval=2}");
+  auto plain = build("amp-autodiff,amp-optimizer{optimizer=adam}");
+  ASSERT_TRUE(scaled && plain);
+
+  std::vector<float> w0 = {0.5f, -1.0f, 2.0f, 0.25f};
+  auto data = [](int step) {
+    std::vector<float> x = {1.0f + step, -0.5f, 0.25f * step, 3.0f};
+    if (step == 2)
+      x[1] = std::numeric_limits<float>::infinity();
+    return HostTensor::fromFloats(ElementKind::F32, {4}, x);
+  };
+  // Scaled step: x, w, m, v, step, lr, scale, tracker ->
+  //              loss, w', m', v', step', scale', tracker', found_inf,
+  //              collapsed.
+  std::vector<HostTensor> s;
+  s.push_back(data(0));
+  s.push_back(HostTensor::fromFloats(ElementKind::F32, {4}, w0));
+  s.emplace_back(ElementKind::F32, llvm::ArrayRef<int64_t>{4});
+  s.emplace_back(ElementKind::F32, llvm::ArrayRef<int64_t>{4});
+  s.emplace_back(ElementKind::I32, llvm::ArrayRef<int64_t>{});
+  s.push_back(HostTensor::fromFloats(ElementKind::F32, {}, {0.1f}));
+  s.push_back(HostTensor::fromFloats(ElementKind::F32, {}, {1024.0f}));
+  s.emplace_back(ElementKind::I32, llvm::ArrayRef<int64_t>{});
+  // Plain step: x, w, m, v, step, lr -> loss, w', m', v', step'.
+  std::vector<HostTensor> p;
+  p.push_back(data(0));
+  p.push_back(HostTensor::fromFloats(ElementKind::F32, {4}, w0));
+  p.emplace_back(ElementKind::F32, llvm::ArrayRef<int64_t>{4});
+  p.emplace_back(ElementKind::F32, llvm::ArrayRef<int64_t>{4});
+  p.emplace_back(ElementKind::I32, llvm::ArrayRef<int64_t>{});
+  p.push_back(HostTensor::fromFloats(ElementKind::F32, {}, {0.1f}));
+
+  const float expectedScale[] = {1024, 2048, 1024, 1024, 2048};
+  for (int step = 0; step < 5; ++step) {
+    s[0] = data(step);
+    std::vector<const HostTensor *> sp;
+    for (const HostTensor &t : s)
+      sp.push_back(&t);
+    auto out = scaled->call(sp);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    bool found = (*out)[7].getAsDouble(0) != 0;
+    EXPECT_EQ(found, step == 2) << "step " << step;
+    EXPECT_EQ((*out)[8].getAsDouble(0), 0.0) << "no collapse";
+    if (step == 2) {
+      for (int i = 1; i <= 4; ++i) {
+        EXPECT_EQ(
+            std::memcmp((*out)[i].data(), s[i].data(), s[i].getSizeInBytes()),
+            0)
+            << "result " << i << " changed in the skipped step";
+      }
+    }
+    for (int i = 1; i <= 4; ++i)
+      s[i] = std::move((*out)[i]);
+    s[6] = std::move((*out)[5]);
+    s[7] = std::move((*out)[6]);
+    EXPECT_EQ(s[6].getAsDouble(0), expectedScale[step]) << "step " << step;
+    if (step == 2)
+      continue; // the plain run leaves the faulty step out
+    p[0] = data(step);
+    std::vector<const HostTensor *> pp;
+    for (const HostTensor &t : p)
+      pp.push_back(&t);
+    auto plainOut = plain->call(pp);
+    ASSERT_TRUE(bool(plainOut)) << llvm::toString(plainOut.takeError());
+    for (int i = 1; i <= 4; ++i)
+      p[i] = std::move((*plainOut)[i]);
+  }
+  EXPECT_EQ(s[1].toFloats(), p[1].toFloats()) << "final parameters";
+  EXPECT_EQ(s[4].getAsDouble(0), 4.0) << "Adam counted only the 4 clean steps";
 }
 
 } // namespace

@@ -117,7 +117,7 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   }
 
   if (name == kOptStateAttrName || name == kMasterAttrName ||
-      name == kLrAttrName) {
+      name == kLrAttrName || name == kScalerStateAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(loc) << "'" << name << "' must be a unit attribute, got "
                             << attr.getValue();
@@ -136,7 +136,8 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
     if (auto func = dyn_cast<FunctionOpInterface>(op)) {
       if (!func.getArgAttr(argIndex, kParamAttrName) &&
           !func.getArgAttr(argIndex, kStateAttrName) &&
-          !func.getArgAttr(argIndex, kOptStateAttrName))
+          !func.getArgAttr(argIndex, kOptStateAttrName) &&
+          !func.getArgAttr(argIndex, kScalerStateAttrName))
         return emitError(loc)
                << "'" << kInitAttrName << "' on argument #" << argIndex
                << " needs '" << kParamAttrName << "', '" << kStateAttrName
@@ -155,5 +156,6 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                         << "' (expected '" << kParamAttrName << "', '"
                         << kStateAttrName << "', '" << kInitAttrName << "', '"
                         << kOptStateAttrName << "', '" << kMasterAttrName
-                        << "' or '" << kLrAttrName << "')";
+                        << "', '" << kScalerStateAttrName << "' or '"
+                        << kLrAttrName << "')";
 }

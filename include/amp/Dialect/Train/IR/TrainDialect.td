@@ -56,6 +56,10 @@ def Train_Dialect : Dialect {
     /// Marks a step argument holding the f32 master copy of a low-precision
     /// parameter, initialized from the parameter.
     static constexpr ::llvm::StringLiteral kMasterAttrName = "train.master";
+    /// Marks a step argument holding loss-scaler state (the scale, the growth
+    /// tracker), initialized by its `train.init`.
+    static constexpr ::llvm::StringLiteral kScalerStateAttrName =
+        "train.scaler_state";
     /// Marks the step argument holding the learning rate (a rank-0 f32).
     static constexpr ::llvm::StringLiteral kLrAttrName = "train.lr";
     /// The unit attribute marking a function argument as non-trained state.

@@ -125,6 +125,49 @@ def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
+def LossScalingPass : Pass<"amp-loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Compile PyTorch GradScaler's loss scaling into the step";
+  let description = [{
+    Rewrites each training step made by amp-optimizer:
+
+    - the backward seed (`train.loss_seed`) becomes the scale, so every
+      gradient is computed scaled;
+    - one `train.unscale_grads` multiplies all gradients by 1/scale and
+      detects inf/NaN, before clipping (clip unscaled gradients) and after
+      accumulation (keep micro-batch gradients scaled, unscale once);
+    - the update is skipped when found_inf (or while micro-batches are
+      pending): parameters, masters and optimizer state stay bit-identical;
+    - `mode=dynamic` adds the scale (f32, `train.init = constant(init-scale)`)
+      and growth tracker (i32, zeros) as `train.scaler_state` arguments and
+      updates them with `train.update_scale` inside the step (no host sync);
+      results gain the new scale, the new tracker, found_inf and the
+      loss-scale-collapse flag (scale would fall below min-scale).
+      `mode=static` multiplies by the constant init-scale and still skips
+      non-finite steps; results gain found_inf. `mode=none` changes nothing.
+
+    ```
+    amp-opt model.mlir --amp-pipeline --amp-loss-scaling="mode=dynamic init-scale=65536"
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "dynamic, static or none">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "Initial (or static) scale">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale growth after growth-interval clean steps (> 1)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale backoff on inf/NaN (in (0, 1))">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "Clean steps before growth (>= 1)">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "Floor of the scale; reaching it reports loss-scale collapse">,
+    Option<"maxScale", "max-scale", "double", /*default=*/"16777216.0",
+           "Cap of the scale (Apex: 2^24)">,
+  ];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

@@ -1,0 +1,202 @@
+//===- LossScaling.cpp - The amp-loss-scaling pass ------------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace amp {
+namespace train {
+#define GEN_PASS_DEF_LOSSSCALINGPASS
+#include "amp/Dialect/Train/Transforms/Passes.h.inc"
+} // namespace train
+} // namespace amp
+
+using namespace mlir;
+using namespace amp::train;
+
+namespace {
+
+struct LossScalingPass
+    : public amp::train::impl::LossScalingPassBase<LossScalingPass> {
+  using LossScalingPassBase::LossScalingPassBase;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    auto fail = [&](const Twine &message) {
+      return emitError(UnknownLoc::get(context),
+                       "amp-loss-scaling: " + message);
+    };
+    if (mode != "dynamic" && mode != "static" && mode != "none")
+      return fail("mode must be dynamic, static or none, got '" + mode + "'");
+    if (!(initScale > 0.0) || !std::isfinite(initScale))
+      return fail("init-scale must be positive and finite");
+    if (!(growthFactor > 1.0))
+      return fail("growth-factor must be greater than 1");
+    if (!(backoffFactor > 0.0 && backoffFactor < 1.0))
+      return fail("backoff-factor must be in (0, 1)");
+    if (growthInterval < 1)
+      return fail("growth-interval must be at least 1");
+    if (!(minScale >= 0.0 && maxScale > minScale))
+      return fail("needs 0 <= min-scale < max-scale");
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (mode == "none")
+      return;
+    for (auto func :
+         llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
+      SmallVector<Operation *> updates;
+      func.walk([&](Operation *op) {
+        if (isa<SgdUpdateOp, AdamUpdateOp>(op))
+          updates.push_back(op);
+      });
+      if (updates.empty())
+        continue;
+      if (failed(scaleStep(func, updates)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult scaleStep(func::FuncOp func, ArrayRef<Operation *> updates);
+};
+
+/// Adds a scaler-state argument with initializer `init`.
+Value addScalerArgument(func::FuncOp func, Type type, Attribute init) {
+  MLIRContext *ctx = func.getContext();
+  SmallVector<NamedAttribute> attrs = {
+      NamedAttribute(StringAttr::get(ctx, TrainDialect::kScalerStateAttrName),
+                     UnitAttr::get(ctx)),
+      NamedAttribute(StringAttr::get(ctx, TrainDialect::kInitAttrName), init)};
+  unsigned index = func.getNumArguments();
+  if (failed(func.insertArgument(index, type, DictionaryAttr::get(ctx, attrs),
+                                 func.getLoc())))
+    return {};
+  return func.getArgument(index);
+}
+
+LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
+                                         ArrayRef<Operation *> updates) {
+  MLIRContext *ctx = &getContext();
+  if (updates.size() != 1)
+    return func.emitError("amp-loss-scaling: @")
+           << func.getName() << " has " << updates.size()
+           << " optimizer updates; expected one (made by amp-optimizer)";
+  Operation *update = updates.front();
+  SmallVector<ConstantOp> seeds;
+  func.walk([&](ConstantOp c) {
+    if (c->hasAttr(TrainDialect::kLossSeedAttrName))
+      seeds.push_back(c);
+  });
+  if (!func.getOps<UnscaleGradsOp>().empty() ||
+      llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
+        return func.getArgAttr(arg.getArgNumber(),
+                               TrainDialect::kScalerStateAttrName);
+      }))
+    return func.emitError("amp-loss-scaling: @")
+           << func.getName() << " is already loss-scaled";
+  if (seeds.empty())
+    return func.emitError("amp-loss-scaling: @")
+           << func.getName()
+           << " has no backward seed (train.loss_seed); run amp-autodiff and "
+              "amp-optimizer first";
+  if (seeds.size() > 1)
+    return func.emitError("amp-loss-scaling: @")
+           << func.getName() << " has " << seeds.size()
+           << " backward seeds (train.loss_seed); expected one";
+  ConstantOp seed = seeds.front();
+
+  // The scale: a step argument (dynamic) or a constant (static).
+  Type f32 = Float32Type::get(ctx);
+  auto scalarF32 = RankedTensorType::get({}, f32);
+  Value scale, tracker;
+  OpBuilder b(ctx);
+  if (mode == "dynamic") {
+    scale = addScalerArgument(
+        func, scalarF32,
+        InitAttr::get(ctx, InitKind::constant, APFloat(initScale), 0, 0));
+    tracker = addScalerArgument(
+        func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
+        InitAttr::get(ctx, InitKind::zeros, APFloat(0.0), 0, 0));
+  } else {
+    b.setInsertionPointToStart(&func.getBody().front());
+    scale = ConstantOp::create(
+        b, func.getLoc(),
+        DenseElementsAttr::get(scalarF32, b.getFloatAttr(f32, initScale)));
+  }
+
+  // The seed becomes the scale (in the loss's type).
+  b.setInsertionPoint(seed);
+  Value scaledSeed = scale;
+  if (seed.getType() != scale.getType())
+    scaledSeed = CastOp::create(b, seed.getLoc(), seed.getType(), scale);
+  seed.getResult().replaceAllUsesWith(scaledSeed);
+  seed->erase();
+
+  // Unscale once, where the gradients enter clipping or the update.
+  auto updateGrads = [&]() -> MutableOperandRange {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(update))
+      return sgd.getGradsMutable();
+    return cast<AdamUpdateOp>(update).getGradsMutable();
+  };
+  Operation *consumer = update;
+  MutableOperandRange grads = updateGrads();
+  if (auto clip = grads.empty()
+                      ? ClipGradNormOp()
+                      : grads[0].get().getDefiningOp<ClipGradNormOp>()) {
+    consumer = clip;
+    grads = clip.getGradsMutable();
+  }
+  b.setInsertionPoint(consumer);
+  Location loc = update->getLoc();
+  SmallVector<Value> scaled;
+  for (OpOperand &g : grads)
+    scaled.push_back(g.get());
+  auto unscale = UnscaleGradsOp::create(b, loc, scale, scaled);
+  for (auto [i, g] : llvm::enumerate(grads))
+    g.set(unscale.getResult(i));
+  Value found = unscale.getResults().back();
+
+  // Skip on inf/NaN (and while micro-batches are pending).
+  b.setInsertionPoint(update);
+  auto skipOperand = [&]() -> MutableOperandRange {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(update))
+      return sgd.getSkipMutable();
+    return cast<AdamUpdateOp>(update).getSkipMutable();
+  };
+  MutableOperandRange skip = skipOperand();
+  Value pending = skip.empty() ? Value() : skip[0].get();
+  Value skipFlag =
+      pending ? AnyOp::create(b, loc, found, pending).getResult() : found;
+  skip.assign(skipFlag);
+
+  // New results: the scaler's state and flags.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<Value> results(ret.getOperands());
+  b.setInsertionPoint(ret);
+  if (mode == "dynamic") {
+    auto next = UpdateScaleOp::create(
+        b, loc, scale, tracker, found, pending, b.getF64FloatAttr(growthFactor),
+        b.getF64FloatAttr(backoffFactor), b.getI64IntegerAttr(growthInterval),
+        b.getF64FloatAttr(minScale), b.getF64FloatAttr(maxScale));
+    results.push_back(next.getNewScale());
+    results.push_back(next.getNewTracker());
+    results.push_back(found);
+    results.push_back(next.getCollapsed());
+  } else {
+    results.push_back(found);
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
+                                 TypeRange(ValueRange(results))));
+  return success();
+}
+
+} // namespace

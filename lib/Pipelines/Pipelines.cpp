@@ -41,6 +41,15 @@ void amp::buildCpuLoweringPipeline(OpPassManager &pm) {
                              "not parse; are the passes registered?");
 }
 
+std::string amp::resolveLossScaleMode(const AmpPipelineOptions &options) {
+  if (options.lossScale != "auto")
+    return options.lossScale;
+  // bf16 has f32's exponent range: nothing underflows that would in f32.
+  if (options.dtype != "f16" || options.optLevel == "O0")
+    return "none";
+  return options.optLevel == "O3" ? "static" : "dynamic";
+}
+
 void amp::buildAmpPipeline(OpPassManager &pm,
                            const AmpPipelineOptions &options) {
   train::AutocastPassOptions autocast;
@@ -57,6 +66,14 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     optimizer.accumulate = options.accumulate;
     optimizer.clipNorm = options.clipNorm;
     pm.addPass(train::createOptimizerPass(optimizer));
+    train::LossScalingPassOptions scaling;
+    scaling.mode = resolveLossScaleMode(options);
+    bool apexO3 = options.optLevel == "O3" && scaling.mode == "static";
+    scaling.initScale = options.initScale > 0.0 ? options.initScale.getValue()
+                        : apexO3                ? 1.0
+                                                : 65536.0;
+    scaling.growthInterval = options.growthInterval;
+    pm.addPass(train::createLossScalingPass(scaling));
   }
   pm.addPass(train::createCastCleanupPass());
 }
@@ -65,7 +82,7 @@ void amp::registerAmpPipelines() {
   PassPipelineRegistration<AmpPipelineOptions>(
       "amp-pipeline",
       "Turn an FP32 training graph into a mixed-precision training step "
-      "(autocast, autodiff, optimizer, cast cleanup)",
+      "(autocast, autodiff, optimizer, loss scaling, cast cleanup)",
       buildAmpPipeline);
   PassPipelineRegistration<>(
       "amp-lower-cpu",

@@ -49,10 +49,29 @@ struct AmpPipelineOptions
       *this, "clip-norm",
       llvm::cl::desc("Clip the gradients' global norm (0: off)"),
       llvm::cl::init(0.0)};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("auto, dynamic, static or none. auto: dynamic for f16 "
+                     "at O1/O2, static 1.0 at O3 (Apex), none for bf16 and "
+                     "O0"),
+      llvm::cl::init("auto")};
+  Option<double> initScale{
+      *this, "init-scale",
+      llvm::cl::desc("Initial (dynamic) or fixed (static) scale; 0: 65536, "
+                     "or 1.0 for static at O3"),
+      llvm::cl::init(0.0)};
+  Option<int64_t> growthInterval{
+      *this, "growth-interval",
+      llvm::cl::desc("Clean steps before the dynamic scale grows"),
+      llvm::cl::init(2000)};
 };
 
-/// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer (unless
-/// optimizer=none), then amp-cast-cleanup. Loss scaling joins it next.
+/// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is
+/// auto, otherwise the Apex/PyTorch default for the opt level and dtype.
+std::string resolveLossScaleMode(const AmpPipelineOptions &options);
+
+/// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer and
+/// amp-loss-scaling (unless optimizer=none), then amp-cast-cleanup.
 void buildAmpPipeline(mlir::OpPassManager &pm,
                       const AmpPipelineOptions &options);
 

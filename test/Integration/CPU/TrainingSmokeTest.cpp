@@ -7,7 +7,8 @@
 // examples/mlp.mlir through amp-pipeline (autocast, autodiff, Adam) at O0 and
 // O1-f16, JIT-compiled, trained for 25 steps on one synthetic batch whose
 // labels come from a random linear teacher. The loss must fall below 60% of
-// its first value, finitely, at both levels.
+// its first value, finitely, at both levels; at O1 the step carries the
+// dynamic loss scaler, which must never skip or collapse here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "amp/Execution/CpuJit.h"
 #include "amp/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -43,6 +45,18 @@ TEST_P(TrainingSmoke, MlpLossFalls) {
   options.optimizer = "adam";
   buildAmpPipeline(pm, options);
   ASSERT_TRUE(succeeded(pm.run(*module)));
+  // The step ABI: data, parameters, optimizer state, then the learning
+  // rate, then (f16 at O1) the loss scaler's scale and growth tracker.
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  ASSERT_TRUE(step);
+  unsigned lrIndex = 0, numScaler = 0;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    if (step.getArgAttr(i, "train.lr"))
+      lrIndex = i;
+    if (step.getArgAttr(i, "train.scaler_state"))
+      ++numScaler;
+  }
+  ASSERT_EQ(numScaler, std::string(GetParam()) == "O1" ? 2u : 0u);
   auto fn = CpuFunction::compile(*module, "train_step");
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
 
@@ -89,11 +103,16 @@ TEST_P(TrainingSmoke, MlpLossFalls) {
       v = init(rng);
     args.push_back(HostTensor::fromFloats(spec.kind, spec.shape, values));
   }
-  for (size_t i = 8; i + 1 < specs.size(); ++i)
+  for (size_t i = 8; i < lrIndex; ++i)
     args.emplace_back(specs[i].kind, specs[i].shape);
   args.push_back(HostTensor::fromFloats(ElementKind::F32, {}, {1e-3f}));
+  if (numScaler) {
+    args.push_back(HostTensor::fromFloats(ElementKind::F32, {}, {65536.0f}));
+    args.emplace_back(ElementKind::I32, llvm::ArrayRef<int64_t>{});
+  }
 
   std::vector<double> losses;
+  int skipped = 0;
   for (int step = 0; step < 25; ++step) {
     std::vector<const HostTensor *> pointers;
     for (const HostTensor &a : args)
@@ -102,13 +121,22 @@ TEST_P(TrainingSmoke, MlpLossFalls) {
     ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
     losses.push_back((*out)[0].getAsDouble(0));
     ASSERT_TRUE(std::isfinite(losses.back())) << "step " << step;
-    // Results: loss, 6 parameters, 12 moments, step -> arguments 2..20.
-    for (size_t i = 1; i < out->size(); ++i)
+    // Results: loss, 6 parameters, 12 moments, step -> arguments 2..20;
+    // then scale, tracker -> the scaler arguments; found_inf, collapsed.
+    for (size_t i = 1; i < lrIndex - 1; ++i)
       args[1 + i] = std::move((*out)[i]);
+    if (numScaler) {
+      args[lrIndex + 1] = std::move((*out)[lrIndex - 1]);
+      args[lrIndex + 2] = std::move((*out)[lrIndex]);
+      skipped += (*out)[lrIndex + 1].getAsDouble(0) != 0;
+      ASSERT_EQ((*out)[lrIndex + 2].getAsDouble(0), 0.0) << "scale collapsed";
+    }
   }
   std::printf("  %s: loss %.4f -> %.4f after 25 steps\n", GetParam(),
               losses.front(), losses.back());
   EXPECT_LT(losses.back(), 0.6 * losses.front());
+  // A 2^16 scale on this small model must not overflow f16 gradients.
+  EXPECT_EQ(skipped, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, TrainingSmoke, ::testing::Values("O0", "O1"));

@@ -102,7 +102,7 @@ def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
     f32, and the new low-precision parameter is the rounded master.
 
     ```
-    amp-opt model.mlir --amp-pipeline --amp-autodiff --amp-optimizer="optimizer=adamw weight-decay=0.01"
+    amp-opt model.mlir --amp-autocast --amp-autodiff --amp-optimizer="optimizer=adamw weight-decay=0.01"
     ```
   }];
   let options = [
@@ -146,7 +146,7 @@ def LossScalingPass : Pass<"amp-loss-scaling", "::mlir::ModuleOp"> {
       non-finite steps; results gain found_inf. `mode=none` changes nothing.
 
     ```
-    amp-opt model.mlir --amp-pipeline --amp-loss-scaling="mode=dynamic init-scale=65536"
+    amp-opt model.mlir --amp-autocast --amp-autodiff --amp-optimizer --amp-loss-scaling="init-scale=1024"
     ```
   }];
   let options = [

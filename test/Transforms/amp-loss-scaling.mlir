@@ -1,13 +1,14 @@
 // RUN: amp-opt %s --amp-autodiff --amp-optimizer="optimizer=sgd accumulate=2 clip-norm=1.0" --amp-loss-scaling | FileCheck %s --check-prefix=DYN
 // RUN: amp-opt %s --amp-autocast="opt-level=O2" --amp-autodiff --amp-optimizer="optimizer=sgd" --amp-loss-scaling="mode=static init-scale=128" | FileCheck %s --check-prefix=STATIC
 // RUN: amp-opt %s --amp-autodiff --amp-optimizer="optimizer=sgd" --amp-loss-scaling="mode=none" | FileCheck %s --check-prefix=NONE
-// RUN: amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="init-scale=1024 growth-factor=4 backoff-factor=0.25 growth-interval=100 min-scale=1 max-scale=4096" | FileCheck %s --check-prefix=OPTS
+// RUN: amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="init-scale=1024 growth-factor=4 backoff-factor=0.25 growth-interval=100 min-scale=1 max-scale=4096 hysteresis=3" | FileCheck %s --check-prefix=OPTS
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="mode=sometimes" 2>&1 | FileCheck %s --check-prefix=BADMODE
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="init-scale=0" 2>&1 | FileCheck %s --check-prefix=BADINIT
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="growth-factor=1" 2>&1 | FileCheck %s --check-prefix=BADGROW
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="backoff-factor=1" 2>&1 | FileCheck %s --check-prefix=BADBACK
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="growth-interval=0" 2>&1 | FileCheck %s --check-prefix=BADINT
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="min-scale=8 max-scale=4" 2>&1 | FileCheck %s --check-prefix=BADCAPS
+// RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="hysteresis=0" 2>&1 | FileCheck %s --check-prefix=BADHYST
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling --amp-loss-scaling 2>&1 | FileCheck %s --check-prefix=TWICE
 
 // Dynamic (the default): the backward seed becomes the scale, a step
@@ -49,7 +50,7 @@
 // NONE: train.constant {{.*}}train.loss_seed
 
 // OPTS: train.init<constant(1.024000e+03)>
-// OPTS: train.update_scale %{{.*}}, %{{.*}}, %{{.*}} growth_factor 4.000000e+00 backoff_factor 2.500000e-01 growth_interval 100 min_scale 1.000000e+00 max_scale 4.096000e+03
+// OPTS: train.update_scale %{{.*}}, %{{.*}}, %{{.*}} growth_factor 4.000000e+00 backoff_factor 2.500000e-01 growth_interval 100 min_scale 1.000000e+00 max_scale 4.096000e+03 hysteresis 3
 
 // BADMODE: amp-loss-scaling: mode must be dynamic, static or none, got 'sometimes'
 // BADINIT: amp-loss-scaling: init-scale must be positive and finite
@@ -57,6 +58,7 @@
 // BADBACK: amp-loss-scaling: backoff-factor must be in (0, 1)
 // BADINT: amp-loss-scaling: growth-interval must be at least 1
 // BADCAPS: amp-loss-scaling: needs 0 <= min-scale < max-scale
+// BADHYST: amp-loss-scaling: hysteresis must be at least 1
 // TWICE: error: amp-loss-scaling: @train_step is already loss-scaled
 
 func.func @f(%x: tensor<4x3xf32>, %w: tensor<3x2xf32> {train.param}) -> tensor<f32> {

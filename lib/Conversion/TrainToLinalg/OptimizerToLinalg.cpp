@@ -432,6 +432,7 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
     int64_t interval = op.getGrowthInterval();
     double minScale = op.getMinScale().convertToDouble();
     double maxScale = op.getMaxScale().convertToDouble();
+    int64_t hysteresis = op.getHysteresis();
     SmallVector<Type> outputs(op->getResultTypes());
     Value skip = op.getSkip();
     SmallVector<Value> inputs = {op.getScale(), op.getTracker(),
@@ -453,14 +454,27 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
             return arith::TruncFOp::create(b, l, f32, wide).getResult();
           };
           Value scale = t[0], tracker = t[1], found = t[2];
+          // The tracker counts clean steps (>= 0) or, below 0, consecutive
+          // overflows not yet acted on (hysteresis > 1).
+          Value zero = c32(0);
+          Value cleanCount = arith::MaxSIOp::create(b, l, tracker, zero);
+          Value overflows = arith::SubIOp::create(
+              b, l, c32(1), arith::MinSIOp::create(b, l, tracker, zero));
+          Value backoffNow = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::sge, overflows, c32(hysteresis));
           Value backed = times(backoff);
           Value minV = floatConstant(b, l, f32, minScale);
           Value collapsed = arith::AndIOp::create(
-              b, l, found,
+              b, l, arith::AndIOp::create(b, l, found, backoffNow),
               arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, backed,
                                     minV));
-          Value backedScale = arith::MaximumFOp::create(b, l, backed, minV);
-          Value succ = arith::AddIOp::create(b, l, tracker, c32(1));
+          Value backedScale = arith::SelectOp::create(
+              b, l, backoffNow, arith::MaximumFOp::create(b, l, backed, minV),
+              scale);
+          Value infTracker = arith::SelectOp::create(
+              b, l, backoffNow, zero,
+              arith::SubIOp::create(b, l, zero, overflows));
+          Value succ = arith::AddIOp::create(b, l, cleanCount, c32(1));
           Value atInterval = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::eq, succ, c32(interval));
           Value grown = times(growth);
@@ -470,17 +484,18 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
               b, l, grown, floatConstant(b, l, f32, maxScale));
           Value cleanScale = arith::SelectOp::create(b, l, grow, capped, scale);
           Value cleanTracker =
-              arith::SelectOp::create(b, l, atInterval, c32(0), succ);
+              arith::SelectOp::create(b, l, atInterval, zero, succ);
           SmallVector<Value> updated = {
               arith::SelectOp::create(b, l, found, backedScale, cleanScale),
-              arith::SelectOp::create(b, l, found, c32(0), cleanTracker),
+              arith::SelectOp::create(b, l, found, infTracker, cleanTracker),
               collapsed};
           if (!skip)
             return updated;
           // Pending micro-batches: nothing moves, nothing collapses.
-          return keepOnSkip(b, l, t[3], updated,
-                            {scale, tracker,
-                             arith::ConstantOp::create(b, l, b.getBoolAttr(false))});
+          return keepOnSkip(
+              b, l, t[3], updated,
+              {scale, tracker,
+               arith::ConstantOp::create(b, l, b.getBoolAttr(false))});
         });
     rewriter.replaceOp(op, results);
     return success();

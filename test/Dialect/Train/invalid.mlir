@@ -1019,6 +1019,14 @@ func.func @interval(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
 
 // -----
 
+func.func @hysteresis(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
+  // expected-error @+1 {{'train.update_scale' op hysteresis must be at least 1, got 0}}
+  %0:3 = train.update_scale %s, %t, %f hysteresis 0 : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
 func.func @scale_range(%s: tensor<f32>, %t: tensor<i32>, %f: tensor<i1>) {
   // expected-error @+1 {{'train.update_scale' op needs 0 <= min_scale < max_scale, got 8 and 4}}
   %0:3 = train.update_scale %s, %t, %f min_scale 8.0 max_scale 4.0 : tensor<f32>, tensor<i32>

@@ -737,6 +737,9 @@ LogicalResult UpdateScaleOp::verify() {
   if (getGrowthInterval() < 1)
     return emitOpError("growth_interval must be at least 1, got ")
            << static_cast<int64_t>(getGrowthInterval());
+  if (getHysteresis() < 1)
+    return emitOpError("hysteresis must be at least 1, got ")
+           << static_cast<int64_t>(getHysteresis());
   if (!(getMinScale().convertToDouble() >= 0.0) ||
       !(getMaxScale().convertToDouble() > getMinScale().convertToDouble()))
     return emitOpError("needs 0 <= min_scale < max_scale, got ")

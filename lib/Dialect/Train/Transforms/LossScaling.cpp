@@ -42,6 +42,8 @@ struct LossScalingPass
       return fail("backoff-factor must be in (0, 1)");
     if (growthInterval < 1)
       return fail("growth-interval must be at least 1");
+    if (hysteresis < 1)
+      return fail("hysteresis must be at least 1");
     if (!(minScale >= 0.0 && maxScale > minScale))
       return fail("needs 0 <= min-scale < max-scale");
     return success();
@@ -184,7 +186,8 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
     auto next = UpdateScaleOp::create(
         b, loc, scale, tracker, found, pending, b.getF64FloatAttr(growthFactor),
         b.getF64FloatAttr(backoffFactor), b.getI64IntegerAttr(growthInterval),
-        b.getF64FloatAttr(minScale), b.getF64FloatAttr(maxScale));
+        b.getF64FloatAttr(minScale), b.getF64FloatAttr(maxScale),
+        b.getI64IntegerAttr(hysteresis));
     results.push_back(next.getNewScale());
     results.push_back(next.getNewTracker());
     results.push_back(found);

@@ -59,7 +59,16 @@ def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
     i32), and `collapsed` (rank-0 i1): true when a backoff would have taken
     the scale below `min_scale` (the loss-scale-collapse condition a driver
     turns into an error). `min_scale` defaults to 0 (no floor), `max_scale`
-    to infinity (no cap). With `skip(%pending)` true (micro-batches still
+    to infinity (no cap).
+
+    `hysteresis` H (default 1, GradScaler) tolerates H-1 consecutive
+    overflowing steps before backing off (DeepSpeed's consecutive
+    hysteresis): they are still skipped, but only the H-th in a row reduces
+    the scale. The count of consecutive overflows lives in the tracker as a
+    negative number, so the state stays (scale, tracker); a clean step
+    starts counting clean steps from 1 again.
+
+    With `skip(%pending)` true (micro-batches still
     accumulating) the scale and tracker are returned unchanged.
 
     ```mlir
@@ -73,7 +82,8 @@ def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
     DefaultValuedOptionalAttr<F64Attr, "0.5">:$backoff_factor,
     DefaultValuedOptionalAttr<I64Attr, "2000">:$growth_interval,
     DefaultValuedOptionalAttr<F64Attr, "0.0">:$min_scale,
-    DefaultValuedOptionalAttr<F64Attr, "::std::numeric_limits<double>::infinity()">:$max_scale);
+    DefaultValuedOptionalAttr<F64Attr, "::std::numeric_limits<double>::infinity()">:$max_scale,
+    DefaultValuedOptionalAttr<I64Attr, "1">:$hysteresis);
   let results = (outs 0DTensorOf<[F32]>:$new_scale,
                       0DTensorOf<[I32]>:$new_tracker,
                       0DTensorOf<[I1]>:$collapsed);
@@ -82,6 +92,7 @@ def Train_UpdateScaleOp : Train_Op<"update_scale", [Pure,
     (`growth_factor` $growth_factor^)?
     (`backoff_factor` $backoff_factor^)? (`growth_interval` $growth_interval^)?
     (`min_scale` $min_scale^)? (`max_scale` $max_scale^)?
+    (`hysteresis` $hysteresis^)?
     attr-dict `:` type($scale) `,` type($tracker)
   }];
   let hasVerifier = 1;

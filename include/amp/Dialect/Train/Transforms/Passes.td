@@ -164,6 +164,8 @@ def LossScalingPass : Pass<"amp-loss-scaling", "::mlir::ModuleOp"> {
            "Floor of the scale; reaching it reports loss-scale collapse">,
     Option<"maxScale", "max-scale", "double", /*default=*/"16777216.0",
            "Cap of the scale (Apex: 2^24)">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
+           "Consecutive overflowing steps before the scale backs off">,
   ];
   let dependentDialects = ["::amp::train::TrainDialect"];
 }

@@ -31,7 +31,7 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 config.amp_tools_dir = os.path.join(config.amp_obj_root, "bin")
 tool_dirs = [config.amp_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["amp-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["amp-opt", "amp-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=True)
 

@@ -108,6 +108,15 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   // in-place writes into caller memory) and the entry gets a C interface.
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   auto copyFunc = copy->lookupSymbol<func::FuncOp>(name);
+  // The train.* argument roles mean nothing to LLVM (its translation would
+  // warn about each one).
+  for (auto f : copy->getOps<func::FuncOp>()) {
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
+      for (NamedAttribute attr : llvm::to_vector(mlir::function_interface_impl::getArgAttrs(f, i)))
+        if (attr.getName().strref().starts_with("train."))
+          f.removeArgAttr(i, attr.getName());
+    }
+  }
   copyFunc->setAttr("llvm.emit_c_interface",
                     UnitAttr::get(module.getContext()));
   for (unsigned i = 0, e = copyFunc.getNumArguments(); i < e; ++i)

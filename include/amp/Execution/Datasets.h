@@ -1,0 +1,56 @@
+//===- Datasets.h - Image-classification data for amp-run -------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Fashion-MNIST (gzip'ed IDX files, read with zlib) and a synthetic dataset
+// for tests. Images are stored normalised, as the model sees them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_DATASETS_H
+#define AMP_EXECUTION_DATASETS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace amp {
+
+/// `count` examples of `features` floats each, with labels in [0, classes).
+struct Dataset {
+  int64_t count = 0;
+  int64_t features = 0;
+  int32_t classes = 0;
+  std::vector<float> images;   // count * features, row-major
+  std::vector<int32_t> labels; // count
+};
+
+/// Fashion-MNIST's normalisation: pixel / 255, then (x - mean) / std with the
+/// training set's mean 0.2860 and std 0.3530 (torchvision's values).
+constexpr float kFashionMnistMean = 0.2860f;
+constexpr float kFashionMnistStd = 0.3530f;
+
+/// Reads a gzip'ed IDX file: ubyte images (idx3) or labels (idx1). Errors
+/// name the file and what is wrong with it.
+llvm::Expected<std::vector<uint8_t>>
+readIdxGz(llvm::StringRef path, int expectedDims,
+          std::vector<int64_t> *dims = nullptr);
+
+/// Loads the training (`train`) or test split from `dir`
+/// (train-images-idx3-ubyte.gz, ... as Debian's dataset-fashion-mnist ships
+/// them in /usr/share/datasets/fashion-mnist).
+llvm::Expected<Dataset> loadFashionMnist(llvm::StringRef dir, bool train);
+
+/// `count` random examples (uniform [0, 1) features) labelled by a random
+/// linear teacher: learnable, deterministic in `seed`. The test split uses
+/// the same teacher with different inputs.
+Dataset makeSyntheticDataset(int64_t count, int64_t features, int32_t classes,
+                             uint64_t seed, bool train);
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_DATASETS_H

@@ -1,0 +1,138 @@
+//===- Datasets.cpp - Image-classification data for amp-run ---------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/Datasets.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Path.h"
+
+#include <random>
+#include <zlib.h>
+
+using namespace amp;
+
+llvm::Expected<std::vector<uint8_t>>
+amp::readIdxGz(llvm::StringRef path, int expectedDims,
+               std::vector<int64_t> *dims) {
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + what);
+  };
+  gzFile file = gzopen(path.str().c_str(), "rb");
+  if (!file)
+    return fail("cannot open (is dataset-fashion-mnist installed, or "
+                "--data-dir right?)");
+  std::vector<uint8_t> bytes;
+  uint8_t buffer[1 << 16];
+  int n;
+  while ((n = gzread(file, buffer, sizeof(buffer))) > 0)
+    bytes.insert(bytes.end(), buffer, buffer + n);
+  int errnum = 0;
+  const char *message = gzerror(file, &errnum);
+  std::string zmessage = message ? message : "";
+  gzclose(file);
+  if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END))
+    return fail("not a readable gzip file (" + zmessage + ")");
+  if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08)
+    return fail("not an unsigned-byte IDX file (bad magic number)");
+  if (bytes[3] != expectedDims)
+    return fail("has " + llvm::Twine(int(bytes[3])) + " dimensions, expected " +
+                llvm::Twine(expectedDims));
+  size_t header = 4 + 4 * size_t(expectedDims);
+  if (bytes.size() < header)
+    return fail("truncated header");
+  size_t total = 1;
+  std::vector<int64_t> shape;
+  for (int d = 0; d < expectedDims; ++d) {
+    const uint8_t *p = bytes.data() + 4 + 4 * d;
+    int64_t extent = (int64_t(p[0]) << 24) | (int64_t(p[1]) << 16) |
+                     (int64_t(p[2]) << 8) | int64_t(p[3]);
+    shape.push_back(extent);
+    total *= size_t(extent);
+  }
+  if (bytes.size() != header + total)
+    return fail("holds " + llvm::Twine(bytes.size() - header) +
+                " data bytes, its header promises " + llvm::Twine(total) +
+                " (truncated or corrupt)");
+  if (dims)
+    *dims = shape;
+  return std::vector<uint8_t>(bytes.begin() + header, bytes.end());
+}
+
+llvm::Expected<Dataset> amp::loadFashionMnist(llvm::StringRef dir, bool train) {
+  const char *prefix = train ? "train" : "t10k";
+  llvm::SmallString<256> imagesPath(dir), labelsPath(dir);
+  llvm::sys::path::append(imagesPath,
+                          std::string(prefix) + "-images-idx3-ubyte.gz");
+  llvm::sys::path::append(labelsPath,
+                          std::string(prefix) + "-labels-idx1-ubyte.gz");
+  std::vector<int64_t> imageDims, labelDims;
+  auto images = readIdxGz(imagesPath, 3, &imageDims);
+  if (!images)
+    return images.takeError();
+  auto labels = readIdxGz(labelsPath, 1, &labelDims);
+  if (!labels)
+    return labels.takeError();
+  if (imageDims[0] != labelDims[0])
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        imagesPath + " has " + llvm::Twine(imageDims[0]) + " images but " +
+            labelsPath + " has " + llvm::Twine(labelDims[0]) + " labels");
+  Dataset data;
+  data.count = imageDims[0];
+  data.features = imageDims[1] * imageDims[2];
+  data.classes = 10;
+  data.images.resize(images->size());
+  for (size_t i = 0; i < images->size(); ++i)
+    data.images[i] =
+        ((*images)[i] / 255.0f - kFashionMnistMean) / kFashionMnistStd;
+  data.labels.resize(labels->size());
+  for (size_t i = 0; i < labels->size(); ++i) {
+    if ((*labels)[i] >= 10)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          labelsPath + ": label " + llvm::Twine(int((*labels)[i])) +
+              " at index " + llvm::Twine(i) + " is not a class in [0, 10)");
+    data.labels[i] = (*labels)[i];
+  }
+  return data;
+}
+
+Dataset amp::makeSyntheticDataset(int64_t count, int64_t features,
+                                  int32_t classes, uint64_t seed, bool train) {
+  std::mt19937_64 teacherRng(seed);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> teacher(features * classes);
+  for (float &v : teacher)
+    v = normal(teacherRng);
+  std::mt19937_64 rng(seed * 2 + (train ? 1 : 2));
+  std::uniform_real_distribution<float> feature(0, 1);
+  Dataset data;
+  data.count = count;
+  data.features = features;
+  data.classes = classes;
+  data.images.resize(count * features);
+  for (float &v : data.images)
+    v = feature(rng);
+  data.labels.resize(count);
+  for (int64_t n = 0; n < count; ++n) {
+    int best = 0;
+    double bestScore = -1e300;
+    for (int c = 0; c < classes; ++c) {
+      double score = 0;
+      for (int64_t k = 0; k < features; ++k)
+        score +=
+            (data.images[n * features + k] - 0.5) * teacher[k * classes + c];
+      if (score > bestScore) {
+        bestScore = score;
+        best = c;
+      }
+    }
+    data.labels[n] = best;
+  }
+  return data;
+}

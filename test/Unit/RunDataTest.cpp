@@ -12,12 +12,14 @@
 
 #include "amp/Dialect/Train/IR/TrainAttributes.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Execution/Checkpoint.h"
 #include "amp/Execution/Datasets.h"
 #include "amp/Execution/Initializers.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -153,6 +155,51 @@ TEST(Synthetic, DeterministicAndLabelled) {
     EXPECT_GE(label, 0);
     EXPECT_LT(label, 10);
   }
+}
+
+TEST(Safetensors, RoundTripAndDamage) {
+  Checkpoint c;
+  c.tensors.emplace_back("w", HostTensor::fromFloats(ElementKind::F16, {2, 3},
+                                                     {1, -2, 0.5f, 3, 4, 5}));
+  c.tensors.emplace_back("step", HostTensor::fromInts({}, {7}));
+  c.tensors.emplace_back("flag", HostTensor::fromBools({2}, {true, false}));
+  c.metadata["step"] = "7";
+  llvm::SmallString<128> path;
+  llvm::sys::fs::createTemporaryFile("amp-ckpt", "safetensors", path);
+  ASSERT_FALSE(bool(saveSafetensors(path, c)));
+  auto back = loadSafetensors(path);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  ASSERT_EQ(back->tensors.size(), 3u);
+  EXPECT_EQ(back->tensors[0].first, "w");
+  EXPECT_EQ(back->find("w")->toFloats(),
+            (std::vector<float>{1, -2, 0.5f, 3, 4, 5}));
+  EXPECT_EQ(back->find("w")->getKind(), ElementKind::F16);
+  EXPECT_EQ(back->find("step")->getAsDouble(0), 7);
+  EXPECT_EQ(back->find("flag")->getAsDouble(1), 0);
+  EXPECT_EQ(back->metadata["step"], "7");
+
+  // Truncations anywhere are errors, never garbage.
+  auto whole = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(bool(whole));
+  std::string bytes = (*whole)->getBuffer().str();
+  for (size_t keep : {size_t(0), size_t(5), size_t(20), bytes.size() - 1}) {
+    ASSERT_FALSE(bool(writeFileAtomically(path, bytes.substr(0, keep))));
+    auto cut = loadSafetensors(path);
+    ASSERT_FALSE(bool(cut)) << "kept " << keep << " bytes";
+    llvm::consumeError(cut.takeError());
+  }
+  // An unsupported dtype is named.
+  std::string header =
+      R"({"x":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})";
+  std::string file(8, '\0');
+  file[0] = char(header.size());
+  file += header + std::string(8, '\0');
+  ASSERT_FALSE(bool(writeFileAtomically(path, file)));
+  auto f64 = loadSafetensors(path);
+  ASSERT_FALSE(bool(f64));
+  EXPECT_NE(llvm::toString(f64.takeError()).find("unsupported dtype F64"),
+            std::string::npos);
+  llvm::sys::fs::remove(path);
 }
 
 } // namespace

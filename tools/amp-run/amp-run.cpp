@@ -14,6 +14,7 @@
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Execution/Checkpoint.h"
 #include "amp/Execution/CpuJit.h"
 #include "amp/Execution/Datasets.h"
 #include "amp/Execution/Initializers.h"
@@ -82,6 +83,18 @@ cl::opt<bool> shuffle("shuffle", cl::desc("Shuffle the batches each epoch"),
 cl::opt<std::string> metricsPath("metrics",
                                  cl::desc("Write metrics JSON to this file"),
                                  cl::init(""), cl::cat(category));
+cl::opt<std::string>
+    savePath("save",
+             cl::desc("Write the training state (safetensors) at the end"),
+             cl::init(""), cl::cat(category));
+cl::opt<std::string> loadPath("load",
+                              cl::desc("Resume from a checkpoint of --save"),
+                              cl::init(""), cl::cat(category));
+cl::opt<int64_t> stopAt(
+    "stop-at",
+    cl::desc("Stop (and --save) after this many steps of the run, keeping "
+             "the schedule of the whole run; resume with --load"),
+    cl::init(-1), cl::cat(category));
 cl::list<int64_t>
     injectNonfinite("inject-nonfinite",
                     cl::desc("Steps whose batch gets a NaN (testing)"),
@@ -107,6 +120,8 @@ struct StepAbi {
   std::optional<unsigned> lr;
   SmallVector<unsigned> scaler; // scale, tracker
   unsigned numResults = 0;
+  /// Checkpoint names of the arguments that persist across steps.
+  SmallVector<std::pair<std::string, unsigned>> persistent;
 };
 
 llvm::Expected<StepAbi> readAbi(func::FuncOp step) {
@@ -137,6 +152,18 @@ llvm::Expected<StepAbi> readAbi(func::FuncOp step) {
                  "labels) nor a parameter or state");
   }
   abi.masters = masters;
+  auto name = [&](StringRef role, ArrayRef<unsigned> indices) {
+    for (auto [k, i] : llvm::enumerate(indices))
+      abi.persistent.emplace_back((role + "." + llvm::Twine(k)).str(), i);
+  };
+  name("state", states);
+  name("param", abi.params);
+  name("master", masters);
+  name("opt_state", optStates);
+  if (abi.scaler.size() == 2) {
+    abi.persistent.emplace_back("scaler.scale", abi.scaler[0]);
+    abi.persistent.emplace_back("scaler.tracker", abi.scaler[1]);
+  }
   llvm::append_range(abi.state, states);
   llvm::append_range(abi.state, abi.params);
   llvm::append_range(abi.state, masters);
@@ -198,30 +225,6 @@ double scheduledRate(int64_t step, int64_t total) {
   if (lrSchedule == "step") // x0.1 at 50% and 75% of training
     return lr * (t >= span * 3 / 4 ? 0.01 : t >= span / 2 ? 0.1 : 1.0);
   return lr;
-}
-
-/// Writes `text` to `path` atomically: a temporary file beside it, renamed.
-llvm::Error writeAtomically(StringRef path, StringRef text) {
-  std::string temp = (path + ".tmp").str();
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temp, ec);
-    if (ec)
-      return llvm::createStringError(ec, "cannot write " + temp + ": " +
-                                             ec.message());
-    os << text;
-    os.close();
-    if (os.has_error()) {
-      llvm::sys::fs::remove(temp);
-      return llvm::createStringError(os.error(), "cannot write " + temp);
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
-    return llvm::createStringError(ec, "cannot rename " + temp + " to " + path +
-                                           ": " + ec.message());
-  }
-  return llvm::Error::success();
 }
 
 } // namespace
@@ -358,10 +361,74 @@ int main(int argc, char **argv) {
   if (abi->scaler.size() == 2 && args[abi->scaler[0]].getAsDouble(0) == 0)
     return fail("the loss scale has no initial value");
 
+  // Resume: every persistent tensor must be there with its type and shape,
+  // and the run must be the same configuration.
+  int64_t startStep = 0;
+  auto configValue = [&](StringRef key) -> std::string {
+    if (key == "opt_level")
+      return optLevel;
+    if (key == "dtype")
+      return dtype;
+    if (key == "optimizer")
+      return optimizer;
+    if (key == "dataset")
+      return dataset;
+    return std::to_string(seed);
+  };
+  const char *configKeys[] = {"opt_level", "dtype", "optimizer", "dataset",
+                              "seed"};
+  if (!loadPath.empty()) {
+    auto checkpoint = loadSafetensors(loadPath);
+    if (!checkpoint)
+      return fail(llvm::toString(checkpoint.takeError()));
+    for (const char *key : configKeys) {
+      auto it = checkpoint->metadata.find(key);
+      if (it == checkpoint->metadata.end() || it->second != configValue(key))
+        return fail(
+            loadPath + ": written with " + key + " = '" +
+            (it == checkpoint->metadata.end() ? std::string("?") : it->second) +
+            "', this run has '" + configValue(key) + "'");
+    }
+    for (auto &[name, index] : abi->persistent) {
+      const HostTensor *t = checkpoint->find(name);
+      if (!t)
+        return fail(loadPath + ": no tensor '" + name + "' (expected " +
+                    args[index].typeString() + ")");
+      if (t->getKind() != args[index].getKind() ||
+          t->getShape() != args[index].getShape())
+        return fail(loadPath + ": tensor '" + name + "' is " + t->typeString() +
+                    ", the model needs " + args[index].typeString());
+      args[index] = *t;
+    }
+    if (checkpoint->tensors.size() != abi->persistent.size())
+      return fail(loadPath + ": holds " +
+                  llvm::Twine(checkpoint->tensors.size()) +
+                  " tensors, the model's step has " +
+                  llvm::Twine(abi->persistent.size()));
+    auto it = checkpoint->metadata.find("step");
+    if (it == checkpoint->metadata.end() ||
+        llvm::StringRef(it->second).getAsInteger(10, startStep) ||
+        startStep < 0)
+      return fail(loadPath + ": no valid 'step' in its metadata");
+  }
+  auto save = [&](int64_t done) -> llvm::Error {
+    Checkpoint checkpoint;
+    for (auto &[name, index] : abi->persistent)
+      checkpoint.tensors.emplace_back(name, args[index]);
+    for (const char *key : configKeys)
+      checkpoint.metadata[key] = configValue(key);
+    checkpoint.metadata["step"] = std::to_string(done);
+    checkpoint.metadata["model"] = modelPath;
+    return saveSafetensors(savePath, checkpoint);
+  };
+
   int64_t stepsPerEpoch = trainSet.count / batch;
   if (stepsPerEpoch < 1)
     return fail("the training set is smaller than one batch");
   int64_t totalSteps = steps >= 0 ? steps : epochs * stepsPerEpoch;
+  if (startStep > totalSteps)
+    return fail(loadPath + " is at step " + llvm::Twine(startStep) +
+                ", past the " + llvm::Twine(totalSteps) + " steps of this run");
 
   // Evaluation: accuracy over the whole test set (the last batch padded).
   llvm::ArrayRef<TensorSpec> evalSpecs = (*logitsFn)->getArgumentSpecs();
@@ -412,7 +479,17 @@ int main(int argc, char **argv) {
                << lrSchedule << "), " << totalSteps << " steps of batch "
                << batch << ", compiled in "
                << llvm::format("%.2f", compileSeconds) << " s\n";
-  for (int64_t s = 0; s < totalSteps; ++s) {
+  // A resumed run replays the shuffles of the epochs begun before it.
+  if (shuffle)
+    for (int64_t e = 0; e < (startStep + stepsPerEpoch - 1) / stepsPerEpoch;
+         ++e)
+      std::shuffle(order.begin(), order.end(), shuffleRng);
+  int64_t endStep =
+      stopAt >= 0 ? std::min<int64_t>(stopAt, totalSteps) : totalSteps;
+  if (endStep < startStep)
+    return fail("--stop-at=" + llvm::Twine(int64_t(stopAt)) +
+                " is before the checkpoint's step " + llvm::Twine(startStep));
+  for (int64_t s = startStep; s < endStep; ++s) {
     int64_t inEpoch = s % stepsPerEpoch;
     if (inEpoch == 0 && shuffle)
       std::shuffle(order.begin(), order.end(), shuffleRng);
@@ -485,7 +562,7 @@ int main(int argc, char **argv) {
                    << (hasScaler ? "  scale " : "")
                    << (hasScaler ? llvm::formatv("{0}", scale).str() : "")
                    << (wasSkipped ? "  skipped" : "") << "\n";
-    bool epochEnd = inEpoch + 1 == stepsPerEpoch || s + 1 == totalSteps;
+    bool epochEnd = inEpoch + 1 == stepsPerEpoch || s + 1 == endStep;
     if (epochEnd) {
       auto acc = evaluate();
       if (!acc)
@@ -503,7 +580,10 @@ int main(int argc, char **argv) {
       epochSteps = 0;
     }
   }
-  if (totalSteps == 0) {
+  if (!savePath.empty())
+    if (llvm::Error e = save(endStep))
+      return fail(llvm::toString(std::move(e)));
+  if (endStep == startStep) {
     auto acc = evaluate();
     if (!acc)
       return fail(llvm::toString(acc.takeError()));
@@ -542,7 +622,7 @@ int main(int argc, char **argv) {
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(metrics))) << "\n";
-    if (llvm::Error e = writeAtomically(metricsPath, text))
+    if (llvm::Error e = writeFileAtomically(metricsPath, text))
       return fail(llvm::toString(std::move(e)));
   }
   return 0;

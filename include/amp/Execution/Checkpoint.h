@@ -1,0 +1,51 @@
+//===- Checkpoint.h - safetensors checkpoints -------------------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Training state as a safetensors file (8-byte little-endian header length,
+// a JSON header naming each tensor's dtype, shape and byte range, then the
+// raw little-endian data), readable by the `safetensors` Python package.
+// Files are written to a temporary beside the target and renamed, so a failed
+// write never damages an existing checkpoint.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_CHECKPOINT_H
+#define AMP_EXECUTION_CHECKPOINT_H
+
+#include "amp/Execution/HostTensor.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace amp {
+
+struct Checkpoint {
+  /// Tensors in file order.
+  std::vector<std::pair<std::string, HostTensor>> tensors;
+  /// The `__metadata__` string map.
+  std::map<std::string, std::string> metadata;
+
+  const HostTensor *find(llvm::StringRef name) const;
+};
+
+/// Writes `text` to `path` through a temporary file and a rename.
+llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef text);
+
+/// Serialises `checkpoint` as safetensors to `path`, atomically.
+llvm::Error saveSafetensors(llvm::StringRef path, const Checkpoint &checkpoint);
+
+/// Reads a safetensors file; errors name the file and what is wrong
+/// (truncation, a bad header, an unsupported dtype, overlapping data).
+llvm::Expected<Checkpoint> loadSafetensors(llvm::StringRef path);
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_CHECKPOINT_H

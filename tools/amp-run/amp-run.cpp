@@ -90,6 +90,14 @@ cl::opt<std::string>
 cl::opt<std::string> loadPath("load",
                               cl::desc("Resume from a checkpoint of --save"),
                               cl::init(""), cl::cat(category));
+cl::opt<int64_t>
+    trainExamples("train-examples",
+                  cl::desc("Use only the first N training examples (0: all)"),
+                  cl::init(0), cl::cat(category));
+cl::opt<int64_t>
+    testExamples("test-examples",
+                 cl::desc("Evaluate on the first N test examples (0: all)"),
+                 cl::init(0), cl::cat(category));
 cl::opt<int64_t> stopAt(
     "stop-at",
     cl::desc("Stop (and --save) after this many steps of the run, keeping "
@@ -252,6 +260,8 @@ int main(int argc, char **argv) {
     return fail("--lr must be positive and finite");
   if (epochs < 1 && steps < 0)
     return fail("--epochs must be at least 1");
+  if (trainExamples < 0 || testExamples < 0)
+    return fail("--train-examples and --test-examples must not be negative");
   if (maxConsecutiveSkips < 1)
     return fail("--max-consecutive-skips must be at least 1");
 
@@ -328,6 +338,15 @@ int main(int argc, char **argv) {
     trainSet = std::move(*tr);
     testSet = std::move(*te);
   }
+  auto limit = [](Dataset &d, int64_t n) {
+    if (n <= 0 || n >= d.count)
+      return;
+    d.count = n;
+    d.images.resize(n * d.features);
+    d.labels.resize(n);
+  };
+  limit(trainSet, trainExamples);
+  limit(testSet, testExamples);
   if (trainSet.features != features)
     return fail("the model takes " + llvm::Twine(features) +
                 " features per example, the data has " +

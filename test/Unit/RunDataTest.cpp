@@ -12,9 +12,9 @@
 
 #include "amp/Dialect/Train/IR/TrainAttributes.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
-#include "amp/Execution/Checkpoint.h"
-#include "amp/Execution/Datasets.h"
-#include "amp/Execution/Initializers.h"
+#include "amp/Training/Checkpoint.h"
+#include "amp/Training/Datasets.h"
+#include "amp/Training/Initializers.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/MLIRContext.h"

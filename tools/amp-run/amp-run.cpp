@@ -14,10 +14,10 @@
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Execution/Checkpoint.h"
+#include "amp/Training/Checkpoint.h"
 #include "amp/Execution/CpuJit.h"
-#include "amp/Execution/Datasets.h"
-#include "amp/Execution/Initializers.h"
+#include "amp/Training/Datasets.h"
+#include "amp/Training/Initializers.h"
 #include "amp/InitAll.h"
 #include "amp/Pipelines/Pipelines.h"
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/Datasets.h"
+#include "amp/Training/Datasets.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"

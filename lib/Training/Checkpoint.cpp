@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/Checkpoint.h"
+#include "amp/Training/Checkpoint.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_DATASETS_H
-#define AMP_EXECUTION_DATASETS_H
+#ifndef AMP_TRAINING_DATASETS_H
+#define AMP_TRAINING_DATASETS_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -53,4 +53,4 @@ Dataset makeSyntheticDataset(int64_t count, int64_t features, int32_t classes,
 
 } // namespace amp
 
-#endif // AMP_EXECUTION_DATASETS_H
+#endif // AMP_TRAINING_DATASETS_H

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/Initializers.h"
+#include "amp/Training/Initializers.h"
 
 #include "mlir/IR/Location.h"
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_INITIALIZERS_H
-#define AMP_EXECUTION_INITIALIZERS_H
+#ifndef AMP_TRAINING_INITIALIZERS_H
+#define AMP_TRAINING_INITIALIZERS_H
 
 #include "amp/Dialect/Train/IR/TrainAttributes.h"
 
@@ -27,4 +27,4 @@ llvm::Expected<std::vector<float>> initialValues(train::InitAttr init,
 
 } // namespace amp
 
-#endif // AMP_EXECUTION_INITIALIZERS_H
+#endif // AMP_TRAINING_INITIALIZERS_H

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_CHECKPOINT_H
-#define AMP_EXECUTION_CHECKPOINT_H
+#ifndef AMP_TRAINING_CHECKPOINT_H
+#define AMP_TRAINING_CHECKPOINT_H
 
 #include "amp/Execution/HostTensor.h"
 
@@ -48,4 +48,4 @@ llvm::Expected<Checkpoint> loadSafetensors(llvm::StringRef path);
 
 } // namespace amp
 
-#endif // AMP_EXECUTION_CHECKPOINT_H
+#endif // AMP_TRAINING_CHECKPOINT_H

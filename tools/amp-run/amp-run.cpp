@@ -14,12 +14,12 @@
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Training/Checkpoint.h"
 #include "amp/Execution/CpuJit.h"
-#include "amp/Training/Datasets.h"
-#include "amp/Training/Initializers.h"
 #include "amp/InitAll.h"
 #include "amp/Pipelines/Pipelines.h"
+#include "amp/Training/Checkpoint.h"
+#include "amp/Training/Datasets.h"
+#include "amp/Training/Initializers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -32,6 +32,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -508,6 +509,8 @@ int main(int argc, char **argv) {
   if (endStep < startStep)
     return fail("--stop-at=" + llvm::Twine(int64_t(stopAt)) +
                 " is before the checkpoint's step " + llvm::Twine(startStep));
+  // A progress bar on a terminal (stderr), plain lines otherwise.
+  bool progressBar = llvm::sys::Process::StandardErrIsDisplayed();
   for (int64_t s = startStep; s < endStep; ++s) {
     int64_t inEpoch = s % stepsPerEpoch;
     if (inEpoch == 0 && shuffle)
@@ -576,6 +579,19 @@ int main(int argc, char **argv) {
                   "); stopping (--max-consecutive-skips)");
     if (!wasSkipped && !std::isfinite(loss) && !hasFound)
       return fail("the loss is not finite at step " + llvm::Twine(s));
+    if (progressBar) {
+      // One line redrawn in place: the epoch's progress, loss and scale.
+      int64_t done = inEpoch + 1, width = 30;
+      int64_t filled = done * width / stepsPerEpoch;
+      llvm::errs() << "\r  epoch " << (s / stepsPerEpoch + 1) << " ["
+                   << std::string(filled, '=')
+                   << std::string(width - filled, ' ') << "] " << done << "/"
+                   << stepsPerEpoch << "  loss " << llvm::format("%.4f", loss);
+      if (hasScaler)
+        llvm::errs() << "  scale " << llvm::format("%g", scale);
+      llvm::errs() << "   ";
+      llvm::errs().flush();
+    }
     if (logEvery > 0 && (s % logEvery == 0 || s + 1 == totalSteps))
       llvm::outs() << "step " << s << "  loss " << llvm::format("%.4f", loss)
                    << (hasScaler ? "  scale " : "")
@@ -589,9 +605,12 @@ int main(int argc, char **argv) {
       accuracy = *acc;
       int64_t epoch = s / stepsPerEpoch + 1;
       double trainLoss = epochSteps ? epochLoss / epochSteps : NAN;
+      if (progressBar)
+        llvm::errs() << "\r" << std::string(100, ' ') << "\r";
       llvm::outs() << "epoch " << epoch << "  train loss "
                    << llvm::format("%.4f", trainLoss) << "  test accuracy "
                    << llvm::format("%.2f%%", 100 * accuracy) << "\n";
+      llvm::outs().flush();
       epochLog.push_back(llvm::json::Object{{"epoch", epoch},
                                             {"test_accuracy", accuracy},
                                             {"train_loss", trainLoss}});

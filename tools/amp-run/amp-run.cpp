@@ -20,6 +20,7 @@
 #include "amp/Training/Checkpoint.h"
 #include "amp/Training/Datasets.h"
 #include "amp/Training/Initializers.h"
+#include "amp/Training/Plot.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -32,6 +33,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -99,6 +101,9 @@ cl::opt<int64_t>
     testExamples("test-examples",
                  cl::desc("Evaluate on the first N test examples (0: all)"),
                  cl::init(0), cl::cat(category));
+cl::opt<std::string>
+    plotPath("plot", cl::desc("Draw the loss (and loss scale) per step as SVG"),
+             cl::init(""), cl::cat(category));
 cl::opt<int64_t> stopAt(
     "stop-at",
     cl::desc("Stop (and --save) after this many steps of the run, keeping "
@@ -489,6 +494,8 @@ int main(int argc, char **argv) {
   llvm::json::Array stepLog, epochLog;
   std::vector<double> stepTimes;
   int64_t skipped = 0, consecutiveSkips = 0;
+  std::vector<double> plotLosses, plotScales;
+  SmallVector<bool> plotSkipped;
   double epochLoss = 0;
   int64_t epochSteps = 0;
   double accuracy = -1;
@@ -557,6 +564,9 @@ int main(int argc, char **argv) {
     if (hasScaler)
       collapsed = (*out)[r++].getAsDouble(0) != 0;
     skipped += wasSkipped;
+    plotLosses.push_back(loss);
+    plotScales.push_back(scale);
+    plotSkipped.push_back(wasSkipped);
     consecutiveSkips = wasSkipped ? consecutiveSkips + 1 : 0;
     stepLog.push_back(llvm::json::Object{{"step", s},
                                          {"loss", loss},
@@ -636,6 +646,18 @@ int main(int argc, char **argv) {
                << llvm::format("%.2f%%", 100 * accuracy) << ", " << skipped
                << " skipped steps, final scale " << finalScale
                << ", median step " << llvm::format("%.2f", median) << " ms\n";
+  if (!plotPath.empty()) {
+    std::string title = (llvm::sys::path::filename(modelPath) + " at " +
+                         optLevel + " " + dtype + ", " + optimizer)
+                            .str();
+    if (llvm::Error e = writeFileAtomically(
+            plotPath,
+            renderTrainingPlot(title, plotLosses,
+                               hasScaler ? ArrayRef<double>(plotScales)
+                                         : ArrayRef<double>(),
+                               plotSkipped)))
+      return fail(llvm::toString(std::move(e)));
+  }
   if (!metricsPath.empty()) {
     llvm::json::Object metrics{
         {"config", llvm::json::Object{{"model", std::string(modelPath)},

@@ -21,6 +21,7 @@
 #include "amp/Training/Datasets.h"
 #include "amp/Training/Initializers.h"
 #include "amp/Training/Plot.h"
+#include "amp/Training/StepAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -123,72 +124,6 @@ cl::opt<int64_t> logEvery("log-every", cl::desc("Print the loss every N steps"),
 int fail(const llvm::Twine &message) {
   llvm::errs() << "amp-run: error: " << message << "\n";
   return 1;
-}
-
-/// The roles of @train_step's arguments, read from their attributes.
-struct StepAbi {
-  unsigned input = 0, labels = 1;
-  SmallVector<unsigned> state;  // results 1.. update these, in order
-  SmallVector<unsigned> params; // train.param
-  SmallVector<unsigned> masters;
-  std::optional<unsigned> lr;
-  SmallVector<unsigned> scaler; // scale, tracker
-  unsigned numResults = 0;
-  /// Checkpoint names of the arguments that persist across steps.
-  SmallVector<std::pair<std::string, unsigned>> persistent;
-};
-
-llvm::Expected<StepAbi> readAbi(func::FuncOp step) {
-  StepAbi abi;
-  auto err = [](const llvm::Twine &m) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
-  };
-  // Results after the loss update, in this order: train.state (batch-norm
-  // statistics), parameters, masters, optimizer state.
-  SmallVector<unsigned> states, masters, optStates;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    auto has = [&](StringRef name) { return bool(step.getArgAttr(i, name)); };
-    if (has(train::TrainDialect::kStateAttrName))
-      states.push_back(i);
-    else if (has(train::TrainDialect::kParamAttrName))
-      abi.params.push_back(i);
-    else if (has(train::TrainDialect::kMasterAttrName))
-      masters.push_back(i);
-    else if (has(train::TrainDialect::kOptStateAttrName))
-      optStates.push_back(i);
-    else if (has(train::TrainDialect::kLrAttrName))
-      abi.lr = i;
-    else if (has(train::TrainDialect::kScalerStateAttrName))
-      abi.scaler.push_back(i);
-    else if (i > 1)
-      return err("argument #" + llvm::Twine(i) +
-                 " of the model is neither data (the first two: inputs, "
-                 "labels) nor a parameter or state");
-  }
-  abi.masters = masters;
-  auto name = [&](StringRef role, ArrayRef<unsigned> indices) {
-    for (auto [k, i] : llvm::enumerate(indices))
-      abi.persistent.emplace_back((role + "." + llvm::Twine(k)).str(), i);
-  };
-  name("state", states);
-  name("param", abi.params);
-  name("master", masters);
-  name("opt_state", optStates);
-  if (abi.scaler.size() == 2) {
-    abi.persistent.emplace_back("scaler.scale", abi.scaler[0]);
-    abi.persistent.emplace_back("scaler.tracker", abi.scaler[1]);
-  }
-  llvm::append_range(abi.state, states);
-  llvm::append_range(abi.state, abi.params);
-  llvm::append_range(abi.state, masters);
-  llvm::append_range(abi.state, optStates);
-  if (!abi.lr)
-    return err("the compiled step has no learning-rate argument");
-  abi.numResults = step.getNumResults();
-  unsigned expected = 1 + abi.state.size() + (abi.scaler.empty() ? 0 : 4);
-  if (abi.numResults != expected && abi.numResults != expected + 1)
-    return err("unexpected step results: " + llvm::Twine(abi.numResults));
-  return abi;
 }
 
 /// Adds @<name>_logits: the forward function returning the logits its
@@ -306,7 +241,7 @@ int main(int argc, char **argv) {
     return 1;
   std::string logitsName = (forwards.front().getName() + "_logits").str();
   auto stepFn = module->lookupSymbol<func::FuncOp>("train_step");
-  auto abi = readAbi(stepFn);
+  auto abi = readStepAbi(stepFn);
   if (!abi)
     return fail(llvm::toString(abi.takeError()));
   auto step = CpuFunction::compile(*module, "train_step");

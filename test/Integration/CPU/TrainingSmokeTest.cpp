@@ -16,6 +16,7 @@
 
 #include "amp/Execution/CpuJit.h"
 #include "amp/Pipelines/Pipelines.h"
+#include "amp/Training/StepAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -49,13 +50,10 @@ TEST_P(TrainingSmoke, MlpLossFalls) {
   // rate, then (f16 at O1) the loss scaler's scale and growth tracker.
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   ASSERT_TRUE(step);
-  unsigned lrIndex = 0, numScaler = 0;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    if (step.getArgAttr(i, "train.lr"))
-      lrIndex = i;
-    if (step.getArgAttr(i, "train.scaler_state"))
-      ++numScaler;
-  }
+  auto abi = readStepAbi(step);
+  ASSERT_TRUE(bool(abi)) << llvm::toString(abi.takeError());
+  ASSERT_TRUE(abi->lr.has_value());
+  unsigned lrIndex = *abi->lr, numScaler = abi->scaler.size();
   ASSERT_EQ(numScaler, std::string(GetParam()) == "O1" ? 2u : 0u);
   auto fn = CpuFunction::compile(*module, "train_step");
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());

@@ -1,0 +1,63 @@
+//===- StepAbi.cpp - The argument roles of a compiled training step -------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Training/StepAbi.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+
+using namespace mlir;
+using namespace amp;
+
+llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
+  StepAbi abi;
+  auto err = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  // Results after the loss update, in this order: train.state (batch-norm
+  // statistics), parameters, masters, optimizer state.
+  SmallVector<unsigned> states, optStates;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto has = [&](StringRef name) { return bool(step.getArgAttr(i, name)); };
+    if (has(train::TrainDialect::kStateAttrName))
+      states.push_back(i);
+    else if (has(train::TrainDialect::kParamAttrName))
+      abi.params.push_back(i);
+    else if (has(train::TrainDialect::kMasterAttrName))
+      abi.masters.push_back(i);
+    else if (has(train::TrainDialect::kOptStateAttrName))
+      optStates.push_back(i);
+    else if (has(train::TrainDialect::kLrAttrName))
+      abi.lr = i;
+    else if (has(train::TrainDialect::kScalerStateAttrName))
+      abi.scaler.push_back(i);
+    else if (i > 1)
+      return err("argument #" + llvm::Twine(i) +
+                 " of the model is neither data (the first two: inputs, "
+                 "labels) nor a parameter or state");
+  }
+  auto name = [&](StringRef role, ArrayRef<unsigned> indices) {
+    for (auto [k, i] : llvm::enumerate(indices))
+      abi.persistent.emplace_back((role + "." + llvm::Twine(k)).str(), i);
+  };
+  name("state", states);
+  name("param", abi.params);
+  name("master", abi.masters);
+  name("opt_state", optStates);
+  if (abi.scaler.size() == 2) {
+    abi.persistent.emplace_back("scaler.scale", abi.scaler[0]);
+    abi.persistent.emplace_back("scaler.tracker", abi.scaler[1]);
+  }
+  llvm::append_range(abi.state, states);
+  llvm::append_range(abi.state, abi.params);
+  llvm::append_range(abi.state, abi.masters);
+  llvm::append_range(abi.state, optStates);
+  if (!abi.lr)
+    return err("the compiled step has no learning-rate argument");
+  abi.numResults = step.getNumResults();
+  unsigned expected = 1 + abi.state.size() + (abi.scaler.empty() ? 0 : 4);
+  if (abi.numResults != expected && abi.numResults != expected + 1)
+    return err("unexpected step results: " + llvm::Twine(abi.numResults));
+  return abi;
+}

@@ -6,6 +6,7 @@
 
 #include "amp/InitAll.h"
 #include "amp/Conversion/Passes.h"
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "amp/Pipelines/Pipelines.h"
@@ -61,6 +62,7 @@ void amp::registerAmpDialects(DialectRegistry &registry) {
               LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
               scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
   // One-shot bufferization and buffer deallocation.
+  registerRuntimeCallBufferizationModel(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

@@ -6,6 +6,7 @@
 
 #include "amp/Execution/CpuJit.h"
 #include "amp/Pipelines/Pipelines.h"
+#include "amp/Runtime/CpuRuntime.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -132,7 +133,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
       return success();
     });
     PassManager pm(module.getContext());
-    buildCpuLoweringPipeline(pm);
+    buildCpuLoweringPipeline(pm, options.blas);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);
@@ -163,6 +164,13 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     return engine.takeError();
   fn->engine = std::move(*engine);
   fn->engine->registerSymbols(halfConversionSymbols);
+  fn->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    for (auto [name, address] : getCpuRuntimeSymbols())
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                 llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   return fn;
 }
 

@@ -13,11 +13,13 @@
 
 using namespace mlir;
 
-std::string amp::getCpuLoweringPipeline() {
-  return
-      // train -> linalg/tensor/arith/math on tensors, cleaned up and with
-      // element-wise chains fused into single loops.
-      "amp-convert-train-to-linalg,canonicalize,cse,"
+std::string amp::getCpuLoweringPipeline(bool blas) {
+  return std::string(
+             // GEMMs and convolutions -> CBLAS runtime calls (the target-
+             // specific part), the rest -> linalg/tensor/arith/math on
+             // tensors, cleaned up and with element-wise chains fused.
+             blas ? "amp-convert-train-to-cpu-runtime," : "") +
+         "amp-convert-train-to-linalg,canonicalize,cse,"
       "linalg-fuse-elementwise-ops,canonicalize,"
       // Tensors -> buffers. Function results become out-parameters the
       // caller allocates, so a compiled step writes into given memory.
@@ -35,8 +37,8 @@ std::string amp::getCpuLoweringPipeline() {
       "reconcile-unrealized-casts";
 }
 
-void amp::buildCpuLoweringPipeline(OpPassManager &pm) {
-  if (failed(parsePassPipeline(getCpuLoweringPipeline(), pm)))
+void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas) {
+  if (failed(parsePassPipeline(getCpuLoweringPipeline(blas), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
                              "not parse; are the passes registered?");
 }
@@ -84,9 +86,12 @@ void amp::registerAmpPipelines() {
       "Turn an FP32 training graph into a mixed-precision training step "
       "(autocast, autodiff, optimizer, loss scaling, cast cleanup)",
       buildAmpPipeline);
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CpuLoweringOptions>(
       "amp-lower-cpu",
       "Lower a train-dialect module to the LLVM dialect for the CPU "
-      "(train -> linalg -> bufferize -> loops -> LLVM)",
-      [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
+      "(GEMMs/convolutions -> CBLAS calls, the rest -> linalg -> bufferize "
+      "-> loops -> LLVM)",
+      [](OpPassManager &pm, const CpuLoweringOptions &options) {
+        buildCpuLoweringPipeline(pm, options.blas);
+      });
 }

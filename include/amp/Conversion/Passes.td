@@ -42,4 +42,37 @@ def ConvertTrainToLinalgPass : Pass<"amp-convert-train-to-linalg"> {
   ];
 }
 
+def ConvertTrainToCpuRuntimePass
+    : Pass<"amp-convert-train-to-cpu-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lower GEMMs and convolutions to calls into the CBLAS runtime";
+  let description = [{
+    The CPU-specific half of amp-lower-cpu, run before
+    `amp-convert-train-to-linalg`. `train.matmul` (with its bias),
+    `train.batch_matmul`, `train.conv2d`, `train.conv2d_grad_input` and
+    `train.conv2d_grad_filter` whose accumulator is f32 and whose operands are
+    f32, f16 or bf16 become calls to `amp_cpu_gemm` / `amp_cpu_conv2d*`
+    (lib/Runtime/CPU): the operands are passed as addresses of dense buffers
+    (`bufferization.to_buffer read_only` + `memref.extract_aligned_pointer_as_index`)
+    with element-type codes (0 f32, 1 f16, 2 bf16) and sizes, and the callee
+    writes a fresh f32 buffer, rounded once to the op's result type.
+
+    The runtime widens f16/bf16 operands exactly to f32 and calls
+    `cblas_sgemm` (convolutions through im2col / col2im), so every product is
+    exact and accumulates in f32, as on a Tensor Core. Ops it does not take
+    (an f64 accumulator, f64 operands) are left for the linalg patterns.
+
+    ```
+    amp-opt step.mlir --amp-convert-train-to-cpu-runtime
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // AMP_CONVERSION_PASSES_TD

@@ -27,6 +27,8 @@ struct CpuCompileOptions {
   std::string cpu;
   /// LLVM optimization level, 0-3.
   unsigned optLevel = 3;
+  /// GEMMs and convolutions call the CBLAS runtime; false: generated loops.
+  bool blas = true;
 };
 
 /// The type of one argument or result: element kind and static shape.

@@ -7,6 +7,8 @@
 #ifndef AMP_EXECUTION_HOSTTENSOR_H
 #define AMP_EXECUTION_HOSTTENSOR_H
 
+#include "amp/Runtime/Float16.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -32,15 +34,6 @@ unsigned elementBytes(ElementKind kind);
 llvm::StringRef elementName(ElementKind kind);
 /// The kind of an MLIR element type, if it is one of the four.
 std::optional<ElementKind> elementKindOf(mlir::Type type);
-
-/// f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept).
-uint16_t floatToHalf(float value);
-/// f16 bits -> f32 (exact).
-float halfToFloat(uint16_t bits);
-/// f32 -> bf16 bits, round to nearest even (NaN kept quiet).
-uint16_t floatToBFloat(float value);
-/// bf16 bits -> f32 (exact).
-float bfloatToFloat(uint16_t bits);
 
 /// A dense row-major tensor in host memory, 64-byte aligned. f16 and bf16
 /// elements are stored as their bit patterns.

@@ -75,14 +75,25 @@ std::string resolveLossScaleMode(const AmpPipelineOptions &options);
 void buildAmpPipeline(mlir::OpPassManager &pm,
                       const AmpPipelineOptions &options);
 
+/// Options of `amp-lower-cpu`.
+struct CpuLoweringOptions
+    : public mlir::PassPipelineOptions<CpuLoweringOptions> {
+  Option<bool> blas{
+      *this, "blas",
+      llvm::cl::desc("GEMMs and convolutions call the CBLAS runtime; false: "
+                     "generated loops (a reference for testing)"),
+      llvm::cl::init(true)};
+};
+
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
-/// `builtin.module(...)` wrapper): train -> linalg on tensors -> one-shot
+/// `builtin.module(...)` wrapper): GEMMs/convolutions -> CBLAS runtime calls
+/// (unless `blas` is false), train -> linalg on tensors -> one-shot
 /// bufferization (results become caller-provided out-parameters) -> loops ->
 /// LLVM dialect. docs/Passes.md lists and explains each step.
-std::string getCpuLoweringPipeline();
+std::string getCpuLoweringPipeline(bool blas = true);
 
 /// Appends `amp-lower-cpu` to a module-level pass manager.
-void buildCpuLoweringPipeline(mlir::OpPassManager &pm);
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool blas = true);
 
 /// Registers `amp-pipeline` and `amp-lower-cpu` as named pipelines.
 void registerAmpPipelines();

@@ -37,16 +37,6 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       .getResult(0);
 }
 
-/// Rounds an accumulator tensor to `type`'s element type (or returns it).
-Value roundTo(OpBuilder &b, Location loc, Value acc, RankedTensorType type) {
-  if (acc.getType() == type)
-    return acc;
-  return buildElementwise(
-      b, loc, type, {{acc, identityMap(b.getContext(), type.getRank())}},
-      cast<RankedTensorType>(acc.getType()).getElementType(),
-      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
-}
-
 /// Pads the two spatial dimensions of an NCHW tensor by `padding` on both
 /// sides with `value`.
 Value padSpatial(OpBuilder &b, Location loc, Value input,

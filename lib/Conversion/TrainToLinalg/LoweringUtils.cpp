@@ -186,3 +186,13 @@ Value amp::buildReduction(OpBuilder &b, Location loc,
       });
   return generic.getResult(0);
 }
+
+Value amp::roundTo(OpBuilder &b, Location loc, Value acc,
+                   RankedTensorType type) {
+  if (acc.getType() == type)
+    return acc;
+  return buildElementwise(
+      b, loc, type, {{acc, identityMap(b.getContext(), type.getRank())}},
+      cast<RankedTensorType>(acc.getType()).getElementType(),
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}

@@ -6,7 +6,7 @@
 
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Conversion/Passes.h"
-#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -35,6 +35,8 @@ struct ConvertTrainToLinalgPass
     ConversionTarget target(*ctx);
     // Every train op must go; anything else may stay or be created.
     target.addIllegalDialect<train::TrainDialect>();
+    // Backend runtime calls stay until bufferization.
+    target.addLegalOp<train::RuntimeCallOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     populateTrainToLinalgPatterns(patterns);

@@ -77,6 +77,11 @@ mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc,
                            llvm::ArrayRef<GenericInput> inputs,
                            mlir::Type accType, double init, ReductionBody body);
 
+/// Rounds an accumulator tensor once to `type` (same shape), or returns it
+/// when it already has that type.
+mlir::Value roundTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc,
+                    mlir::RankedTensorType type);
+
 /// An identity map of `rank` dimensions.
 mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
 

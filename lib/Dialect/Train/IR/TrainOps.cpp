@@ -781,6 +781,30 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// RuntimeCall
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+RuntimeCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto callee = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
+      *this, getCalleeAttr());
+  if (!callee)
+    return emitOpError("calls @")
+           << getCallee() << ", which is not a function in the module";
+  // One index per input address and the result's, one i64 per param.
+  MLIRContext *ctx = getContext();
+  SmallVector<Type> expected(getInputs().size() + 1, IndexType::get(ctx));
+  expected.append(getParams().size(), IntegerType::get(ctx, 64));
+  auto expectedType = FunctionType::get(ctx, expected, {});
+  if (callee.getFunctionType() != expectedType)
+    return emitOpError("calls @")
+           << getCallee() << " of type " << callee.getFunctionType()
+           << "; its " << getInputs().size() << " inputs and "
+           << getParams().size() << " params need " << expectedType;
+  return success();
+}
+
 #include "amp/Dialect/Train/IR/TrainInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES

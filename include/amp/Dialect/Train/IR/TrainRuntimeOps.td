@@ -1,0 +1,52 @@
+//===- TrainRuntimeOps.td - Backend runtime calls ----------*- tablegen -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Not part of a training graph: the op the backend lowerings use to hand a
+// GEMM or convolution to a runtime library while still on tensors, so that
+// one-shot bufferization sees exactly which tensors the call reads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINRUNTIMEOPS_TD
+#define AMP_DIALECT_TRAIN_IR_TRAINRUNTIMEOPS_TD
+
+include "amp/Dialect/Train/IR/TrainDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a runtime library call on whole tensors (lowering only)";
+  let description = [{
+    Produced by `amp-convert-train-to-cpu-runtime` for GEMMs and convolutions
+    and consumed by one-shot bufferization, which turns it into
+
+    ```mlir
+    func.call @callee(<address of each input>, <address of a new f32 buffer>,
+                      <each param as i64>)
+    ```
+
+    The inputs are read and never written; the result is a new f32 tensor
+    the callee fills. Addresses are `index` values of dense row-major
+    buffers (bufferization copies a strided input first). `@callee` must be a
+    function declared in the module with exactly that signature. A pure op on
+    tensors: identical calls on identical inputs may be merged.
+
+    ```mlir
+    %c = train.runtime_call @amp_cpu_gemm(%a, %b) [1, 1, 1, 128, 256, 784, 0, 0]
+        : (tensor<128x784xf16>, tensor<784x256xf16>) -> tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       Variadic<Train_FloatTensor>:$inputs,
+                       DenseI64ArrayAttr:$params);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` $params attr-dict `:` functional-type($inputs, $result)
+  }];
+}
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINRUNTIMEOPS_TD

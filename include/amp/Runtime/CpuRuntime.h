@@ -1,0 +1,74 @@
+//===- CpuRuntime.h - CBLAS GEMM and convolution glue -----------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The functions amp-lower-cpu's code calls for matrix products and
+// convolutions. Operands arrive as raw addresses of dense row-major buffers
+// with an element-type code; f16/bf16 operands are widened exactly to f32 and
+// multiplied with cblas_sgemm, so products are exact and accumulate in f32 —
+// the arithmetic of a Tensor Core with CUBLAS_COMPUTE_32F. Results are always
+// f32 (the compiled code rounds them once to the op's result type).
+// Convolutions use im2col / col2im around one GEMM per image.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_RUNTIME_CPURUNTIME_H
+#define AMP_RUNTIME_CPURUNTIME_H
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+extern "C" {
+
+/// c[i] = op(a[i]) x op(b[i]) for each of `batch` matrices: op(a) is m x k,
+/// op(b) is k x n, c is m x n f32. Element-type codes: amp::RuntimeDType.
+void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c, int64_t dtypeA,
+                  int64_t dtypeB, int64_t batch, int64_t m, int64_t n,
+                  int64_t k, int64_t transposeA, int64_t transposeB);
+
+/// amp_cpu_gemm plus a vector of n elements broadcast over the rows, added
+/// to the f32 accumulator before anything is rounded (a bias epilogue).
+void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
+                       int64_t dtypeA, int64_t dtypeB, int64_t dtypeBias,
+                       int64_t batch, int64_t m, int64_t n, int64_t k,
+                       int64_t transposeA, int64_t transposeB);
+
+/// The convolution geometry every conv entry point takes, in this order:
+/// n, c, h, w (input), f, kh, kw (filter), oh, ow (output), sh, sw
+/// (strides), ph, pw (padding, both sides), dh, dw (dilation).
+#define AMP_CONV_GEOMETRY_PARAMS                                               \
+  int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,           \
+      int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t ph,  \
+      int64_t pw, int64_t dh, int64_t dw
+
+/// y[n, f, oh, ow] (f32) = conv2d(x[n, c, h, w], filter[f, c, kh, kw]).
+void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y, int64_t dtypeX,
+                    int64_t dtypeFilter, AMP_CONV_GEOMETRY_PARAMS);
+
+/// dx[n, c, h, w] (f32): the gradient of conv2d with respect to its input,
+/// from dy[n, f, oh, ow] and the filter.
+void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter, intptr_t dx,
+                               int64_t dtypeDy, int64_t dtypeFilter,
+                               AMP_CONV_GEOMETRY_PARAMS);
+
+/// dfilter[f, c, kh, kw] (f32): the gradient of conv2d with respect to its
+/// filter, from dy[n, f, oh, ow] and the input x[n, c, h, w].
+void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x, intptr_t dfilter,
+                                int64_t dtypeDy, int64_t dtypeX,
+                                AMP_CONV_GEOMETRY_PARAMS);
+}
+
+namespace amp {
+
+/// Element-type codes of the runtime's operands.
+enum class RuntimeDType : int64_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+/// The runtime's entry points by symbol name, for a JIT to resolve.
+std::vector<std::pair<const char *, void *>> getCpuRuntimeSymbols();
+
+} // namespace amp
+
+#endif // AMP_RUNTIME_CPURUNTIME_H

@@ -1,0 +1,233 @@
+//===- CpuRuntime.cpp - CBLAS GEMM and convolution glue -------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Float16.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+using namespace amp;
+
+namespace {
+
+/// All 65536 f16 values as f32: widening is one load per element.
+const float *halfTable() {
+  static const std::unique_ptr<float[]> table = [] {
+    std::unique_ptr<float[]> t(new float[65536]);
+    for (uint32_t i = 0; i < 65536; ++i)
+      t[i] = halfToFloat(uint16_t(i));
+    return t;
+  }();
+  return table.get();
+}
+
+/// An operand as f32: the buffer itself, or an exact widened copy.
+class FloatOperand {
+public:
+  FloatOperand(intptr_t address, int64_t dtype, int64_t count) {
+    switch (RuntimeDType(dtype)) {
+    case RuntimeDType::F32:
+      data = reinterpret_cast<const float *>(address);
+      return;
+    case RuntimeDType::F16: {
+      const float *table = halfTable();
+      const auto *bits = reinterpret_cast<const uint16_t *>(address);
+      copy.reset(new float[std::max<int64_t>(count, 1)]);
+      for (int64_t i = 0; i < count; ++i)
+        copy[i] = table[bits[i]];
+      break;
+    }
+    case RuntimeDType::BF16: {
+      const auto *bits = reinterpret_cast<const uint16_t *>(address);
+      copy.reset(new float[std::max<int64_t>(count, 1)]);
+      for (int64_t i = 0; i < count; ++i)
+        copy[i] = bfloatToFloat(bits[i]);
+      break;
+    }
+    default:
+      // Only compiled code calls in, with codes the lowering wrote.
+      std::fprintf(stderr, "amp runtime: unknown element type code %lld\n",
+                   static_cast<long long>(dtype));
+      std::abort();
+    }
+    data = copy.get();
+  }
+  const float *get() const { return data; }
+
+private:
+  std::unique_ptr<float[]> copy;
+  const float *data = nullptr;
+};
+
+/// c (m x n, leading dimension n) = alpha * op(a) op(b) + beta * c.
+void sgemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+           const float *a, const float *b, float beta, float *c) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    if (beta == 0.0f)
+      std::fill(c, c + m * n, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
+              transposeB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+              blasint(k), 1.0f, a, blasint(transposeA ? m : k), b,
+              blasint(transposeB ? k : n), beta, c, blasint(n));
+}
+
+struct ConvGeometry {
+  int64_t n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  /// Rows of an image's column matrix: one per (channel, kernel offset).
+  int64_t patch() const { return c * kh * kw; }
+  /// Columns of an image's column matrix: one per output pixel.
+  int64_t pixels() const { return oh * ow; }
+  int64_t inputSize() const { return c * h * w; }
+  int64_t outputSize() const { return f * oh * ow; }
+};
+
+/// Visits (column-matrix index, input index or -1 for padding) for one image.
+template <typename Fn>
+void forEachPatchElement(const ConvGeometry &g, Fn fn) {
+  int64_t pixels = g.pixels();
+  for (int64_t ci = 0; ci < g.c; ++ci)
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        int64_t row = ((ci * g.kh + ki) * g.kw + kj) * pixels;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+          bool rowInside = iy >= 0 && iy < g.h;
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            int64_t ix = ox * g.sw - g.pw + kj * g.dw;
+            bool inside = rowInside && ix >= 0 && ix < g.w;
+            fn(row + oy * g.ow + ox, inside ? (ci * g.h + iy) * g.w + ix : -1);
+          }
+        }
+      }
+}
+
+void im2col(const ConvGeometry &g, const float *image, float *col) {
+  forEachPatchElement(g, [&](int64_t at, int64_t from) {
+    col[at] = from < 0 ? 0.0f : image[from];
+  });
+}
+
+void col2im(const ConvGeometry &g, const float *col, float *image) {
+  std::fill(image, image + g.inputSize(), 0.0f);
+  forEachPatchElement(g, [&](int64_t at, int64_t to) {
+    if (to >= 0)
+      image[to] += col[at];
+  });
+}
+
+} // namespace
+
+namespace {
+/// The GEMMs of amp_cpu_gemm(_bias) into an f32 `out` that holds the bias
+/// rows (beta = 1) or nothing (beta = 0).
+void batchedGemm(intptr_t a, intptr_t b, float *out, float beta,
+                 int64_t dtypeA, int64_t dtypeB, int64_t batch, int64_t m,
+                 int64_t n, int64_t k, int64_t transposeA,
+                 int64_t transposeB) {
+  FloatOperand lhs(a, dtypeA, batch * m * k), rhs(b, dtypeB, batch * k * n);
+  for (int64_t i = 0; i < batch; ++i)
+    sgemm(transposeA, transposeB, m, n, k, lhs.get() + i * m * k,
+          rhs.get() + i * k * n, beta, out + i * m * n);
+}
+} // namespace
+
+extern "C" void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c,
+                             int64_t dtypeA, int64_t dtypeB, int64_t batch,
+                             int64_t m, int64_t n, int64_t k,
+                             int64_t transposeA, int64_t transposeB) {
+  batchedGemm(a, b, reinterpret_cast<float *>(c), 0.0f, dtypeA, dtypeB, batch,
+              m, n, k, transposeA, transposeB);
+}
+
+extern "C" void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias,
+                                  intptr_t c, int64_t dtypeA, int64_t dtypeB,
+                                  int64_t dtypeBias, int64_t batch, int64_t m,
+                                  int64_t n, int64_t k, int64_t transposeA,
+                                  int64_t transposeB) {
+  auto *out = reinterpret_cast<float *>(c);
+  FloatOperand row(bias, dtypeBias, n);
+  for (int64_t r = 0; r < batch * m; ++r)
+    std::copy(row.get(), row.get() + n, out + r * n);
+  batchedGemm(a, b, out, 1.0f, dtypeA, dtypeB, batch, m, n, k, transposeA,
+              transposeB);
+}
+
+#define AMP_CONV_GEOMETRY                                                      \
+  ConvGeometry { n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw }
+
+extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
+                               int64_t dtypeX, int64_t dtypeFilter,
+                               AMP_CONV_GEOMETRY_PARAMS) {
+  ConvGeometry g = AMP_CONV_GEOMETRY;
+  FloatOperand input(x, dtypeX, g.n * g.inputSize());
+  FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
+  auto *out = reinterpret_cast<float *>(y);
+  std::unique_ptr<float[]> col(new float[g.patch() * g.pixels() + 1]);
+  for (int64_t i = 0; i < g.n; ++i) {
+    // y[i] (f x pixels) = filter (f x patch) * col (patch x pixels).
+    im2col(g, input.get() + i * g.inputSize(), col.get());
+    sgemm(false, false, g.f, g.pixels(), g.patch(), weights.get(), col.get(),
+          0.0f, out + i * g.outputSize());
+  }
+}
+
+extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
+                                          intptr_t dx, int64_t dtypeDy,
+                                          int64_t dtypeFilter,
+                                          AMP_CONV_GEOMETRY_PARAMS) {
+  ConvGeometry g = AMP_CONV_GEOMETRY;
+  FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
+  FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
+  auto *out = reinterpret_cast<float *>(dx);
+  std::unique_ptr<float[]> col(new float[g.patch() * g.pixels() + 1]);
+  for (int64_t i = 0; i < g.n; ++i) {
+    // dcol (patch x pixels) = filter^T (patch x f) * dy[i] (f x pixels),
+    // then each column entry is added back to the input pixel it read.
+    sgemm(true, false, g.patch(), g.pixels(), g.f, weights.get(),
+          grad.get() + i * g.outputSize(), 0.0f, col.get());
+    col2im(g, col.get(), out + i * g.inputSize());
+  }
+}
+
+extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
+                                           intptr_t dfilter, int64_t dtypeDy,
+                                           int64_t dtypeX,
+                                           AMP_CONV_GEOMETRY_PARAMS) {
+  ConvGeometry g = AMP_CONV_GEOMETRY;
+  FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
+  FloatOperand input(x, dtypeX, g.n * g.inputSize());
+  auto *out = reinterpret_cast<float *>(dfilter);
+  std::fill(out, out + g.f * g.patch(), 0.0f);
+  std::unique_ptr<float[]> col(new float[g.patch() * g.pixels() + 1]);
+  for (int64_t i = 0; i < g.n; ++i) {
+    // dfilter (f x patch) += dy[i] (f x pixels) * col^T (pixels x patch).
+    im2col(g, input.get() + i * g.inputSize(), col.get());
+    sgemm(false, true, g.f, g.patch(), g.pixels(),
+          grad.get() + i * g.outputSize(), col.get(), 1.0f, out);
+  }
+}
+
+std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
+  return {
+      {"amp_cpu_gemm", reinterpret_cast<void *>(&amp_cpu_gemm)},
+      {"amp_cpu_gemm_bias", reinterpret_cast<void *>(&amp_cpu_gemm_bias)},
+      {"amp_cpu_conv2d", reinterpret_cast<void *>(&amp_cpu_conv2d)},
+      {"amp_cpu_conv2d_grad_input",
+       reinterpret_cast<void *>(&amp_cpu_conv2d_grad_input)},
+      {"amp_cpu_conv2d_grad_filter",
+       reinterpret_cast<void *>(&amp_cpu_conv2d_grad_filter)},
+  };
+}

@@ -153,6 +153,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     return targetMachine.takeError();
 
   ExecutionEngineOptions engineOptions;
+  engineOptions.enablePerfNotificationListener = getenv("AMP_PERF") != nullptr;
   auto transformer =
       makeOptimizingTransformer(options.optLevel, 0, targetMachine->get());
   engineOptions.transformer = transformer;
@@ -163,6 +164,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   if (!engine)
     return engine.takeError();
   fn->engine = std::move(*engine);
+  retainFreedMemory();
   fn->engine->registerSymbols(halfConversionSymbols);
   fn->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;

@@ -66,6 +66,13 @@ namespace amp {
 /// Element-type codes of the runtime's operands.
 enum class RuntimeDType : int64_t { F32 = 0, F16 = 1, BF16 = 2 };
 
+/// Makes the C heap keep freed blocks of up to 256 MiB for reuse instead of
+/// returning them to the kernel: a compiled step allocates its intermediate
+/// buffers with malloc and frees them before returning, and with glibc's
+/// defaults every large buffer would be a fresh mmap (zeroed pages, a page
+/// fault per 4 KiB) on every step. Process-wide; idempotent.
+void retainFreedMemory();
+
 /// The runtime's entry points by symbol name, for a JIT to resolve.
 std::vector<std::pair<const char *, void *>> getCpuRuntimeSymbols();
 

@@ -15,6 +15,10 @@
 #include <cstdlib>
 #include <memory>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 using namespace amp;
 
 namespace {
@@ -94,38 +98,68 @@ struct ConvGeometry {
   int64_t outputSize() const { return f * oh * ow; }
 };
 
-/// Visits (column-matrix index, input index or -1 for padding) for one image.
+/// Visits (row, pixel, input index or -1 for padding) of one image's column
+/// matrix: row (channel, ki, kj) and pixel (oy, ox) read input (channel, iy,
+/// ix).
 template <typename Fn>
 void forEachPatchElement(const ConvGeometry &g, Fn fn) {
-  int64_t pixels = g.pixels();
   for (int64_t ci = 0; ci < g.c; ++ci)
     for (int64_t ki = 0; ki < g.kh; ++ki)
       for (int64_t kj = 0; kj < g.kw; ++kj) {
-        int64_t row = ((ci * g.kh + ki) * g.kw + kj) * pixels;
+        int64_t row = (ci * g.kh + ki) * g.kw + kj;
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           int64_t iy = oy * g.sh - g.ph + ki * g.dh;
           bool rowInside = iy >= 0 && iy < g.h;
           for (int64_t ox = 0; ox < g.ow; ++ox) {
             int64_t ix = ox * g.sw - g.pw + kj * g.dw;
             bool inside = rowInside && ix >= 0 && ix < g.w;
-            fn(row + oy * g.ow + ox, inside ? (ci * g.h + iy) * g.w + ix : -1);
+            fn(row, oy * g.ow + ox, inside ? (ci * g.h + iy) * g.w + ix : -1);
           }
         }
       }
 }
 
-void im2col(const ConvGeometry &g, const float *image, float *col) {
-  forEachPatchElement(g, [&](int64_t at, int64_t from) {
-    col[at] = from < 0 ? 0.0f : image[from];
+/// Writes one image's column matrix into `col` (leading dimension `ld`).
+void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
+  forEachPatchElement(g, [&](int64_t row, int64_t pixel, int64_t from) {
+    col[row * ld + pixel] = from < 0 ? 0.0f : image[from];
   });
 }
 
-void col2im(const ConvGeometry &g, const float *col, float *image) {
+/// Sums one image's column matrix (leading dimension `ld`) back into the
+/// input pixels each entry was read from.
+void col2im(const ConvGeometry &g, const float *col, int64_t ld,
+            float *image) {
   std::fill(image, image + g.inputSize(), 0.0f);
-  forEachPatchElement(g, [&](int64_t at, int64_t to) {
+  forEachPatchElement(g, [&](int64_t row, int64_t pixel, int64_t to) {
     if (to >= 0)
-      image[to] += col[at];
+      image[to] += col[row * ld + pixel];
   });
+}
+
+/// Images per GEMM: all of them, unless the column matrix of a chunk would
+/// pass 16 Mi floats (64 MiB).
+int64_t imagesPerChunk(const ConvGeometry &g) {
+  int64_t perImage = std::max<int64_t>(g.patch() * g.pixels(), 1);
+  return std::clamp<int64_t>((int64_t(1) << 20) / perImage, 1,
+                             std::max<int64_t>(g.n, 1));
+}
+
+/// Copies images [first, first + count) of an [n, rows, pixels] tensor into
+/// a [rows, count * pixels] matrix (image-major columns), or back.
+void packImages(const float *tensor, float *matrix, int64_t first,
+                int64_t count, int64_t rows, int64_t pixels) {
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(tensor + ((first + j) * rows + r) * pixels, pixels,
+                  matrix + r * count * pixels + j * pixels);
+}
+void unpackImages(const float *matrix, float *tensor, int64_t first,
+                  int64_t count, int64_t rows, int64_t pixels) {
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(matrix + r * count * pixels + j * pixels, pixels,
+                  tensor + ((first + j) * rows + r) * pixels);
 }
 
 } // namespace
@@ -168,6 +202,9 @@ extern "C" void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias,
 #define AMP_CONV_GEOMETRY                                                      \
   ConvGeometry { n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw }
 
+// Convolutions as GEMMs over chunks of images: the column matrix of a chunk
+// is [patch, images * pixels], so each chunk is one large GEMM.
+
 extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
                                int64_t dtypeX, int64_t dtypeFilter,
                                AMP_CONV_GEOMETRY_PARAMS) {
@@ -175,12 +212,18 @@ extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
   auto *out = reinterpret_cast<float *>(y);
-  std::unique_ptr<float[]> col(new float[g.patch() * g.pixels() + 1]);
-  for (int64_t i = 0; i < g.n; ++i) {
-    // y[i] (f x pixels) = filter (f x patch) * col (patch x pixels).
-    im2col(g, input.get() + i * g.inputSize(), col.get());
-    sgemm(false, false, g.f, g.pixels(), g.patch(), weights.get(), col.get(),
-          0.0f, out + i * g.outputSize());
+  int64_t chunk = imagesPerChunk(g);
+  std::unique_ptr<float[]> col(new float[g.patch() * chunk * g.pixels() + 1]);
+  std::unique_ptr<float[]> result(new float[g.f * chunk * g.pixels() + 1]);
+  for (int64_t first = 0; first < g.n; first += chunk) {
+    int64_t count = std::min(chunk, g.n - first), ld = count * g.pixels();
+    for (int64_t j = 0; j < count; ++j)
+      im2col(g, input.get() + (first + j) * g.inputSize(),
+             col.get() + j * g.pixels(), ld);
+    // result (f x images*pixels) = filter (f x patch) * col.
+    sgemm(false, false, g.f, ld, g.patch(), weights.get(), col.get(), 0.0f,
+          result.get());
+    unpackImages(result.get(), out, first, count, g.f, g.pixels());
   }
 }
 
@@ -192,13 +235,19 @@ extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
   FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
   auto *out = reinterpret_cast<float *>(dx);
-  std::unique_ptr<float[]> col(new float[g.patch() * g.pixels() + 1]);
-  for (int64_t i = 0; i < g.n; ++i) {
-    // dcol (patch x pixels) = filter^T (patch x f) * dy[i] (f x pixels),
-    // then each column entry is added back to the input pixel it read.
-    sgemm(true, false, g.patch(), g.pixels(), g.f, weights.get(),
-          grad.get() + i * g.outputSize(), 0.0f, col.get());
-    col2im(g, col.get(), out + i * g.inputSize());
+  int64_t chunk = imagesPerChunk(g);
+  std::unique_ptr<float[]> col(new float[g.patch() * chunk * g.pixels() + 1]);
+  std::unique_ptr<float[]> packed(new float[g.f * chunk * g.pixels() + 1]);
+  for (int64_t first = 0; first < g.n; first += chunk) {
+    int64_t count = std::min(chunk, g.n - first), ld = count * g.pixels();
+    packImages(grad.get(), packed.get(), first, count, g.f, g.pixels());
+    // dcol (patch x images*pixels) = filter^T (patch x f) * dy, then each
+    // entry goes back to the input pixel it was read from.
+    sgemm(true, false, g.patch(), ld, g.f, weights.get(), packed.get(), 0.0f,
+          col.get());
+    for (int64_t j = 0; j < count; ++j)
+      col2im(g, col.get() + j * g.pixels(), ld,
+             out + (first + j) * g.inputSize());
   }
 }
 
@@ -211,13 +260,29 @@ extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
   auto *out = reinterpret_cast<float *>(dfilter);
   std::fill(out, out + g.f * g.patch(), 0.0f);
-  std::unique_ptr<float[]> col(new float[g.patch() * g.pixels() + 1]);
-  for (int64_t i = 0; i < g.n; ++i) {
-    // dfilter (f x patch) += dy[i] (f x pixels) * col^T (pixels x patch).
-    im2col(g, input.get() + i * g.inputSize(), col.get());
-    sgemm(false, true, g.f, g.patch(), g.pixels(),
-          grad.get() + i * g.outputSize(), col.get(), 1.0f, out);
+  int64_t chunk = imagesPerChunk(g);
+  std::unique_ptr<float[]> col(new float[g.patch() * chunk * g.pixels() + 1]);
+  std::unique_ptr<float[]> packed(new float[g.f * chunk * g.pixels() + 1]);
+  for (int64_t first = 0; first < g.n; first += chunk) {
+    int64_t count = std::min(chunk, g.n - first), ld = count * g.pixels();
+    for (int64_t j = 0; j < count; ++j)
+      im2col(g, input.get() + (first + j) * g.inputSize(),
+             col.get() + j * g.pixels(), ld);
+    packImages(grad.get(), packed.get(), first, count, g.f, g.pixels());
+    // dfilter (f x patch) += dy (f x images*pixels) * col^T.
+    sgemm(false, true, g.f, g.patch(), ld, packed.get(), col.get(), 1.0f, out);
   }
+}
+
+void amp::retainFreedMemory() {
+#if defined(__GLIBC__)
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    return true;
+  }();
+  (void)done;
+#endif
 }
 
 std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {

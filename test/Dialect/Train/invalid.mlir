@@ -1048,3 +1048,29 @@ func.func @loss_seed_on_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = train.relu %x {train.loss_seed} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @runtime_call_undeclared(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'train.runtime_call' op calls @missing, which is not a function in the module}}
+  %0 = train.runtime_call @missing(%a) [1] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func private @callee(index, index, i64)
+func.func @runtime_call_signature(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'train.runtime_call' op calls @callee of type '(index, index, i64) -> ()'; its 1 inputs and 2 params need '(index, index, i64, i64) -> ()'}}
+  %0 = train.runtime_call @callee(%a) [1, 2] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func private @callee(index, index)
+func.func @runtime_call_result(%a: tensor<2x3xf32>) -> tensor<2x3xf16> {
+  // expected-error @+1 {{'train.runtime_call' op result #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<2x3xf16>'}}
+  %0 = train.runtime_call @callee(%a) [] : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return %0 : tensor<2x3xf16>
+}

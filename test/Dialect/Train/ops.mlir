@@ -231,3 +231,13 @@ func.func @loss_scaling(%scale: tensor<f32>, %tracker: tensor<i32>, %g: tensor<4
   %s:3 = train.update_scale %scale, %tracker, %u#2 backoff_factor 0.25 growth_interval 2 max_scale 16777216.0 : tensor<f32>, tensor<i32>
   return %s#0, %s#1, %s#2 : tensor<f32>, tensor<i32>, tensor<i1>
 }
+
+// CHECK: func.func private @amp_cpu_gemm(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+func.func private @amp_cpu_gemm(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+
+// CHECK-LABEL: func.func @runtime_call
+func.func @runtime_call(%a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> tensor<4x3xf32> {
+  // CHECK: train.runtime_call @amp_cpu_gemm(%{{.*}}, %{{.*}}) [1, 1, 1, 4, 3, 8, 0, 0] : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
+  %0 = train.runtime_call @amp_cpu_gemm(%a, %b) [1, 1, 1, 4, 3, 8, 0, 0] : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

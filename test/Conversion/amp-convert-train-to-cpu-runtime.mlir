@@ -1,0 +1,99 @@
+// RUN: amp-opt %s -amp-convert-train-to-cpu-runtime -split-input-file | FileCheck %s
+// RUN: amp-opt %s -amp-convert-train-to-cpu-runtime -amp-convert-train-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -split-input-file | FileCheck %s --check-prefix=BUF
+
+// GEMMs and convolutions become train.runtime_call of the CBLAS runtime;
+// the numerics are checked through the JIT (test/Integration/CPU,
+// BlasLoweringTest and the op and gradient tests). Here: the callee, the
+// dtype codes (0 f32, 1 f16, 2 bf16), the sizes, one declaration per callee,
+// the single rounding of the f32 result, and what bufferization makes of it.
+
+// A linear layer at O1: f16 operands and bias, f32 accumulator rounded once.
+// CHECK: func.func private @amp_cpu_gemm_bias(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @linear
+// CHECK: %[[ACC:.*]] = train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [1, 1, 1, 1, 4, 3, 8, 0, 0] : (tensor<4x8xf16>, tensor<8x3xf16>, tensor<3xf16>) -> tensor<4x3xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[ACC]] : tensor<4x3xf32>) outs(%{{.*}} : tensor<4x3xf16>)
+// CHECK: arith.truncf
+// CHECK-NOT: train.matmul
+// BUF-LABEL: func.func @linear
+// BUF-SAME: (%[[A:.*]]: memref<4x8xf16>, %[[W:.*]]: memref<8x3xf16>, %[[B:.*]]: memref<3xf16>)
+// BUF-DAG: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// BUF-DAG: %[[PW:.*]] = memref.extract_aligned_pointer_as_index %[[W]]
+// BUF-DAG: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+// BUF: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+// BUF: %[[PO:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
+// BUF: call @amp_cpu_gemm_bias(%[[PA]], %[[PW]], %[[PB]], %[[PO]], %{{.*}}) : (index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
+// BUF-NOT: memref.copy
+func.func @linear(%x: tensor<4x8xf16>, %w: tensor<8x3xf16>, %b: tensor<3xf16>) -> tensor<4x3xf16> {
+  %0 = train.matmul %x, %w, %b accumulate f32 : tensor<4x8xf16>, tensor<8x3xf16>, tensor<3xf16> -> tensor<4x3xf16>
+  return %0 : tensor<4x3xf16>
+}
+
+// -----
+
+// Transposes are flags, not copies; two calls share one declaration; an f32
+// result needs no rounding.
+// CHECK-COUNT-1: func.func private @amp_cpu_gemm(
+// CHECK-NOT: func.func private
+// CHECK-LABEL: func.func @transposes
+// CHECK: %[[G:.*]] = train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [0, 0, 1, 8, 3, 4, 1, 0] : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+// CHECK: %[[H:.*]] = train.runtime_call @amp_cpu_gemm(%arg0, %arg2) [0, 0, 1, 4, 5, 8, 0, 1] : (tensor<4x8xf32>, tensor<5x8xf32>) -> tensor<4x5xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[G]], %[[H]]
+func.func @transposes(%a: tensor<4x8xf32>, %b: tensor<4x3xf32>, %c: tensor<5x8xf32>) -> (tensor<8x3xf32>, tensor<4x5xf32>) {
+  %0 = train.matmul %a, %b transpose_lhs : tensor<4x8xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
+  %1 = train.matmul %a, %c transpose_rhs : tensor<4x8xf32>, tensor<5x8xf32> -> tensor<4x5xf32>
+  return %0, %1 : tensor<8x3xf32>, tensor<4x5xf32>
+}
+
+// -----
+
+// bf16 batch_matmul: batch, m, n, k.
+// CHECK-LABEL: func.func @batched
+// CHECK: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] : (tensor<6x4x7xbf16>, tensor<6x5x7xbf16>) -> tensor<6x4x5xf32>
+func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4x5xbf16> {
+  %0 = train.batch_matmul %q, %k transpose_rhs accumulate f32 : tensor<6x4x7xbf16>, tensor<6x5x7xbf16> -> tensor<6x4x5xbf16>
+  return %0 : tensor<6x4x5xbf16>
+}
+
+// -----
+
+// Convolution and its gradients: dtypes, then n c h w, f kh kw, oh ow,
+// strides, padding, dilation.
+// CHECK-LABEL: func.func @convs
+// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
+func.func @convs(%x: tensor<2x3x9x9xf16>, %w: tensor<4x3x3x3xf16>, %dy: tensor<2x4x5x5xf16>) -> (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) {
+  %y = train.conv2d %x, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x5x5xf16>
+  %dx = train.conv2d_grad_input %dy, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16> -> tensor<2x3x9x9xf16>
+  %dw = train.conv2d_grad_filter %dy, %x strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16> -> tensor<4x3x3x3xf16>
+  return %y, %dx, %dw : tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>
+}
+
+// -----
+
+// An f16 accumulator is not what the runtime computes: left for linalg.
+// CHECK-LABEL: func.func @f16_accumulator
+// CHECK-NOT: train.runtime_call
+// CHECK: train.matmul
+// CHECK-NOT: train.runtime_call
+// CHECK: return
+func.func @f16_accumulator(%a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> tensor<4x3xf16> {
+  %0 = train.matmul %a, %b accumulate f16 : tensor<4x8xf16>, tensor<8x3xf16> -> tensor<4x3xf16>
+  return %0 : tensor<4x3xf16>
+}
+
+// -----
+
+// A strided input (a column slice) is copied into a dense buffer first.
+// BUF-LABEL: func.func @strided_input
+// BUF: %[[SUB:.*]] = memref.subview %arg0[0, 0] [4, 8] [1, 1] : memref<4x16xf32> to memref<4x8xf32, strided<[16, 1]>>
+// BUF: %[[DENSE:.*]] = memref.alloc() {{.*}} : memref<4x8xf32>
+// BUF: memref.copy %[[SUB]], %[[DENSE]]
+// BUF: memref.extract_aligned_pointer_as_index %[[DENSE]]
+// BUF: call @amp_cpu_gemm(
+func.func @strided_input(%a: tensor<4x16xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  %s = tensor.extract_slice %a[0, 0] [4, 8] [1, 1] : tensor<4x16xf32> to tensor<4x8xf32>
+  %0 = train.matmul %s, %b : tensor<4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

@@ -1,0 +1,187 @@
+//===- CpuRuntimeTest.cpp - The CBLAS runtime against f64 references ------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Calls the runtime's entry points directly. GEMMs (every transpose pair,
+// batched, with and without bias, f32/f16/bf16 operands) against an f64
+// product of the same (already rounded) operand values: the runtime's
+// products are exact, so the only error is f32 accumulation, bounded here by
+// 1e-5 relative to the sum of |terms|. Convolutions against a direct f64
+// convolution, with strides, padding and dilation, in enough images to take
+// the chunked path (several GEMMs) and its remainder; the two gradients
+// against the direct f64 sums that define them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Float16.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace amp;
+
+namespace {
+
+/// Random values in [-1, 1], stored as `dtype` (and returned as the exact
+/// f32 values they round to, for the reference).
+struct Operand {
+  std::vector<uint16_t> half;
+  std::vector<float> value;
+  intptr_t address(RuntimeDType dtype) const {
+    return dtype == RuntimeDType::F32 ? reinterpret_cast<intptr_t>(value.data())
+                                      : reinterpret_cast<intptr_t>(half.data());
+  }
+};
+
+Operand randomOperand(size_t n, RuntimeDType dtype, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  Operand op;
+  op.value.resize(n);
+  op.half.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    float v = uniform(rng);
+    if (dtype == RuntimeDType::F16) {
+      op.half[i] = floatToHalf(v);
+      v = halfToFloat(op.half[i]);
+    } else if (dtype == RuntimeDType::BF16) {
+      op.half[i] = floatToBFloat(v);
+      v = bfloatToFloat(op.half[i]);
+    }
+    op.value[i] = v;
+  }
+  return op;
+}
+
+class Gemm : public ::testing::TestWithParam<RuntimeDType> {};
+
+TEST_P(Gemm, MatchesF64Reference) {
+  RuntimeDType dtype = GetParam();
+  std::mt19937 rng(3);
+  const int64_t batch = 3, m = 17, n = 23, k = 300;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int withBias = 0; withBias < 2; ++withBias) {
+        Operand a = randomOperand(batch * m * k, dtype, rng);
+        Operand b = randomOperand(batch * k * n, dtype, rng);
+        Operand bias = randomOperand(n, dtype, rng);
+        std::vector<float> c(batch * m * n, 12345.0f);
+        auto t = static_cast<int64_t>(dtype);
+        if (withBias)
+          amp_cpu_gemm_bias(a.address(dtype), b.address(dtype),
+                            bias.address(dtype),
+                            reinterpret_cast<intptr_t>(c.data()), t, t, t,
+                            batch, m, n, k, ta, tb);
+        else
+          amp_cpu_gemm(a.address(dtype), b.address(dtype),
+                       reinterpret_cast<intptr_t>(c.data()), t, t, batch, m,
+                       n, k, ta, tb);
+        for (int64_t bi = 0; bi < batch; ++bi)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = withBias ? bias.value[j] : 0.0;
+              double magnitude = std::abs(sum);
+              for (int64_t p = 0; p < k; ++p) {
+                double x = a.value[bi * m * k + (ta ? p * m + i : i * k + p)];
+                double y = b.value[bi * k * n + (tb ? j * k + p : p * n + j)];
+                sum += x * y;
+                magnitude += std::abs(x * y);
+              }
+              double got = c[(bi * m + i) * n + j];
+              ASSERT_LE(std::abs(got - sum), 1e-5 * magnitude)
+                  << "ta " << ta << " tb " << tb << " bias " << withBias
+                  << " at " << bi << "," << i << "," << j;
+            }
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, Gemm,
+                         ::testing::Values(RuntimeDType::F32,
+                                           RuntimeDType::F16,
+                                           RuntimeDType::BF16));
+
+struct Geometry {
+  int64_t n, c, h, w, f, kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t oh() const { return (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
+};
+
+class Conv : public ::testing::TestWithParam<Geometry> {};
+
+TEST_P(Conv, ForwardAndGradientsMatchF64Sums) {
+  Geometry g = GetParam();
+  int64_t oh = g.oh(), ow = g.ow();
+  std::mt19937 rng(9);
+  RuntimeDType dtype = RuntimeDType::F16;
+  auto t = static_cast<int64_t>(dtype);
+  Operand x = randomOperand(g.n * g.c * g.h * g.w, dtype, rng);
+  Operand filter = randomOperand(g.f * g.c * g.kh * g.kw, dtype, rng);
+  Operand dy = randomOperand(g.n * g.f * oh * ow, dtype, rng);
+  std::vector<float> y(g.n * g.f * oh * ow), dx(x.value.size(), 7.0f),
+      dfilter(filter.value.size(), 7.0f);
+#define GEOMETRY                                                               \
+  g.n, g.c, g.h, g.w, g.f, g.kh, g.kw, oh, ow, g.sh, g.sw, g.ph, g.pw, g.dh,   \
+      g.dw
+  amp_cpu_conv2d(x.address(dtype), filter.address(dtype),
+                 reinterpret_cast<intptr_t>(y.data()), t, t, GEOMETRY);
+  amp_cpu_conv2d_grad_input(dy.address(dtype), filter.address(dtype),
+                            reinterpret_cast<intptr_t>(dx.data()), t, t,
+                            GEOMETRY);
+  amp_cpu_conv2d_grad_filter(dy.address(dtype), x.address(dtype),
+                             reinterpret_cast<intptr_t>(dfilter.data()), t, t,
+                             GEOMETRY);
+#undef GEOMETRY
+  // Direct sums in f64: every (image, filter, output pixel, channel, ki, kj)
+  // term, added to y, to dx at the input pixel it reads, and to dfilter.
+  std::vector<double> yRef(y.size()), dxRef(dx.size()), dfRef(dfilter.size()),
+      yMag(y.size()), dxMag(dx.size()), dfMag(dfilter.size());
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t f = 0; f < g.f; ++f)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox)
+          for (int64_t c = 0; c < g.c; ++c)
+            for (int64_t ki = 0; ki < g.kh; ++ki)
+              for (int64_t kj = 0; kj < g.kw; ++kj) {
+                int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+                int64_t ix = ox * g.sw - g.pw + kj * g.dw;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w)
+                  continue;
+                int64_t xi = ((n * g.c + c) * g.h + iy) * g.w + ix;
+                int64_t fi = ((f * g.c + c) * g.kh + ki) * g.kw + kj;
+                int64_t yi = ((n * g.f + f) * oh + oy) * ow + ox;
+                double wv = filter.value[fi], xv = x.value[xi],
+                       gv = dy.value[yi];
+                yRef[yi] += xv * wv, yMag[yi] += std::abs(xv * wv);
+                dxRef[xi] += gv * wv, dxMag[xi] += std::abs(gv * wv);
+                dfRef[fi] += gv * xv, dfMag[fi] += std::abs(gv * xv);
+              }
+  auto expectClose = [](const std::vector<float> &got,
+                        const std::vector<double> &want,
+                        const std::vector<double> &magnitude,
+                        const char *what) {
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_LE(std::abs(got[i] - want[i]), 1e-5 * magnitude[i] + 1e-30)
+          << what << " element " << i << ": " << got[i] << " vs " << want[i];
+  };
+  expectClose(y, yRef, yMag, "y");
+  expectClose(dx, dxRef, dxMag, "dx");
+  expectClose(dfilter, dfRef, dfMag, "dfilter");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, Conv,
+    ::testing::Values(
+        // n c h w f kh kw sh sw ph pw dh dw
+        Geometry{2, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1},
+        Geometry{3, 2, 11, 8, 5, 3, 2, 2, 3, 1, 0, 1, 1},
+        Geometry{2, 3, 12, 12, 2, 3, 3, 1, 2, 2, 2, 2, 2},
+        // A column matrix of 72 x 4096 floats per image: 3 images per GEMM,
+        // so 5 images take a full chunk and a remainder.
+        Geometry{5, 8, 64, 64, 3, 3, 3, 1, 1, 1, 1, 1, 1}));
+
+} // namespace

@@ -64,6 +64,12 @@ cl::opt<std::string> optimizer("optimizer",
                                cl::init("adam"), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
                              cl::init(1e-3), cl::cat(category));
+cl::opt<std::string> backend(
+    "backend",
+    cl::desc("cpu (JIT, CBLAS GEMMs), or cpu-loops (GEMMs and convolutions "
+             "as generated loops: a slow reference); cuda is the CUDA "
+             "backend's"),
+    cl::init("cpu"), cl::cat(category));
 cl::opt<std::string> lrSchedule("lr-schedule",
                                 cl::desc("constant, cosine or step"),
                                 cl::init("constant"), cl::cat(category));
@@ -238,6 +244,12 @@ int main(int argc, char **argv) {
     return fail("--opt-level must be O0, O1, O2 or O3, got '" + optLevel + "'");
   if (dtype != "f16" && dtype != "bf16")
     return fail("--dtype must be f16 or bf16, got '" + dtype + "'");
+  if (backend == "cuda")
+    return fail("--backend=cuda: this amp-run has no CUDA backend yet; use "
+                "--backend=cpu");
+  if (backend != "cpu" && backend != "cpu-loops")
+    return fail("--backend must be cpu, cpu-loops or cuda, got '" + backend +
+                "'");
   if (dataset != "fashion-mnist" && dataset != "synthetic")
     return fail("--dataset must be fashion-mnist or synthetic, got '" +
                 dataset + "'");
@@ -292,10 +304,12 @@ int main(int argc, char **argv) {
   auto abi = readStepAbi(stepFn);
   if (!abi)
     return fail(llvm::toString(abi.takeError()));
-  auto step = CpuFunction::compile(*module, "train_step");
+  CpuCompileOptions compileOptions;
+  compileOptions.blas = backend == "cpu";
+  auto step = CpuFunction::compile(*module, "train_step", compileOptions);
   if (!step)
     return fail(llvm::toString(step.takeError()));
-  auto logitsFn = CpuFunction::compile(*module, logitsName);
+  auto logitsFn = CpuFunction::compile(*module, logitsName, compileOptions);
   if (!logitsFn)
     return fail(llvm::toString(logitsFn.takeError()));
   double compileSeconds = std::chrono::duration<double>(
@@ -646,6 +660,7 @@ int main(int argc, char **argv) {
         {"config", llvm::json::Object{{"model", std::string(modelPath)},
                                       {"opt_level", std::string(optLevel)},
                                       {"dtype", std::string(dtype)},
+                                      {"backend", std::string(backend)},
                                       {"optimizer", std::string(optimizer)},
                                       {"lr", double(learningRate)},
                                       {"lr_schedule", std::string(lrSchedule)},

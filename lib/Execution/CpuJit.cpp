@@ -113,7 +113,8 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   // warn about each one).
   for (auto f : copy->getOps<func::FuncOp>()) {
     for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
-      for (NamedAttribute attr : llvm::to_vector(mlir::function_interface_impl::getArgAttrs(f, i)))
+      for (NamedAttribute attr :
+           llvm::to_vector(mlir::function_interface_impl::getArgAttrs(f, i)))
         if (attr.getName().strref().starts_with("train."))
           f.removeArgAttr(i, attr.getName());
     }

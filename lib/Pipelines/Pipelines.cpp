@@ -20,21 +20,21 @@ std::string amp::getCpuLoweringPipeline(bool blas) {
              // tensors, cleaned up and with element-wise chains fused.
              blas ? "amp-convert-train-to-cpu-runtime," : "") +
          "amp-convert-train-to-linalg,canonicalize,cse,"
-      "linalg-fuse-elementwise-ops,canonicalize,"
-      // Tensors -> buffers. Function results become out-parameters the
-      // caller allocates, so a compiled step writes into given memory.
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},"
-      "buffer-results-to-out-params{hoist-static-allocs=true "
-      "modify-public-functions=true},"
-      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-      "canonicalize,"
-      // Loops, then the LLVM dialect. Transcendentals call libm (accurate
-      // to an ulp); f16/bf16 conversions are expanded or called out.
-      "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
-      "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
-      "finalize-memref-to-llvm,convert-math-to-llvm,convert-to-llvm,"
-      "reconcile-unrealized-casts";
+         "linalg-fuse-elementwise-ops,canonicalize,"
+         // Tensors -> buffers. Function results become out-parameters the
+         // caller allocates, so a compiled step writes into given memory.
+         "one-shot-bufferize{bufferize-function-boundaries "
+         "function-boundary-type-conversion=identity-layout-map},"
+         "buffer-results-to-out-params{hoist-static-allocs=true "
+         "modify-public-functions=true},"
+         "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+         "canonicalize,"
+         // Loops, then the LLVM dialect. Transcendentals call libm (accurate
+         // to an ulp); f16/bf16 conversions are expanded or called out.
+         "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
+         "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
+         "finalize-memref-to-llvm,convert-math-to-llvm,convert-to-llvm,"
+         "reconcile-unrealized-casts";
 }
 
 void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas) {

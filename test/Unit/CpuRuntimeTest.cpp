@@ -79,8 +79,8 @@ TEST_P(Gemm, MatchesF64Reference) {
                             batch, m, n, k, ta, tb);
         else
           amp_cpu_gemm(a.address(dtype), b.address(dtype),
-                       reinterpret_cast<intptr_t>(c.data()), t, t, batch, m,
-                       n, k, ta, tb);
+                       reinterpret_cast<intptr_t>(c.data()), t, t, batch, m, n,
+                       k, ta, tb);
         for (int64_t bi = 0; bi < batch; ++bi)
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
@@ -101,8 +101,7 @@ TEST_P(Gemm, MatchesF64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, Gemm,
-                         ::testing::Values(RuntimeDType::F32,
-                                           RuntimeDType::F16,
+                         ::testing::Values(RuntimeDType::F32, RuntimeDType::F16,
                                            RuntimeDType::BF16));
 
 struct Geometry {

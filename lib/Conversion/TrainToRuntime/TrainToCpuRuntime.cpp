@@ -51,7 +51,8 @@ std::optional<int64_t> runtimeDType(Type type) {
 }
 
 std::optional<int64_t> runtimeDTypeOf(Value tensor) {
-  return runtimeDType(cast<RankedTensorType>(tensor.getType()).getElementType());
+  return runtimeDType(
+      cast<RankedTensorType>(tensor.getType()).getElementType());
 }
 
 /// Whether the runtime computes `op` exactly as the linalg lowering would:
@@ -95,8 +96,7 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-template <typename OpTy>
-struct GemmToRuntime : OpRewritePattern<OpTy> {
+template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -113,7 +113,8 @@ struct GemmToRuntime : OpRewritePattern<OpTy> {
       bias = op.getBias();
 
     int64_t lhsType = *runtimeDTypeOf(op.getLhs()),
-            rhsType = *runtimeDTypeOf(op.getRhs()), batch = batched ? out[0] : 1;
+            rhsType = *runtimeDTypeOf(op.getRhs()),
+            batch = batched ? out[0] : 1;
     if (bias)
       replaceWithRuntimeCall(
           rewriter, op, "amp_cpu_gemm_bias", {op.getLhs(), op.getRhs(), bias},
@@ -128,10 +129,10 @@ struct GemmToRuntime : OpRewritePattern<OpTy> {
   }
 };
 
-/// conv2d and its two gradients: the runtime reads two tensors; the geometry comes from the input, filter and output
-/// shapes, whichever of them are the op's operands and result.
-template <typename OpTy>
-struct ConvToRuntime : OpRewritePattern<OpTy> {
+/// conv2d and its two gradients: the runtime reads two tensors; the geometry
+/// comes from the input, filter and output shapes, whichever of them are the
+/// op's operands and result.
+template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
   ConvToRuntime(MLIRContext *ctx, StringRef callee)
       : OpRewritePattern<OpTy>(ctx), callee(callee) {}
 
@@ -153,22 +154,25 @@ struct ConvToRuntime : OpRewritePattern<OpTy> {
     Value first, second;
     if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
       first = op.getInput(), second = op.getFilter();
-      input = shapeOf(first), filter = shapeOf(second), output = type.getShape();
+      input = shapeOf(first), filter = shapeOf(second),
+      output = type.getShape();
     } else if constexpr (std::is_same_v<OpTy, Conv2dGradInputOp>) {
       first = op.getGrad(), second = op.getFilter();
-      output = shapeOf(first), filter = shapeOf(second), input = type.getShape();
+      output = shapeOf(first), filter = shapeOf(second),
+      input = type.getShape();
     } else {
       first = op.getGrad(), second = op.getInput();
-      output = shapeOf(first), input = shapeOf(second), filter = type.getShape();
+      output = shapeOf(first), input = shapeOf(second),
+      filter = type.getShape();
     }
     ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
                       d = op.getDilation();
 
-    replaceWithRuntimeCall(
-        rewriter, op, callee, {first, second},
-        {*runtimeDTypeOf(first), *runtimeDTypeOf(second), input[0], input[1],
-         input[2], input[3], filter[0], filter[2], filter[3], output[2],
-         output[3], s[0], s[1], p[0], p[1], d[0], d[1]});
+    replaceWithRuntimeCall(rewriter, op, callee, {first, second},
+                           {*runtimeDTypeOf(first), *runtimeDTypeOf(second),
+                            input[0], input[1], input[2], input[3], filter[0],
+                            filter[2], filter[3], output[2], output[3], s[0],
+                            s[1], p[0], p[1], d[0], d[1]});
     return success();
   }
 
@@ -183,8 +187,8 @@ struct ConvertTrainToCpuRuntimePass
     populateTrainToCpuRuntimePatterns(patterns);
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };

@@ -101,8 +101,7 @@ struct ConvGeometry {
 /// Visits (row, pixel, input index or -1 for padding) of one image's column
 /// matrix: row (channel, ki, kj) and pixel (oy, ox) read input (channel, iy,
 /// ix).
-template <typename Fn>
-void forEachPatchElement(const ConvGeometry &g, Fn fn) {
+template <typename Fn> void forEachPatchElement(const ConvGeometry &g, Fn fn) {
   for (int64_t ci = 0; ci < g.c; ++ci)
     for (int64_t ki = 0; ki < g.kh; ++ki)
       for (int64_t kj = 0; kj < g.kw; ++kj) {
@@ -128,8 +127,7 @@ void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
 
 /// Sums one image's column matrix (leading dimension `ld`) back into the
 /// input pixels each entry was read from.
-void col2im(const ConvGeometry &g, const float *col, int64_t ld,
-            float *image) {
+void col2im(const ConvGeometry &g, const float *col, int64_t ld, float *image) {
   std::fill(image, image + g.inputSize(), 0.0f);
   forEachPatchElement(g, [&](int64_t row, int64_t pixel, int64_t to) {
     if (to >= 0)
@@ -167,10 +165,9 @@ void unpackImages(const float *matrix, float *tensor, int64_t first,
 namespace {
 /// The GEMMs of amp_cpu_gemm(_bias) into an f32 `out` that holds the bias
 /// rows (beta = 1) or nothing (beta = 0).
-void batchedGemm(intptr_t a, intptr_t b, float *out, float beta,
-                 int64_t dtypeA, int64_t dtypeB, int64_t batch, int64_t m,
-                 int64_t n, int64_t k, int64_t transposeA,
-                 int64_t transposeB) {
+void batchedGemm(intptr_t a, intptr_t b, float *out, float beta, int64_t dtypeA,
+                 int64_t dtypeB, int64_t batch, int64_t m, int64_t n, int64_t k,
+                 int64_t transposeA, int64_t transposeB) {
   FloatOperand lhs(a, dtypeA, batch * m * k), rhs(b, dtypeB, batch * k * n);
   for (int64_t i = 0; i < batch; ++i)
     sgemm(transposeA, transposeB, m, n, k, lhs.get() + i * m * k,
@@ -178,10 +175,10 @@ void batchedGemm(intptr_t a, intptr_t b, float *out, float beta,
 }
 } // namespace
 
-extern "C" void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c,
-                             int64_t dtypeA, int64_t dtypeB, int64_t batch,
-                             int64_t m, int64_t n, int64_t k,
-                             int64_t transposeA, int64_t transposeB) {
+extern "C" void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c, int64_t dtypeA,
+                             int64_t dtypeB, int64_t batch, int64_t m,
+                             int64_t n, int64_t k, int64_t transposeA,
+                             int64_t transposeB) {
   batchedGemm(a, b, reinterpret_cast<float *>(c), 0.0f, dtypeA, dtypeB, batch,
               m, n, k, transposeA, transposeB);
 }

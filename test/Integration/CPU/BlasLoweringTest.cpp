@@ -142,20 +142,21 @@ TEST_P(BlasLowering, StepMatchesLoops) {
         << "result #" << r << ": ||blas - loops|| = " << diff
         << ", ||loops - before|| = " << change;
   }
-  std::printf("  largest ||blas - loops|| / ||loops - before||: %.3g (tolerance "
-              "%.3g)\n",
-              worst, tol);
+  std::printf(
+      "  largest ||blas - loops|| / ||loops - before||: %.3g (tolerance "
+      "%.3g)\n",
+      worst, tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Examples, BlasLowering,
-    ::testing::Values(Case{"mlp", "O0", "f16"}, Case{"mlp", "O1", "f16"},
-                      Case{"mlp", "O1", "bf16"}, Case{"cnn", "O0", "f16"},
-                      Case{"cnn", "O1", "f16"}),
-    [](const ::testing::TestParamInfo<Case> &info) {
-      return std::string(info.param.model) + "_" + info.param.optLevel + "_" +
-             info.param.dtype;
-    });
+INSTANTIATE_TEST_SUITE_P(Examples, BlasLowering,
+                         ::testing::Values(Case{"mlp", "O0", "f16"},
+                                           Case{"mlp", "O1", "f16"},
+                                           Case{"mlp", "O1", "bf16"},
+                                           Case{"cnn", "O0", "f16"},
+                                           Case{"cnn", "O1", "f16"}),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return std::string(info.param.model) + "_" +
+                                  info.param.optLevel + "_" + info.param.dtype;
+                         });
 
 } // namespace
-

@@ -799,9 +799,9 @@ RuntimeCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto expectedType = FunctionType::get(ctx, expected, {});
   if (callee.getFunctionType() != expectedType)
     return emitOpError("calls @")
-           << getCallee() << " of type " << callee.getFunctionType()
-           << "; its " << getInputs().size() << " inputs and "
-           << getParams().size() << " params need " << expectedType;
+           << getCallee() << " of type " << callee.getFunctionType() << "; its "
+           << getInputs().size() << " inputs and " << getParams().size()
+           << " params need " << expectedType;
   return success();
 }
 

@@ -1,0 +1,218 @@
+//===- CudaRuntimeTest.cpp - CUDA runtime host logic without a GPU --------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The driver loader's error paths (no library, a library without the entry
+// points, cuInit failing, no devices), the caching allocator on a counting
+// backend, and the mgpu* entry points on a fake driver backed by host memory
+// (test/Unit/FakeCudaDriver.cpp): allocation reuse, copies, memsets, launch
+// argument packing, and failures recorded rather than crashing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/CudaRuntime.h"
+#include "amp/Runtime/CachingAllocator.h"
+#include "amp/Runtime/CudaDriver.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <set>
+
+using namespace amp;
+using namespace amp::cuda;
+
+namespace {
+
+TEST(CudaDriver, MissingLibraryIsNoDevice) {
+  std::string error;
+  EXPECT_EQ(loadDriver("/nonexistent/libcuda.so.1", &error), nullptr);
+  EXPECT_EQ(error.rfind("no CUDA device: cannot load the CUDA driver "
+                        "/nonexistent/libcuda.so.1 (",
+                        0),
+            0u)
+      << error;
+}
+
+TEST(CudaDriver, LibraryWithoutEntryPoints) {
+  std::string error;
+  EXPECT_EQ(loadDriver("libz.so.1", &error), nullptr);
+  EXPECT_EQ(error, "no CUDA device: the CUDA driver libz.so.1 has no cuInit "
+                   "(a driver older than CUDA 12?)");
+}
+
+TEST(CudaDriver, InitFailureIsNamed) {
+  setenv("AMP_FAKE_CUDA_MODE", "no-device", 1);
+  std::string error;
+  EXPECT_EQ(loadDriver(AMP_FAKE_CUDA_DRIVER, &error), nullptr);
+  EXPECT_EQ(error, "no CUDA device: cuInit failed with CUDA_ERROR_NO_DEVICE");
+  setenv("AMP_FAKE_CUDA_MODE", "zero", 1);
+  EXPECT_EQ(loadDriver(AMP_FAKE_CUDA_DRIVER, &error), nullptr);
+  EXPECT_EQ(error, "no CUDA device: the CUDA driver reports no devices");
+  unsetenv("AMP_FAKE_CUDA_MODE");
+  auto api = loadDriver(AMP_FAKE_CUDA_DRIVER, &error);
+  ASSERT_NE(api, nullptr) << error;
+  EXPECT_NE(api->context, nullptr);
+}
+
+/// A backend that counts and can be made to fail.
+struct CountingBackend {
+  std::set<void *> live;
+  int allocations = 0, releases = 0;
+  size_t limit = ~size_t(0), held = 0;
+  CachingAllocator make() {
+    return CachingAllocator(
+        [this](size_t bytes) -> void * {
+          if (held + bytes > limit)
+            return nullptr;
+          ++allocations;
+          held += bytes;
+          void *p = std::malloc(bytes);
+          live.insert(p);
+          sizes[p] = bytes;
+          return p;
+        },
+        [this](void *p) {
+          ++releases;
+          held -= sizes[p];
+          live.erase(p);
+          std::free(p);
+        });
+  }
+  std::map<void *, size_t> sizes;
+};
+
+TEST(CachingAllocator, ReusesBlocksBySize) {
+  EXPECT_EQ(CachingAllocator::roundSize(0), 512u);
+  EXPECT_EQ(CachingAllocator::roundSize(1), 512u);
+  EXPECT_EQ(CachingAllocator::roundSize(512), 512u);
+  EXPECT_EQ(CachingAllocator::roundSize(513), 1024u);
+  CountingBackend backend;
+  {
+    CachingAllocator allocator = backend.make();
+    void *a = allocator.allocate(1000);
+    void *b = allocator.allocate(3000);
+    EXPECT_EQ(allocator.bytesInUse(), 1024u + 3072u);
+    allocator.release(a);
+    EXPECT_EQ(allocator.bytesCached(), 1024u);
+    // Same rounded size: the cached block, no backing call.
+    EXPECT_EQ(allocator.allocate(1020), a);
+    EXPECT_EQ(backend.allocations, 2);
+    // Another size: a new block.
+    void *c = allocator.allocate(5000);
+    EXPECT_NE(c, a);
+    EXPECT_EQ(backend.allocations, 3);
+    allocator.release(b);
+    allocator.release(c);
+    allocator.release(nullptr);
+    allocator.release(&backend); // not ours: ignored
+    EXPECT_EQ(allocator.bytesInUse(), 1024u);
+    EXPECT_EQ(allocator.peakBytesHeld(), 1024u + 3072u + 5120u);
+    allocator.trim();
+    EXPECT_EQ(allocator.bytesCached(), 0u);
+    EXPECT_EQ(backend.releases, 2);
+    allocator.release(a);
+  }
+  // The destructor frees what is cached.
+  EXPECT_TRUE(backend.live.empty());
+}
+
+TEST(CachingAllocator, OutOfMemoryTrimsAndRetries) {
+  CountingBackend backend;
+  backend.limit = 4096;
+  CachingAllocator allocator = backend.make();
+  void *a = allocator.allocate(3000); // 3072 held
+  allocator.release(a);               // cached
+  // 2048 more would pass the limit with the cached block held: the cache
+  // is given back and the allocation succeeds.
+  void *b = allocator.allocate(2000);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(allocator.bytesCached(), 0u);
+  // Beyond the limit even with an empty cache: null, nothing leaked.
+  EXPECT_EQ(allocator.allocate(8000), nullptr);
+  allocator.release(b);
+}
+
+/// The mgpu* entry points on the fake driver (the process's driver is
+/// chosen once, so this is the only test that calls them).
+TEST(CudaRuntime, EntryPointsOnFakeDriver) {
+  setenv("AMP_CUDA_DRIVER", AMP_FAKE_CUDA_DRIVER, 1);
+  unsetenv("AMP_FAKE_CUDA_MODE");
+  void *fake = dlopen(AMP_FAKE_CUDA_DRIVER, RTLD_NOW);
+  ASSERT_NE(fake, nullptr);
+  auto allocations =
+      reinterpret_cast<int (*)()>(dlsym(fake, "fakeAllocations"));
+  auto lastLaunch =
+      reinterpret_cast<const void *(*)()>(dlsym(fake, "fakeLastLaunch"));
+  ASSERT_TRUE(allocations && lastLaunch);
+
+  void *stream = mgpuStreamCreate();
+  ASSERT_NE(stream, nullptr);
+  void *a = mgpuMemAlloc(4000, stream, false);
+  ASSERT_NE(a, nullptr);
+  int before = allocations();
+  mgpuMemFree(a, stream);
+  EXPECT_EQ(mgpuMemAlloc(3900, stream, false), a) << "cached block reused";
+  EXPECT_EQ(allocations(), before);
+
+  // Copies and memsets reach the driver with the right sizes.
+  mgpuMemset32(a, 0x3f800000u, 1000, stream);
+  float host[1000];
+  mgpuMemcpy(host, a, sizeof(host), stream);
+  EXPECT_EQ(host[0], 1.0f);
+  EXPECT_EQ(host[999], 1.0f);
+  mgpuMemset16(a, 0x3c00, 4, stream);
+  uint16_t halves[4];
+  mgpuMemcpy(halves, a, sizeof(halves), stream);
+  EXPECT_EQ(halves[3], 0x3c00);
+
+  // A launch passes grid, block, shared memory and the parameter array.
+  char image[] = "ptx";
+  void *module = mgpuModuleLoadJIT(image, 2);
+  void *kernel = mgpuModuleGetFunction(module, "kernel");
+  ASSERT_NE(kernel, nullptr);
+  void *params[2] = {&a, &stream};
+  mgpuLaunchKernel(kernel, 4, 2, 1, 128, 1, 1, 256, stream, params, nullptr, 2);
+  struct Launch {
+    unsigned grid[3], block[3], smem;
+    void **params;
+  };
+  const auto *launch = static_cast<const Launch *>(lastLaunch());
+  EXPECT_EQ(launch->grid[0], 4u);
+  EXPECT_EQ(launch->grid[1], 2u);
+  EXPECT_EQ(launch->block[0], 128u);
+  EXPECT_EQ(launch->smem, 256u);
+  EXPECT_EQ(launch->params, params);
+  char error[256];
+  EXPECT_EQ(amp_cuda_take_error(error, sizeof(error)), 0);
+
+  // A failing launch is recorded, later calls do nothing, and taking the
+  // error clears it.
+  mgpuLaunchKernel(kernel, 1, 1, 1, 64, 64, 1, 0, stream, params, nullptr, 2);
+  EXPECT_EQ(mgpuStreamCreate(), nullptr);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "mgpuLaunchKernel: cuLaunchKernel failed with "
+                      "CUDA_ERROR_INVALID_VALUE");
+  EXPECT_EQ(amp_cuda_take_error(error, sizeof(error)), 0);
+
+  // An unknown kernel and an impossible allocation are errors too.
+  EXPECT_EQ(mgpuModuleGetFunction(module, "missing"), nullptr);
+  ASSERT_EQ(amp_cuda_take_error(error, 20), 1);
+  EXPECT_EQ(std::strlen(error), 19u) << "truncated to the buffer";
+  EXPECT_EQ(mgpuMemAlloc(uint64_t(1) << 40, stream, false), nullptr);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "mgpuMemAlloc: out of device memory allocating "
+                      "1099511627776 bytes");
+  mgpuMemFree(a, stream);
+  mgpuModuleUnload(module);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+  EXPECT_EQ(amp_cuda_take_error(error, sizeof(error)), 0);
+  EXPECT_GE(getCudaPeakBytesHeld(), 4096u);
+}
+
+} // namespace

@@ -1,0 +1,124 @@
+//===- FakeCudaDriver.cpp - A stand-in libcuda for runtime tests ----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Exports the driver entry points amp's CUDA runtime loads, backed by host
+// memory, so that the runtime's host logic (loading, error paths, the caching
+// allocator, argument packing of launches) runs on a machine without a GPU.
+// AMP_FAKE_CUDA_MODE selects cuInit's behaviour: "no-device" fails with
+// CUDA_ERROR_NO_DEVICE, "zero" reports no devices, anything else works.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+std::string mode() {
+  const char *m = std::getenv("AMP_FAKE_CUDA_MODE");
+  return m ? m : "";
+}
+int allocations = 0;
+struct Launch {
+  unsigned grid[3], block[3], smem;
+  void **params;
+} lastLaunch;
+} // namespace
+
+extern "C" {
+#define FAKE_EXPORT __attribute__((visibility("default")))
+FAKE_EXPORT CUresult cuInit(unsigned int) {
+  return mode() == "no-device" ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char **name) {
+  *name = r == CUDA_ERROR_NO_DEVICE       ? "CUDA_ERROR_NO_DEVICE"
+          : r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
+          : r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
+                                          : nullptr;
+  return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuDeviceGetCount(int *count) {
+  *count = mode() == "zero" ? 0 : 1;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice) {
+  std::strncpy(name, "fake", len);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice) {
+  static int context;
+  *ctx = reinterpret_cast<CUcontext>(&context);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  *module = reinterpret_cast<CUmodule>(const_cast<void *>(image));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule,
+                                         const char *name) {
+  if (std::strcmp(name, "missing") == 0)
+    return CUDA_ERROR_NOT_FOUND;
+  *function = reinterpret_cast<CUfunction>(const_cast<char *>(name));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned gy,
+                                    unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned smem, CUstream,
+                                    void **params, void **) {
+  lastLaunch = {{gx, gy, gz}, {bx, by, bz}, smem, params};
+  return bx * by * bz > 1024 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int) {
+  static int s;
+  *stream = reinterpret_cast<CUstream>(&s);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
+  if (bytes > (size_t(1) << 30))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  ++allocations;
+  *ptr = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  std::free(reinterpret_cast<void *>(ptr));
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
+                                   size_t bytes, CUstream) {
+  std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
+              bytes);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value,
+                                      size_t count, CUstream) {
+  auto *p = reinterpret_cast<unsigned int *>(dst);
+  for (size_t i = 0; i < count; ++i)
+    p[i] = value;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value,
+                                      size_t count, CUstream) {
+  auto *p = reinterpret_cast<unsigned short *>(dst);
+  for (size_t i = 0; i < count; ++i)
+    p[i] = value;
+  return CUDA_SUCCESS;
+}
+/// Test hooks.
+FAKE_EXPORT int fakeAllocations() { return allocations; }
+FAKE_EXPORT const void *fakeLastLaunch() { return &lastLaunch; }
+}

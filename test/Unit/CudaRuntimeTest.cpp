@@ -8,13 +8,16 @@
 // points, cuInit failing, no devices), the caching allocator on a counting
 // backend, and the mgpu* entry points on a fake driver backed by host memory
 // (test/Unit/FakeCudaDriver.cpp): allocation reuse, copies, memsets, launch
-// argument packing, and failures recorded rather than crashing.
+// argument packing, and failures recorded rather than crashing. The
+// cuBLASLt descriptors of row-major GEMMs (host-only calls) and the plan
+// cache.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/CudaRuntime.h"
 #include "amp/Runtime/CachingAllocator.h"
 #include "amp/Runtime/CudaDriver.h"
+#include "amp/Runtime/CudaGemm.h"
 
 #include "gtest/gtest.h"
 
@@ -213,6 +216,111 @@ TEST(CudaRuntime, EntryPointsOnFakeDriver) {
   mgpuStreamDestroy(stream);
   EXPECT_EQ(amp_cuda_take_error(error, sizeof(error)), 0);
   EXPECT_GE(getCudaPeakBytesHeld(), 4096u);
+}
+
+/// Reads one attribute of a matmul descriptor or layout.
+template <typename T>
+T operationAttribute(cublasLtMatmulDesc_t desc,
+                     cublasLtMatmulDescAttributes_t attr) {
+  T value{};
+  size_t written = 0;
+  EXPECT_EQ(cublasLtMatmulDescGetAttribute(desc, attr, &value, sizeof(value),
+                                           &written),
+            CUBLAS_STATUS_SUCCESS);
+  return value;
+}
+template <typename T>
+T layoutAttribute(cublasLtMatrixLayout_t layout,
+                  cublasLtMatrixLayoutAttribute_t attr) {
+  T value{};
+  size_t written = 0;
+  EXPECT_EQ(cublasLtMatrixLayoutGetAttribute(layout, attr, &value,
+                                             sizeof(value), &written),
+            CUBLAS_STATUS_SUCCESS);
+  return value;
+}
+
+TEST(CudaGemm, RowMajorAsSwappedColumnMajor) {
+  // Row-major D (m x n) = A^T (A stored k x m) x B (k x n), batched, bias +
+  // GELU, bf16 in, f16 out.
+  GemmKey key;
+  key.m = 128, key.n = 256, key.k = 784, key.batch = 3;
+  key.transposeA = true, key.transposeB = false;
+  key.dtypeAB = 2, key.dtypeD = 1;
+  key.epilogue = Epilogue::GeluBias;
+  std::string error;
+  auto g = GemmDescriptors::create(key, &error);
+  ASSERT_NE(g, nullptr) << error;
+  EXPECT_EQ(operationAttribute<cublasComputeType_t>(
+                g->operation, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE),
+            CUBLAS_COMPUTE_32F);
+  EXPECT_EQ(operationAttribute<cudaDataType_t>(g->operation,
+                                               CUBLASLT_MATMUL_DESC_SCALE_TYPE),
+            CUDA_R_32F);
+  // cuBLASLt's A is our B (not transposed), its B our A (transposed).
+  EXPECT_EQ(operationAttribute<cublasOperation_t>(g->operation,
+                                                  CUBLASLT_MATMUL_DESC_TRANSA),
+            CUBLAS_OP_N);
+  EXPECT_EQ(operationAttribute<cublasOperation_t>(g->operation,
+                                                  CUBLASLT_MATMUL_DESC_TRANSB),
+            CUBLAS_OP_T);
+  EXPECT_EQ(operationAttribute<cublasLtEpilogue_t>(
+                g->operation, CUBLASLT_MATMUL_DESC_EPILOGUE),
+            CUBLASLT_EPILOGUE_GELU_BIAS);
+  // B (k x n row-major) is column-major n x k, ld n.
+  EXPECT_EQ(layoutAttribute<uint64_t>(g->a, CUBLASLT_MATRIX_LAYOUT_ROWS), 256u);
+  EXPECT_EQ(layoutAttribute<uint64_t>(g->a, CUBLASLT_MATRIX_LAYOUT_COLS), 784u);
+  EXPECT_EQ(layoutAttribute<int64_t>(g->a, CUBLASLT_MATRIX_LAYOUT_LD), 256);
+  EXPECT_EQ(layoutAttribute<cudaDataType_t>(g->a, CUBLASLT_MATRIX_LAYOUT_TYPE),
+            CUDA_R_16BF);
+  // A stored k x m row-major is column-major m x k, ld m.
+  EXPECT_EQ(layoutAttribute<uint64_t>(g->b, CUBLASLT_MATRIX_LAYOUT_ROWS), 128u);
+  EXPECT_EQ(layoutAttribute<uint64_t>(g->b, CUBLASLT_MATRIX_LAYOUT_COLS), 784u);
+  // D (m x n row-major) is column-major n x m, ld n, f16.
+  EXPECT_EQ(layoutAttribute<uint64_t>(g->d, CUBLASLT_MATRIX_LAYOUT_ROWS), 256u);
+  EXPECT_EQ(layoutAttribute<uint64_t>(g->d, CUBLASLT_MATRIX_LAYOUT_COLS), 128u);
+  EXPECT_EQ(layoutAttribute<int64_t>(g->d, CUBLASLT_MATRIX_LAYOUT_LD), 256);
+  EXPECT_EQ(layoutAttribute<cudaDataType_t>(g->d, CUBLASLT_MATRIX_LAYOUT_TYPE),
+            CUDA_R_16F);
+  // Batches: the count and the stride of one matrix.
+  EXPECT_EQ(layoutAttribute<int32_t>(g->d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT),
+            3);
+  EXPECT_EQ(layoutAttribute<int64_t>(
+                g->a, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET),
+            784 * 256);
+
+  key.dtypeAB = 7;
+  EXPECT_EQ(GemmDescriptors::create(key, &error), nullptr);
+  EXPECT_EQ(error, "unknown element type code in m=128 n=256 k=784 batch=3 "
+                   "ta=1 tb=0 ab=? d=f16 epilogue=gelu_bias");
+}
+
+TEST(CudaGemm, PlanCacheKeysAndCounts) {
+  GemmKey a, b;
+  a.m = b.m = 64, a.n = b.n = 32, a.k = b.k = 16;
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(GemmKeyHash()(a), GemmKeyHash()(b));
+  b.transposeB = true;
+  EXPECT_FALSE(a == b);
+  EXPECT_NE(GemmKeyHash()(a), GemmKeyHash()(b));
+  GemmPlanCache<int> cache;
+  int builds = 0;
+  auto build = [&]() {
+    ++builds;
+    return std::make_unique<int>(builds);
+  };
+  EXPECT_EQ(*cache.getOrBuild(a, build), 1);
+  EXPECT_EQ(*cache.getOrBuild(a, build), 1);
+  EXPECT_EQ(*cache.getOrBuild(b, build), 2);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(cache.misses(), 2u);
+  // A failed build is not cached: the next call tries again.
+  GemmKey c = a;
+  c.epilogue = Epilogue::Bias;
+  EXPECT_EQ(cache.getOrBuild(c, [] { return std::unique_ptr<int>(); }),
+            nullptr);
+  EXPECT_EQ(*cache.getOrBuild(c, build), 3);
 }
 
 } // namespace

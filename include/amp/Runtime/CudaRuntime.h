@@ -52,6 +52,12 @@ namespace amp {
 /// The entry points by symbol name, for a JIT to resolve.
 std::vector<std::pair<const char *, void *>> getCudaRuntimeSymbols();
 
+namespace cuda {
+/// Records `message` as the runtime's first failure (ignored when one is
+/// already recorded: later failures are usually its consequences).
+void recordRuntimeError(const std::string &message);
+} // namespace cuda
+
 /// Device memory the runtime holds (in use + cached) at most, in bytes.
 size_t getCudaPeakBytesHeld();
 

@@ -7,6 +7,7 @@
 #include "amp/Runtime/CudaRuntime.h"
 #include "amp/Runtime/CachingAllocator.h"
 #include "amp/Runtime/CudaDriver.h"
+#include "amp/Runtime/CudaGemm.h"
 
 #include <algorithm>
 #include <cstring>
@@ -20,11 +21,8 @@ namespace {
 std::mutex errorMutex;
 std::string firstError;
 
-/// Records the first failure; later ones are consequences.
 void recordError(const std::string &message) {
-  std::lock_guard<std::mutex> lock(errorMutex);
-  if (firstError.empty())
-    firstError = message;
+  amp::cuda::recordRuntimeError(message);
 }
 
 bool failed() {
@@ -198,6 +196,12 @@ extern "C" void mgpuMemset16(void *dst, unsigned short value, size_t count,
           api->memsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                               static_cast<CUstream>(stream)),
           "mgpuMemset16", "cuMemsetD16Async");
+}
+
+void amp::cuda::recordRuntimeError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  if (firstError.empty())
+    firstError = message;
 }
 
 extern "C" int amp_cuda_take_error(char *buffer, size_t size) {

@@ -1,0 +1,119 @@
+//===- CudaGemm.h - cuBLASLt GEMMs of compiled CUDA steps -------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Row-major GEMMs D[b] = op(A[b]) op(B[b]) (+ bias, + activation) on
+// cuBLASLt: f16/bf16 (or f32) operands, CUBLAS_COMPUTE_32F, f32 alpha/beta,
+// one rounding to D's type. A row-major m x n product is computed as the
+// column-major n x m product B^T A^T, so no operand is ever transposed in
+// memory. One handle and a 32 MiB workspace per process; descriptors and the
+// heuristic's algorithm are built once per GemmKey and cached.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_RUNTIME_CUDAGEMM_H
+#define AMP_RUNTIME_CUDAGEMM_H
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+extern "C" {
+/// D = op(A) op(B) (+ epilogue) for `batch` row-major matrices: op(A) is
+/// m x k, op(B) k x n, D m x n. dtypeAB / dtypeD: 0 f32, 1 f16, 2 bf16
+/// (amp::RuntimeDType). epilogue: amp::cuda::Epilogue; `bias` (n elements of
+/// D's type) when it has one. Errors are recorded (amp_cuda_take_error).
+void amp_cuda_gemm(void *a, void *b, void *bias, void *d, int64_t dtypeAB,
+                   int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int64_t transposeA, int64_t transposeB,
+                   int64_t epilogue, void *stream);
+}
+
+namespace amp {
+namespace cuda {
+
+enum class Epilogue : int64_t {
+  None = 0,
+  Bias = 1,
+  ReluBias = 2,
+  GeluBias = 3
+};
+
+/// Everything the descriptors and the algorithm choice depend on.
+struct GemmKey {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool transposeA = false, transposeB = false;
+  int64_t dtypeAB = 1, dtypeD = 1;
+  Epilogue epilogue = Epilogue::None;
+  bool operator==(const GemmKey &o) const {
+    return m == o.m && n == o.n && k == o.k && batch == o.batch &&
+           transposeA == o.transposeA && transposeB == o.transposeB &&
+           dtypeAB == o.dtypeAB && dtypeD == o.dtypeD && epilogue == o.epilogue;
+  }
+  /// "m=128 n=256 k=784 batch=1 ta=0 tb=0 ab=f16 d=f16 epilogue=bias".
+  std::string str() const;
+};
+
+struct GemmKeyHash {
+  size_t operator()(const GemmKey &key) const;
+};
+
+/// The cuBLASLt data type of a runtime dtype code (CUDA_R_32F, _16F, _16BF),
+/// or false for an unknown code.
+bool toCudaDataType(int64_t dtype, cudaDataType_t &type);
+
+/// The operation and layouts of a GemmKey in cuBLASLt's column-major terms
+/// (A and B swapped, see the file comment). Host-only: needs no device.
+class GemmDescriptors {
+public:
+  ~GemmDescriptors();
+  /// Builds them; on failure returns the failing call and status.
+  static std::unique_ptr<GemmDescriptors> create(const GemmKey &key,
+                                                 std::string *error);
+  cublasLtMatmulDesc_t operation = nullptr;
+  /// cuBLASLt's A (our B), B (our A), and C = D.
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+};
+
+/// A per-key cache of built plans, counting hits and misses.
+template <typename Plan> class GemmPlanCache {
+public:
+  /// The plan of `key`, built by `build` (null: failure, not cached).
+  Plan *getOrBuild(const GemmKey &key,
+                   const std::function<std::unique_ptr<Plan>()> &build) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = plans.find(key);
+    if (it != plans.end()) {
+      ++hitCount;
+      return it->second.get();
+    }
+    ++missCount;
+    std::unique_ptr<Plan> plan = build();
+    if (!plan)
+      return nullptr;
+    return (plans[key] = std::move(plan)).get();
+  }
+  size_t size() const { return plans.size(); }
+  size_t hits() const { return hitCount; }
+  size_t misses() const { return missCount; }
+
+private:
+  std::mutex mutex;
+  std::unordered_map<GemmKey, std::unique_ptr<Plan>, GemmKeyHash> plans;
+  size_t hitCount = 0, missCount = 0;
+};
+
+/// The workspace cuBLASLt may use per call: 32 MiB (Hopper's recommendation).
+constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+
+} // namespace cuda
+} // namespace amp
+
+#endif // AMP_RUNTIME_CUDAGEMM_H

@@ -1,0 +1,269 @@
+//===- CudaGemm.cpp - cuBLASLt GEMMs of compiled CUDA steps ---------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/CudaGemm.h"
+#include "amp/Runtime/CudaDriver.h"
+#include "amp/Runtime/CudaRuntime.h"
+
+#include <cstring>
+
+using namespace amp::cuda;
+
+namespace {
+const char *dtypeName(int64_t dtype) {
+  return dtype == 0 ? "f32" : dtype == 1 ? "f16" : dtype == 2 ? "bf16" : "?";
+}
+const char *epilogueName(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return "none";
+  case Epilogue::Bias:
+    return "bias";
+  case Epilogue::ReluBias:
+    return "relu_bias";
+  case Epilogue::GeluBias:
+    return "gelu_bias";
+  }
+  return "?";
+}
+} // namespace
+
+std::string GemmKey::str() const {
+  return "m=" + std::to_string(m) + " n=" + std::to_string(n) +
+         " k=" + std::to_string(k) + " batch=" + std::to_string(batch) +
+         " ta=" + std::to_string(transposeA) +
+         " tb=" + std::to_string(transposeB) + " ab=" + dtypeName(dtypeAB) +
+         " d=" + dtypeName(dtypeD) + " epilogue=" + epilogueName(epilogue);
+}
+
+size_t GemmKeyHash::operator()(const GemmKey &key) const {
+  size_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  };
+  mix(key.m), mix(key.n), mix(key.k), mix(key.batch);
+  mix(key.transposeA | (key.transposeB << 1));
+  mix(key.dtypeAB), mix(key.dtypeD), mix(int64_t(key.epilogue));
+  return h;
+}
+
+bool amp::cuda::toCudaDataType(int64_t dtype, cudaDataType_t &type) {
+  switch (dtype) {
+  case 0:
+    type = CUDA_R_32F;
+    return true;
+  case 1:
+    type = CUDA_R_16F;
+    return true;
+  case 2:
+    type = CUDA_R_16BF;
+    return true;
+  default:
+    return false;
+  }
+}
+
+GemmDescriptors::~GemmDescriptors() {
+  if (d)
+    cublasLtMatrixLayoutDestroy(d);
+  if (b)
+    cublasLtMatrixLayoutDestroy(b);
+  if (a)
+    cublasLtMatrixLayoutDestroy(a);
+  if (operation)
+    cublasLtMatmulDescDestroy(operation);
+}
+
+std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
+                                                         std::string *error) {
+  auto fail = [&](const char *call,
+                  cublasStatus_t status) -> std::unique_ptr<GemmDescriptors> {
+    if (error)
+      *error = std::string(call) + " failed with " +
+               cublasLtGetStatusName(status) + " for " + key.str();
+    return nullptr;
+  };
+  cudaDataType_t ab, dType;
+  if (!toCudaDataType(key.dtypeAB, ab) || !toCudaDataType(key.dtypeD, dType)) {
+    if (error)
+      *error = "unknown element type code in " + key.str();
+    return nullptr;
+  }
+  auto desc = std::make_unique<GemmDescriptors>();
+  if (cublasStatus_t s = cublasLtMatmulDescCreate(
+          &desc->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F))
+    return fail("cublasLtMatmulDescCreate", s);
+  // Column-major view: cuBLASLt's A is our B, its B is our A.
+  cublasOperation_t opA = key.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = key.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  switch (key.epilogue) {
+  case Epilogue::None:
+    break;
+  case Epilogue::Bias:
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+    break;
+  case Epilogue::ReluBias:
+    epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
+    break;
+  case Epilogue::GeluBias:
+    epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+    break;
+  }
+  auto set = [&](cublasLtMatmulDescAttributes_t attr, const void *value,
+                 size_t size) {
+    return cublasLtMatmulDescSetAttribute(desc->operation, attr, value, size);
+  };
+  if (cublasStatus_t s = set(CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)))
+    return fail("cublasLtMatmulDescSetAttribute(TRANSA)", s);
+  if (cublasStatus_t s = set(CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)))
+    return fail("cublasLtMatmulDescSetAttribute(TRANSB)", s);
+  if (cublasStatus_t s =
+          set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)))
+    return fail("cublasLtMatmulDescSetAttribute(EPILOGUE)", s);
+
+  // Row-major X (r x c) is column-major X^T (c x r, ld c).
+  auto layout = [&](cublasLtMatrixLayout_t &l, cudaDataType_t type,
+                    int64_t rows, int64_t cols) -> cublasStatus_t {
+    if (cublasStatus_t s =
+            cublasLtMatrixLayoutCreate(&l, type, rows, cols, rows))
+      return s;
+    if (key.batch > 1) {
+      int32_t count = int32_t(key.batch);
+      int64_t stride = rows * cols;
+      if (cublasStatus_t s = cublasLtMatrixLayoutSetAttribute(
+              l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)))
+        return s;
+      if (cublasStatus_t s = cublasLtMatrixLayoutSetAttribute(
+              l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+              sizeof(stride)))
+        return s;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  // Our B is k x n (or n x k transposed): column-major n x k (or k x n).
+  if (cublasStatus_t s = layout(desc->a, ab, key.transposeB ? key.k : key.n,
+                                key.transposeB ? key.n : key.k))
+    return fail("cublasLtMatrixLayoutCreate(A)", s);
+  if (cublasStatus_t s = layout(desc->b, ab, key.transposeA ? key.m : key.k,
+                                key.transposeA ? key.k : key.m))
+    return fail("cublasLtMatrixLayoutCreate(B)", s);
+  if (cublasStatus_t s = layout(desc->d, dType, key.n, key.m))
+    return fail("cublasLtMatrixLayoutCreate(D)", s);
+  return desc;
+}
+
+namespace {
+
+/// Descriptors plus the heuristic's first algorithm.
+struct GemmPlan {
+  std::unique_ptr<GemmDescriptors> descriptors;
+  cublasLtMatmulAlgo_t algo;
+};
+
+struct Context {
+  cublasLtHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  std::string error;
+  GemmPlanCache<GemmPlan> plans;
+};
+
+/// The handle and workspace, created once; null (error recorded by the
+/// caller) when there is no device.
+Context *getContext(std::string &error) {
+  static Context context;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string driverError;
+    if (!getDriver(&driverError)) {
+      context.error = driverError;
+      return;
+    }
+    if (cublasStatus_t s = cublasLtCreate(&context.handle)) {
+      context.error =
+          std::string("cublasLtCreate failed with ") + cublasLtGetStatusName(s);
+      return;
+    }
+    context.workspace = mgpuMemAlloc(kGemmWorkspaceBytes, nullptr, false);
+    if (!context.workspace)
+      context.error = "cannot allocate the cuBLASLt workspace";
+  });
+  if (!context.error.empty()) {
+    error = context.error;
+    return nullptr;
+  }
+  return &context;
+}
+
+void recordGemmError(const std::string &message) {
+  recordRuntimeError("amp_cuda_gemm: " + message);
+}
+
+} // namespace
+
+extern "C" void amp_cuda_gemm(void *a, void *b, void *bias, void *d,
+                              int64_t dtypeAB, int64_t dtypeD, int64_t batch,
+                              int64_t m, int64_t n, int64_t k,
+                              int64_t transposeA, int64_t transposeB,
+                              int64_t epilogue, void *stream) {
+  std::string error;
+  Context *context = getContext(error);
+  if (!context) {
+    recordGemmError(error);
+    return;
+  }
+  GemmKey key{m,
+              n,
+              k,
+              batch,
+              transposeA != 0,
+              transposeB != 0,
+              dtypeAB,
+              dtypeD,
+              Epilogue(epilogue)};
+  GemmPlan *plan =
+      context->plans.getOrBuild(key, [&]() -> std::unique_ptr<GemmPlan> {
+        auto plan = std::make_unique<GemmPlan>();
+        plan->descriptors = GemmDescriptors::create(key, &error);
+        if (!plan->descriptors)
+          return nullptr;
+        cublasLtMatmulPreference_t preference = nullptr;
+        cublasLtMatmulPreferenceCreate(&preference);
+        size_t workspace = kGemmWorkspaceBytes;
+        cublasLtMatmulPreferenceSetAttribute(
+            preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+            sizeof(workspace));
+        cublasLtMatmulHeuristicResult_t result;
+        int found = 0;
+        GemmDescriptors &g = *plan->descriptors;
+        cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
+            context->handle, g.operation, g.a, g.b, g.d, g.d, preference, 1,
+            &result, &found);
+        cublasLtMatmulPreferenceDestroy(preference);
+        if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+          error = "no cuBLASLt algorithm for " + key.str();
+          return nullptr;
+        }
+        plan->algo = result.algo;
+        return plan;
+      });
+  if (!plan) {
+    recordGemmError(error);
+    return;
+  }
+  GemmDescriptors &g = *plan->descriptors;
+  if (key.epilogue != Epilogue::None) {
+    cublasLtMatmulDescSetAttribute(
+        g.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  }
+  float alpha = 1.0f, beta = 0.0f;
+  if (cublasStatus_t s = cublasLtMatmul(
+          context->handle, g.operation, &alpha, b, g.a, a, g.b, &beta, d, g.d,
+          d, g.d, &plan->algo, context->workspace, kGemmWorkspaceBytes,
+          static_cast<cudaStream_t>(stream)))
+    recordGemmError(std::string("cublasLtMatmul failed with ") +
+                    cublasLtGetStatusName(s) + " for " + key.str());
+}

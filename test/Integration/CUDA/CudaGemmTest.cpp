@@ -1,0 +1,101 @@
+//===- CudaGemmTest.cpp - cuBLASLt GEMMs on the device --------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// On a GPU machine: amp_cuda_gemm (f16 and bf16 operands, f32 accumulation,
+// every transpose pair, batched, with and without a bias epilogue) against
+// the CPU runtime's amp_cpu_gemm on the same operands, rounded to the output
+// type: within one ulp of the output type plus 1e-5 k (a bound on 1e-5 of
+// the sum of |terms| for values in [-1, 1])
+// (cuBLASLt may sum in another order, so a result near a rounding boundary
+// may round the other way). Without a GPU: the call records the runtime's
+// "no CUDA device" error instead of crashing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/CudaGemm.h"
+#include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/CudaDriver.h"
+#include "amp/Runtime/CudaRuntime.h"
+#include "amp/Runtime/Float16.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace amp;
+
+namespace {
+
+TEST(CudaDevice, GemmMatchesCpuRuntime) {
+  std::string driverError;
+  char error[512];
+  if (!cuda::getDriver(&driverError)) {
+    amp_cuda_gemm(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 4, 4, 4, 0, 0, 0,
+                  nullptr);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+    EXPECT_EQ(std::string(error), "amp_cuda_gemm: " + driverError);
+    EXPECT_EQ(driverError.rfind("no CUDA device: ", 0), 0u) << driverError;
+    return;
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  void *stream = mgpuStreamCreate();
+  for (int64_t dtype : {1, 2})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int withBias = 0; withBias < 2; ++withBias) {
+          const int64_t batch = 2, m = 96, n = 80, k = 200;
+          auto toBits = [&](float v) {
+            return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
+          };
+          auto toFloat = [&](uint16_t b) {
+            return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
+          };
+          std::vector<uint16_t> a(batch * m * k), b(batch * k * n), bias(n),
+              d(batch * m * n);
+          for (auto *v : {&a, &b, &bias})
+            for (uint16_t &x : *v)
+              x = toBits(uniform(rng));
+          std::vector<float> reference(batch * m * n);
+          if (withBias)
+            amp_cpu_gemm_bias(intptr_t(a.data()), intptr_t(b.data()),
+                              intptr_t(bias.data()), intptr_t(reference.data()),
+                              dtype, dtype, dtype, batch, m, n, k, ta, tb);
+          else
+            amp_cpu_gemm(intptr_t(a.data()), intptr_t(b.data()),
+                         intptr_t(reference.data()), dtype, dtype, batch, m, n,
+                         k, ta, tb);
+          auto upload = [&](const std::vector<uint16_t> &host) {
+            void *p = mgpuMemAlloc(host.size() * 2, stream, false);
+            mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
+                       stream);
+            return p;
+          };
+          void *da = upload(a), *db = upload(b), *dbias = upload(bias),
+               *dd = upload(d);
+          amp_cuda_gemm(da, db, withBias ? dbias : nullptr, dd, dtype, dtype,
+                        batch, m, n, k, ta, tb,
+                        withBias ? int64_t(cuda::Epilogue::Bias) : 0, stream);
+          mgpuMemcpy(d.data(), dd, d.size() * 2, stream);
+          mgpuStreamSynchronize(stream);
+          ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+          double ulp = dtype == 1 ? 1.0 / 1024 : 1.0 / 128;
+          for (size_t i = 0; i < d.size(); ++i) {
+            double want = reference[i], got = toFloat(d[i]);
+            ASSERT_LE(std::abs(got - want),
+                      ulp * std::abs(want) + 1e-5 * k + 6e-8)
+                << "dtype " << dtype << " ta " << ta << " tb " << tb << " bias "
+                << withBias << " element " << i;
+          }
+          for (void *p : {da, db, dbias, dd})
+            mgpuMemFree(p, stream);
+        }
+  mgpuStreamDestroy(stream);
+}
+
+} // namespace

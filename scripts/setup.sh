@@ -3,6 +3,10 @@
 #
 # Idempotent: when every package is present it only checks and exits (< 1 s).
 # Runs apt-get as root, or through sudo when available.
+#   scripts/setup.sh              # what building and testing needs
+#   scripts/setup.sh --sanitize   # plus clang-22 and its sanitizer/libFuzzer
+#                                 # runtimes (scripts/test.sh --sanitize,
+#                                 # scripts/fuzz.sh)
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -17,6 +21,9 @@ PACKAGES=(
   # Real data for amp-run.
   dataset-fashion-mnist
 )
+if [ "${1:-}" = "--sanitize" ]; then
+  PACKAGES+=(clang-22 libclang-rt-22-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

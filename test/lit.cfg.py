@@ -21,6 +21,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%amp_src", config.amp_src_root))
+config.substitutions.append(("%amp_bin", os.path.join(config.amp_obj_root, "bin")))
 config.substitutions.append(("%examples", os.path.join(config.amp_src_root, "examples")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

@@ -248,8 +248,27 @@ void OptimizerPass::runOnOperation() {
       pairs.emplace_back(func, forward);
   }
   if (pairs.empty()) {
+    // Say why there is nothing to train, at the function that should have
+    // been the forward when there is one.
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal()) {
+        func.emitError("amp-optimizer: @")
+            << func.getName()
+            << " is only declared; a forward function needs a body";
+        return signalPassFailure();
+      }
+      bool hasParams = llvm::any_of(func.getArguments(), [&](BlockArgument a) {
+        return func.getArgAttr(a.getArgNumber(), TrainDialect::kParamAttrName);
+      });
+      if (!hasParams) {
+        func.emitError("amp-optimizer: @")
+            << func.getName()
+            << " has no train.param arguments: nothing to train";
+        return signalPassFailure();
+      }
+    }
     module.emitError("amp-optimizer: no gradient function (@<name>_grad); run "
-                     "amp-autodiff first");
+                     "amp-autodiff first (on a module with a forward function)");
     return signalPassFailure();
   }
   for (auto [grad, forward] : pairs) {

@@ -13,8 +13,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 using namespace amp;
@@ -61,7 +64,21 @@ llvm::Error amp::writeFileAtomically(llvm::StringRef path,
     if (ec)
       return llvm::createStringError(ec, "cannot write " + temp + ": " +
                                              ec.message());
-    os << text;
+    // Fault-injection hook for the kill-during-save test: write in 64 KiB
+    // pieces with a pause between them, so that a kill lands mid-write.
+    static const long pauseMs = [] {
+      const char *v = std::getenv("AMP_TEST_SLOW_WRITE_MS");
+      return v ? std::strtol(v, nullptr, 10) : 0L;
+    }();
+    if (pauseMs > 0) {
+      for (size_t at = 0; at < text.size(); at += 65536) {
+        os << text.substr(at, 65536);
+        os.flush();
+        std::this_thread::sleep_for(std::chrono::milliseconds(pauseMs));
+      }
+    } else {
+      os << text;
+    }
     os.close();
     if (os.has_error()) {
       std::error_code writeError = os.error();

@@ -4,8 +4,8 @@
 #   scripts/fuzz.sh [SECONDS] [JOBS]     (defaults: 600 s, 1 job)
 #
 # Installs clang-22 and its sanitizer runtimes (scripts/setup.sh --sanitize),
-# builds tools/amp-fuzz with -fsanitize=fuzzer,address,undefined in
-# ./build-fuzz, seeds the corpus with every .mlir file of test/ and examples/,
+# builds tools/amp-fuzz with -fsanitize=fuzzer,address,undefined (all of
+# amp's code with coverage instrumentation) in ./build-fuzz, seeds the corpus with every .mlir file of test/ and examples/,
 # and runs libFuzzer for SECONDS. Crashes, leaks and timeouts are written to
 # build-fuzz/findings/; the corpus grows in build-fuzz/corpus (kept between
 # runs). The last lines report executions and findings.
@@ -22,7 +22,7 @@ bash "$root/scripts/setup.sh" --sanitize
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang-22 CXX=clang++-22 bash "$root/scripts/configure.sh" "$build" \
     -DAMP_ENABLE_FUZZER=ON \
-    "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
 fi
 cmake --build "$build" --target amp-fuzz

@@ -19,6 +19,7 @@
 #include "amp/Pipelines/Pipelines.h"
 #include "amp/Training/Checkpoint.h"
 #include "amp/Training/Datasets.h"
+#include "amp/Training/Evaluation.h"
 #include "amp/Training/Initializers.h"
 #include "amp/Training/Plot.h"
 #include "amp/Training/StepAbi.h"
@@ -132,90 +133,6 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Rewrites a training-mode batch norm into inference mode, computed in f32:
-/// y = (x - running_mean) * (scale * (running_var + eps)^-1/2) + bias, each
-/// [C] tensor reshaped to [C, 1, ...] to broadcast over the channel
-/// dimension, and y cast back to x's type. The running statistics results
-/// must be unused.
-void toInferenceBatchNorm(train::BatchNormOp bn) {
-  OpBuilder b(bn);
-  Location loc = bn.getLoc();
-  auto xType = cast<RankedTensorType>(bn.getInput().getType());
-  Type f32 = b.getF32Type();
-  auto asF32 = [&](Value v) -> Value {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (type.getElementType() == f32)
-      return v;
-    return train::CastOp::create(b, loc, type.clone(f32), v);
-  };
-  SmallVector<int64_t> channelShape = {xType.getDimSize(1)};
-  channelShape.append(xType.getRank() - 2, 1);
-  auto perChannel = [&](Value v) -> Value {
-    return train::ReshapeOp::create(
-        b, loc, RankedTensorType::get(channelShape, f32), asF32(v));
-  };
-  auto scalar = [&](double value) -> Value {
-    auto type = RankedTensorType::get({}, f32);
-    return train::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, float(value)));
-  };
-  Value var = train::AddOp::create(b, loc, asF32(bn.getRunningVar()),
-                                   scalar(bn.getEpsilon().convertToDouble()));
-  Value invStd = train::ExpOp::create(
-      b, loc,
-      train::MulOp::create(b, loc, train::LogOp::create(b, loc, var),
-                           scalar(-0.5)));
-  Value factor = train::MulOp::create(b, loc, invStd, asF32(bn.getScale()));
-  Value centered = train::SubOp::create(b, loc, asF32(bn.getInput()),
-                                        perChannel(bn.getRunningMean()));
-  Value y = train::AddOp::create(
-      b, loc, train::MulOp::create(b, loc, centered, perChannel(factor)),
-      perChannel(bn.getBias()));
-  if (xType.getElementType() != f32)
-    y = train::CastOp::create(b, loc, xType, y);
-  bn.getOutput().replaceAllUsesWith(y);
-}
-
-/// Adds @<name>_logits: the forward function returning the logits its
-/// cross-entropy takes, for evaluation, with batch norms in inference mode
-/// (normalized by the running statistics, so a test example's prediction
-/// does not depend on the rest of its batch).
-LogicalResult addLogitsFunction(ModuleOp module, func::FuncOp forward) {
-  SmallVector<train::CrossEntropyOp> losses(
-      forward.getOps<train::CrossEntropyOp>());
-  if (losses.size() != 1)
-    return forward.emitError("amp-run evaluates models whose loss is one "
-                             "train.cross_entropy; @")
-           << forward.getName() << " has " << losses.size();
-  OpBuilder b(module.getContext());
-  b.setInsertionPointToEnd(module.getBody());
-  auto clone = cast<func::FuncOp>(b.clone(*forward));
-  clone.setName((forward.getName() + "_logits").str());
-  train::CrossEntropyOp loss = *clone.getOps<train::CrossEntropyOp>().begin();
-  Value logits = loss.getLogits();
-  auto ret = cast<func::ReturnOp>(clone.getBody().front().getTerminator());
-  b.setInsertionPoint(ret);
-  func::ReturnOp::create(b, ret.getLoc(), logits);
-  ret.erase();
-  clone.setType(FunctionType::get(module.getContext(), clone.getArgumentTypes(),
-                                  logits.getType()));
-  for (auto bn : llvm::to_vector(clone.getOps<train::BatchNormOp>()))
-    toInferenceBatchNorm(bn);
-  // Drop what no longer feeds the logits (the loss).
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (Operation &op : llvm::make_early_inc_range(
-             llvm::reverse(clone.getBody().front().getOperations()))) {
-      if (!op.hasTrait<OpTrait::IsTerminator>() && op.use_empty() &&
-          isMemoryEffectFree(&op)) {
-        op.erase();
-        changed = true;
-      }
-    }
-  }
-  return success();
-}
 
 double scheduledRate(int64_t step, int64_t total) {
   double lr = learningRate;

@@ -1,0 +1,36 @@
+//===- Evaluation.h - The forward function used for evaluation --*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_TRAINING_EVALUATION_H
+#define AMP_TRAINING_EVALUATION_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace amp {
+namespace train {
+class BatchNormOp;
+} // namespace train
+
+/// Rewrites a training-mode batch norm into inference mode, computed in f32:
+/// y = (x - running_mean) * (scale * (running_var + eps)^-1/2) + bias, each
+/// [C] tensor reshaped to [C, 1, ...] to broadcast over the channel
+/// dimension, and y cast back to x's type. Its running-statistics results
+/// must be unused; the op itself is left for the caller to erase.
+void toInferenceBatchNorm(train::BatchNormOp bn);
+
+/// Adds @<name>_logits: `forward` (as autocast left it) returning the logits
+/// its one train.cross_entropy takes, for evaluation, with batch norms in
+/// inference mode (normalized by the running statistics, so a test example's
+/// prediction does not depend on the rest of its batch). Same arguments as
+/// `forward`. Fails, with an error at `forward`, when the loss is not one
+/// cross_entropy.
+mlir::LogicalResult addLogitsFunction(mlir::ModuleOp module,
+                                      mlir::func::FuncOp forward);
+
+} // namespace amp
+
+#endif // AMP_TRAINING_EVALUATION_H

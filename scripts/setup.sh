@@ -4,9 +4,9 @@
 # Idempotent: when every package is present it only checks and exits (< 1 s).
 # Runs apt-get as root, or through sudo when available.
 #   scripts/setup.sh              # what building and testing needs
-#   scripts/setup.sh --sanitize   # plus clang-22 and its sanitizer/libFuzzer
-#                                 # runtimes (scripts/test.sh --sanitize,
-#                                 # scripts/fuzz.sh)
+#   scripts/setup.sh --sanitize   # plus clang-22, its sanitizer/libFuzzer
+#                                 # runtimes and valgrind (test.sh --sanitize,
+#                                 # fuzz.sh, memcheck.sh)
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -22,7 +22,7 @@ PACKAGES=(
   dataset-fashion-mnist
 )
 if [ "${1:-}" = "--sanitize" ]; then
-  PACKAGES+=(clang-22 libclang-rt-22-dev)
+  PACKAGES+=(clang-22 libclang-rt-22-dev valgrind)
 fi
 
 missing=()

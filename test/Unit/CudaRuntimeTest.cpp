@@ -155,6 +155,9 @@ TEST(CudaRuntime, EntryPointsOnFakeDriver) {
 
   void *stream = mgpuStreamCreate();
   ASSERT_NE(stream, nullptr);
+  // One stream per process: kernels and GEMMs stay in program order.
+  EXPECT_EQ(mgpuStreamCreate(), stream);
+  EXPECT_EQ(cuda::getStream(), stream);
   void *a = mgpuMemAlloc(4000, stream, false);
   ASSERT_NE(a, nullptr);
   int before = allocations();

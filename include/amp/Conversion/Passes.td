@@ -75,4 +75,30 @@ def ConvertTrainToCpuRuntimePass
   ];
 }
 
+def ConvertTrainToCudaRuntimePass
+    : Pass<"amp-convert-train-to-cuda-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lower GEMMs to calls into the cuBLASLt runtime";
+  let description = [{
+    The CUDA counterpart of `amp-convert-train-to-cpu-runtime`:
+    `train.matmul` (with its bias, as cuBLASLt's bias epilogue) and
+    `train.batch_matmul` with an f32 accumulator become
+    `train.runtime_call @amp_cuda_gemm(_bias)` with params
+    `dtypeAB, dtypeD, batch, m, n, k, transpose_lhs, transpose_rhs[,
+    epilogue]` (dtype codes 0 f32, 1 f16, 2 bf16). The result has the op's
+    type: cuBLASLt multiplies f16/bf16 operands on Tensor Cores with
+    CUBLAS_COMPUTE_32F and rounds D once (lib/Runtime/CUDA/CudaGemm.cpp).
+    Convolutions are left for the linalg patterns.
+
+    ```
+    amp-opt step.mlir --amp-convert-train-to-cuda-runtime
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // AMP_CONVERSION_PASSES_TD

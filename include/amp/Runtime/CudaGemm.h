@@ -26,14 +26,21 @@
 #include <unordered_map>
 
 extern "C" {
-/// D = op(A) op(B) (+ epilogue) for `batch` row-major matrices: op(A) is
-/// m x k, op(B) k x n, D m x n. dtypeAB / dtypeD: 0 f32, 1 f16, 2 bf16
-/// (amp::RuntimeDType). epilogue: amp::cuda::Epilogue; `bias` (n elements of
-/// D's type) when it has one. Errors are recorded (amp_cuda_take_error).
-void amp_cuda_gemm(void *a, void *b, void *bias, void *d, int64_t dtypeAB,
-                   int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
-                   int64_t k, int64_t transposeA, int64_t transposeB,
-                   int64_t epilogue, void *stream);
+/// D = op(A) op(B) for `batch` row-major matrices: op(A) is m x k, op(B)
+/// k x n, D m x n, on the runtime's stream (amp::cuda::getStream). dtypeAB /
+/// dtypeD: 0 f32, 1 f16, 2 bf16 (amp::RuntimeDType). The argument order is
+/// train.runtime_call's: input addresses, the result's, then the params.
+/// Errors are recorded (amp_cuda_take_error).
+void amp_cuda_gemm(void *a, void *b, void *d, int64_t dtypeAB, int64_t dtypeD,
+                   int64_t batch, int64_t m, int64_t n, int64_t k,
+                   int64_t transposeA, int64_t transposeB);
+
+/// amp_cuda_gemm with an epilogue (amp::cuda::Epilogue, not None) and its
+/// bias: n elements of D's type, added before D is rounded.
+void amp_cuda_gemm_bias(void *a, void *b, void *bias, void *d, int64_t dtypeAB,
+                        int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
+                        int64_t k, int64_t transposeA, int64_t transposeB,
+                        int64_t epilogue);
 }
 
 namespace amp {

@@ -53,6 +53,12 @@ namespace amp {
 std::vector<std::pair<const char *, void *>> getCudaRuntimeSymbols();
 
 namespace cuda {
+/// The one stream a compiled step runs on: created on first use, returned by
+/// every mgpuStreamCreate (whose mgpuStreamDestroy then does nothing), and
+/// used by the cuBLASLt calls, so kernels and GEMMs run in program order with
+/// no synchronization between them. Null (error recorded) without a device.
+void *getStream();
+
 /// Records `message` as the runtime's first failure (ignored when one is
 /// already recorded: later failures are usually its consequences).
 void recordRuntimeError(const std::string &message);

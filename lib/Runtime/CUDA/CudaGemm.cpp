@@ -204,26 +204,14 @@ void recordGemmError(const std::string &message) {
 
 } // namespace
 
-extern "C" void amp_cuda_gemm(void *a, void *b, void *bias, void *d,
-                              int64_t dtypeAB, int64_t dtypeD, int64_t batch,
-                              int64_t m, int64_t n, int64_t k,
-                              int64_t transposeA, int64_t transposeB,
-                              int64_t epilogue, void *stream) {
+namespace {
+void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key) {
   std::string error;
   Context *context = getContext(error);
   if (!context) {
     recordGemmError(error);
     return;
   }
-  GemmKey key{m,
-              n,
-              k,
-              batch,
-              transposeA != 0,
-              transposeB != 0,
-              dtypeAB,
-              dtypeD,
-              Epilogue(epilogue)};
   GemmPlan *plan =
       context->plans.getOrBuild(key, [&]() -> std::unique_ptr<GemmPlan> {
         auto plan = std::make_unique<GemmPlan>();
@@ -255,15 +243,40 @@ extern "C" void amp_cuda_gemm(void *a, void *b, void *bias, void *d,
     return;
   }
   GemmDescriptors &g = *plan->descriptors;
-  if (key.epilogue != Epilogue::None) {
+  if (key.epilogue != Epilogue::None)
     cublasLtMatmulDescSetAttribute(
         g.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
-  }
   float alpha = 1.0f, beta = 0.0f;
+  // Column-major: cuBLASLt's A is our B and its B our A.
   if (cublasStatus_t s = cublasLtMatmul(
           context->handle, g.operation, &alpha, b, g.a, a, g.b, &beta, d, g.d,
           d, g.d, &plan->algo, context->workspace, kGemmWorkspaceBytes,
-          static_cast<cudaStream_t>(stream)))
+          static_cast<cudaStream_t>(getStream())))
     recordGemmError(std::string("cublasLtMatmul failed with ") +
                     cublasLtGetStatusName(s) + " for " + key.str());
+}
+} // namespace
+
+extern "C" void amp_cuda_gemm(void *a, void *b, void *d, int64_t dtypeAB,
+                              int64_t dtypeD, int64_t batch, int64_t m,
+                              int64_t n, int64_t k, int64_t transposeA,
+                              int64_t transposeB) {
+  gemm(a, b, nullptr, d,
+       GemmKey{m, n, k, batch, transposeA != 0, transposeB != 0, dtypeAB,
+               dtypeD, Epilogue::None});
+}
+
+extern "C" void amp_cuda_gemm_bias(void *a, void *b, void *bias, void *d,
+                                   int64_t dtypeAB, int64_t dtypeD,
+                                   int64_t batch, int64_t m, int64_t n,
+                                   int64_t k, int64_t transposeA,
+                                   int64_t transposeB, int64_t epilogue) {
+  if (epilogue < int64_t(Epilogue::Bias) ||
+      epilogue > int64_t(Epilogue::GeluBias)) {
+    recordGemmError("unknown epilogue code " + std::to_string(epilogue));
+    return;
+  }
+  gemm(a, b, bias, d,
+       GemmKey{m, n, k, batch, transposeA != 0, transposeB != 0, dtypeAB,
+               dtypeD, Epilogue(epilogue)});
 }

@@ -132,19 +132,23 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
         "mgpuLaunchKernel", "cuLaunchKernel");
 }
 
-extern "C" void *mgpuStreamCreate() {
-  const DriverApi *api = driverFor("mgpuStreamCreate");
-  CUstream stream = nullptr;
-  if (api)
-    check(*api, api->streamCreate(&stream, CU_STREAM_NON_BLOCKING),
-          "mgpuStreamCreate", "cuStreamCreate");
+void *amp::cuda::getStream() {
+  static std::mutex mutex;
+  static CUstream stream = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!stream) {
+    const DriverApi *api = driverFor("mgpuStreamCreate");
+    if (api)
+      check(*api, api->streamCreate(&stream, CU_STREAM_NON_BLOCKING),
+            "mgpuStreamCreate", "cuStreamCreate");
+  }
   return stream;
 }
 
-extern "C" void mgpuStreamDestroy(void *stream) {
-  if (const DriverApi *api = driverFor("mgpuStreamDestroy"))
-    check(*api, api->streamDestroy(static_cast<CUstream>(stream)),
-          "mgpuStreamDestroy", "cuStreamDestroy");
+extern "C" void *mgpuStreamCreate() { return failed() ? nullptr : getStream(); }
+
+extern "C" void mgpuStreamDestroy(void *) {
+  // The runtime's one stream lives as long as the process.
 }
 
 extern "C" void mgpuStreamSynchronize(void *stream) {

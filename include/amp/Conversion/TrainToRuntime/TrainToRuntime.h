@@ -20,12 +20,23 @@ class RewritePatternSet;
 
 namespace amp {
 
-/// matmul, batch_matmul, conv2d, conv2d_grad_input and conv2d_grad_filter with
-/// an f32 accumulator become `train.runtime_call`s of the CPU runtime
-/// (amp/Runtime/CpuRuntime.h), whose f32 result is rounded once to the op's
-/// type; the callees are declared in the module. Other accumulators are left
-/// for the linalg patterns.
-void populateTrainToCpuRuntimePatterns(mlir::RewritePatternSet &patterns);
+/// The runtime a lowering calls for GEMMs (and, on the CPU, convolutions).
+enum class RuntimeTarget {
+  /// lib/Runtime/CPU: amp_cpu_gemm(_bias), amp_cpu_conv2d*; the call writes
+  /// the f32 accumulator, rounded once to the op's type afterwards.
+  Cpu,
+  /// lib/Runtime/CUDA: amp_cuda_gemm(_bias) on cuBLASLt (COMPUTE_32F), which
+  /// writes the op's type directly (cuBLASLt rounds once). Convolutions stay
+  /// for the linalg patterns.
+  Cuda,
+};
+
+/// matmul and batch_matmul (and on the CPU conv2d, conv2d_grad_input and
+/// conv2d_grad_filter) with an f32 accumulator become `train.runtime_call`s
+/// of the target's runtime; the callees are declared in the module. Other
+/// accumulators are left for the linalg patterns.
+void populateTrainToRuntimePatterns(mlir::RewritePatternSet &patterns,
+                                    RuntimeTarget target);
 
 /// Makes train.runtime_call bufferizable: it becomes a func.call on the
 /// addresses of dense input buffers and a new f32 result buffer.

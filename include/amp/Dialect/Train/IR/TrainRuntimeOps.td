@@ -29,8 +29,9 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
                       <each param as i64>)
     ```
 
-    The inputs are read and never written; the result is a new f32 tensor
-    the callee fills. Addresses are `index` values of dense row-major
+    The inputs are read and never written; the result is a new tensor the
+    callee fills (f32 for the CPU runtime's accumulators, the op's type for
+    cuBLASLt). Addresses are `index` values of dense row-major
     buffers (bufferization copies a strided input first). `@callee` must be a
     function declared in the module with exactly that signature. A pure op on
     tensors: identical calls on identical inputs may be merged.
@@ -43,7 +44,7 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
   let arguments = (ins FlatSymbolRefAttr:$callee,
                        Variadic<Train_FloatTensor>:$inputs,
                        DenseI64ArrayAttr:$params);
-  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $callee `(` $inputs `)` $params attr-dict `:` functional-type($inputs, $result)
   }];

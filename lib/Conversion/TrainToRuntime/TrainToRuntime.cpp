@@ -1,12 +1,13 @@
-//===- TrainToCpuRuntime.cpp - GEMMs and convolutions to CBLAS calls ------===//
+//===- TrainToRuntime.cpp - GEMMs and convolutions to runtime calls -------===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
 //===----------------------------------------------------------------------===//
 //
-// Each GEMM-like op becomes a `train.runtime_call` of the CPU runtime on its
-// operand tensors, producing the f32 accumulator, followed by the shared
-// rounding to the op's result type:
+// Each GEMM-like op becomes a `train.runtime_call` of the target's runtime on
+// its operand tensors. On the CPU it produces the f32 accumulator, followed by
+// the shared rounding to the op's result type; cuBLASLt writes the op's type
+// itself:
 //
 //   %acc = train.runtime_call @amp_cpu_gemm_bias(%x, %w, %b) [<dtypes>,
 //       <sizes>] : (...) -> tensor<128x256xf32>
@@ -16,9 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Conversion/Passes.h"
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
-#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Runtime/CpuRuntime.h"
 
@@ -30,6 +31,7 @@
 
 namespace amp {
 #define GEN_PASS_DEF_CONVERTTRAINTOCPURUNTIMEPASS
+#define GEN_PASS_DEF_CONVERTTRAINTOCUDARUNTIMEPASS
 #include "amp/Conversion/Passes.h.inc"
 } // namespace amp
 
@@ -69,11 +71,12 @@ bool runtimeCanCompute(Operation *op, Type accumulator) {
 }
 
 /// Replaces `op` by a runtime call of `callee` on `inputs` with `params`,
-/// producing an f32 tensor of the op's shape that is then rounded to the
-/// op's result type; declares `callee` in the module on first use.
+/// producing a tensor of the op's shape: f32, then rounded once to the op's
+/// result type, when `f32Result`, else the op's type directly; declares
+/// `callee` in the module on first use.
 void replaceWithRuntimeCall(PatternRewriter &rewriter, Operation *op,
                             StringRef callee, ValueRange inputs,
-                            ArrayRef<int64_t> params) {
+                            ArrayRef<int64_t> params, bool f32Result = true) {
   auto module = op->getParentOfType<ModuleOp>();
   MLIRContext *ctx = op->getContext();
   if (!module.lookupSymbol(callee)) {
@@ -86,7 +89,9 @@ void replaceWithRuntimeCall(PatternRewriter &rewriter, Operation *op,
     fn.setPrivate();
   }
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  auto accType = RankedTensorType::get(type.getShape(), Float32Type::get(ctx));
+  auto accType =
+      f32Result ? RankedTensorType::get(type.getShape(), Float32Type::get(ctx))
+                : type;
   Value acc = RuntimeCallOp::create(rewriter, op->getLoc(), accType, callee,
                                     inputs, params);
   rewriter.replaceOp(op, roundTo(rewriter, op->getLoc(), acc, type));
@@ -97,7 +102,9 @@ ArrayRef<int64_t> shapeOf(Value v) {
 }
 
 template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+  GemmToRuntime(MLIRContext *ctx, RuntimeTarget target)
+      : OpRewritePattern<OpTy>(ctx), target(target) {}
+
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     if (!runtimeCanCompute(op, op.getAccumulatorType()))
@@ -114,19 +121,36 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
 
     int64_t lhsType = *runtimeDTypeOf(op.getLhs()),
             rhsType = *runtimeDTypeOf(op.getRhs()),
+            outType = *runtimeDType(type.getElementType()),
             batch = batched ? out[0] : 1;
+    bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+    if (target == RuntimeTarget::Cuda) {
+      // cuBLASLt: both operands of one type, D written in the op's type.
+      if (bias)
+        replaceWithRuntimeCall(rewriter, op, "amp_cuda_gemm_bias",
+                               {op.getLhs(), op.getRhs(), bias},
+                               {lhsType, outType, batch, m, n, k, ta, tb,
+                                /*Epilogue::Bias*/ 1},
+                               /*f32Result=*/false);
+      else
+        replaceWithRuntimeCall(rewriter, op, "amp_cuda_gemm",
+                               {op.getLhs(), op.getRhs()},
+                               {lhsType, outType, batch, m, n, k, ta, tb},
+                               /*f32Result=*/false);
+      return success();
+    }
     if (bias)
       replaceWithRuntimeCall(
           rewriter, op, "amp_cpu_gemm_bias", {op.getLhs(), op.getRhs(), bias},
-          {lhsType, rhsType, *runtimeDTypeOf(bias), batch, m, n, k,
-           op.getTransposeLhs(), op.getTransposeRhs()});
+          {lhsType, rhsType, *runtimeDTypeOf(bias), batch, m, n, k, ta, tb});
     else
       replaceWithRuntimeCall(rewriter, op, "amp_cpu_gemm",
                              {op.getLhs(), op.getRhs()},
-                             {lhsType, rhsType, batch, m, n, k,
-                              op.getTransposeLhs(), op.getTransposeRhs()});
+                             {lhsType, rhsType, batch, m, n, k, ta, tb});
     return success();
   }
+
+  RuntimeTarget target;
 };
 
 /// conv2d and its two gradients: the runtime reads two tensors; the geometry
@@ -179,25 +203,42 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
   std::string callee;
 };
 
+/// Applies the runtime patterns of one target to a module.
+LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target) {
+  RewritePatternSet patterns(module.getContext());
+  populateTrainToRuntimePatterns(patterns, target);
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  return applyPatternsGreedily(module, std::move(patterns), config);
+}
+
 struct ConvertTrainToCpuRuntimePass
     : public amp::impl::ConvertTrainToCpuRuntimePassBase<
           ConvertTrainToCpuRuntimePass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateTrainToCpuRuntimePatterns(patterns);
-    GreedyRewriteConfig config;
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cpu)))
+      signalPassFailure();
+  }
+};
+
+struct ConvertTrainToCudaRuntimePass
+    : public amp::impl::ConvertTrainToCudaRuntimePassBase<
+          ConvertTrainToCudaRuntimePass> {
+  void runOnOperation() override {
+    if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cuda)))
       signalPassFailure();
   }
 };
 
 } // namespace
 
-void amp::populateTrainToCpuRuntimePatterns(RewritePatternSet &patterns) {
+void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
+                                         RuntimeTarget target) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<GemmToRuntime<MatmulOp>, GemmToRuntime<BatchMatmulOp>>(ctx);
+  patterns.add<GemmToRuntime<MatmulOp>, GemmToRuntime<BatchMatmulOp>>(ctx,
+                                                                      target);
+  if (target != RuntimeTarget::Cpu)
+    return; // no convolution runtime on CUDA yet: linalg kernels
   patterns.add<ConvToRuntime<Conv2dOp>>(ctx, "amp_cpu_conv2d");
   patterns.add<ConvToRuntime<Conv2dGradInputOp>>(ctx,
                                                  "amp_cpu_conv2d_grad_input");

@@ -1,0 +1,48 @@
+// RUN: amp-opt %s -amp-convert-train-to-cuda-runtime -split-input-file | FileCheck %s
+
+// GEMMs become cuBLASLt calls of the CUDA runtime: params dtypeAB, dtypeD
+// (0 f32, 1 f16, 2 bf16), batch, m, n, k, transposes[, epilogue]; the result
+// has the op's type (cuBLASLt accumulates in f32 and rounds D once), so no
+// rounding generic follows. The device numerics are checked on GPU machines
+// by test/Integration/CUDA.
+
+// A linear layer at O1: the bias as cuBLASLt's bias epilogue (1).
+// CHECK: func.func private @amp_cuda_gemm_bias(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @linear
+// CHECK: %[[D:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg1, %arg2) [1, 1, 1, 128, 256, 784, 0, 0, 1] : (tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16>) -> tensor<128x256xf16>
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[D]]
+func.func @linear(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>) -> tensor<128x256xf16> {
+  %0 = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  return %0 : tensor<128x256xf16>
+}
+
+// -----
+
+// The backward GEMMs of that layer (transposes are flags) and a bf16
+// attention score product.
+// CHECK-LABEL: func.func @backward
+// CHECK: train.runtime_call @amp_cuda_gemm(%arg0, %arg1) [1, 1, 1, 784, 256, 128, 1, 0] : (tensor<128x784xf16>, tensor<128x256xf16>) -> tensor<784x256xf16>
+// CHECK: train.runtime_call @amp_cuda_gemm(%arg1, %arg2) [1, 1, 1, 128, 784, 256, 0, 1] : (tensor<128x256xf16>, tensor<784x256xf16>) -> tensor<128x784xf16>
+// CHECK: train.runtime_call @amp_cuda_gemm(%arg3, %arg3) [2, 2, 16, 64, 64, 32, 0, 1] : (tensor<16x64x32xbf16>, tensor<16x64x32xbf16>) -> tensor<16x64x64xbf16>
+func.func @backward(%x: tensor<128x784xf16>, %dy: tensor<128x256xf16>, %w: tensor<784x256xf16>, %q: tensor<16x64x32xbf16>) -> (tensor<784x256xf16>, tensor<128x784xf16>, tensor<16x64x64xbf16>) {
+  %dw = train.matmul %x, %dy transpose_lhs accumulate f32 : tensor<128x784xf16>, tensor<128x256xf16> -> tensor<784x256xf16>
+  %dx = train.matmul %dy, %w transpose_rhs accumulate f32 : tensor<128x256xf16>, tensor<784x256xf16> -> tensor<128x784xf16>
+  %s = train.batch_matmul %q, %q transpose_rhs accumulate f32 : tensor<16x64x32xbf16>, tensor<16x64x32xbf16> -> tensor<16x64x64xbf16>
+  return %dw, %dx, %s : tensor<784x256xf16>, tensor<128x784xf16>, tensor<16x64x64xbf16>
+}
+
+// -----
+
+// Convolutions and non-f32 accumulators are left for the linalg patterns.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: train.runtime_call
+// CHECK: train.conv2d
+// CHECK: train.matmul
+// CHECK-NOT: train.runtime_call
+// CHECK: return
+func.func @left_alone(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> (tensor<2x4x6x6xf16>, tensor<4x3xf16>) {
+  %y = train.conv2d %x, %w accumulate f32 : tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x6x6xf16>
+  %m = train.matmul %a, %b accumulate f16 : tensor<4x8xf16>, tensor<8x3xf16> -> tensor<4x3xf16>
+  return %y, %m : tensor<2x4x6x6xf16>, tensor<4x3xf16>
+}

@@ -378,7 +378,7 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
           auto [validW, ow] =
               m.outputOf(w, m.index(5), s[1], 1, p[1], dyType.getDimSize(3));
           Value valid = m.both(validH, validW);
-          ValueRange at = {m.index(0), m.index(1), oh, ow};
+          SmallVector<Value, 4> at = {m.index(0), m.index(1), oh, ow};
           Value g =
               convertFloat(b, l, tensor::ExtractOp::create(b, l, dy, at), f32);
           if (argmax) {

@@ -38,6 +38,13 @@ const float *halfTable() {
 class FloatOperand {
 public:
   FloatOperand(intptr_t address, int64_t dtype, int64_t count) {
+    // Only compiled code calls in, with codes the lowering wrote.
+    if (dtype < int64_t(RuntimeDType::F32) ||
+        dtype > int64_t(RuntimeDType::BF16)) {
+      std::fprintf(stderr, "amp runtime: unknown element type code %lld\n",
+                   static_cast<long long>(dtype));
+      std::abort();
+    }
     switch (RuntimeDType(dtype)) {
     case RuntimeDType::F32:
       data = reinterpret_cast<const float *>(address);
@@ -57,11 +64,6 @@ public:
         copy[i] = bfloatToFloat(bits[i]);
       break;
     }
-    default:
-      // Only compiled code calls in, with codes the lowering wrote.
-      std::fprintf(stderr, "amp runtime: unknown element type code %lld\n",
-                   static_cast<long long>(dtype));
-      std::abort();
     }
     data = copy.get();
   }

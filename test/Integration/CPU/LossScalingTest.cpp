@@ -339,6 +339,18 @@ INSTANTIATE_TEST_SUITE_P(
                   {1, 3},
                   std::nanf(""),
                   1e-4f,
+                  {1024, 512, 512, 256, 256}},
+        // O1 f16, an f16 overflow in the forward at steps 1 and 3: 1e5 is
+        // finite in f32 but past f16's 65504, so the f16 activations hold
+        // inf. The scaler must see it (found_inf, skip, back-off), not train
+        // on an inf loss.
+        FaultCase{"amp-autocast{opt-level=O1 dtype=f16},amp-autodiff,"
+                  "amp-optimizer{optimizer=adam},"
+                  "amp-loss-scaling{init-scale=1024 growth-interval=2},"
+                  "amp-cast-cleanup",
+                  {1, 3},
+                  1e5f,
+                  1e-4f,
                   {1024, 512, 512, 256, 256}}));
 
 } // namespace

@@ -38,3 +38,4 @@ llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=True)
 
 if config.amp_enable_cuda:
     config.available_features.add("cuda")
+    config.substitutions.append(("%ptxas", os.path.join(config.cuda_bin_dir, "ptxas")))

@@ -37,6 +37,38 @@ std::string amp::getCpuLoweringPipeline(bool blas) {
          "reconcile-unrealized-casts";
 }
 
+std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
+  return
+      // GEMMs -> cuBLASLt calls; the rest -> linalg on tensors, fused.
+      "amp-convert-train-to-cuda-runtime,amp-convert-train-to-linalg,"
+      "canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,"
+      // Tensors -> buffers, as on the CPU.
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "buffer-results-to-out-params{hoist-static-allocs=true "
+      "modify-public-functions=true},"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+      "canonicalize,"
+      // One kernel per linalg op, device buffers; then the passes of
+      // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into
+      // the kernels: outlining, NVVM, PTX embedded in a gpu.binary, host code
+      // calling the mgpu* runtime.
+      "func.func(amp-map-linalg-to-gpu),"
+      "convert-nvgpu-to-nvvm,gpu-kernel-outlining,convert-vector-to-scf,"
+      "convert-scf-to-cf,convert-nvvm-to-llvm,convert-func-to-llvm,"
+      "expand-strided-metadata,nvvm-attach-target{chip=" +
+      options.chip.getValue() + " features=" + options.features.getValue() +
+      (options.libdevice.empty() ? std::string()
+                                 : " l=" + options.libdevice.getValue()) +
+      "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+      "canonicalize,cse,"
+      "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,"
+      "reconcile-unrealized-casts),"
+      "gpu-to-llvm,gpu-module-to-binary{format=" +
+      options.format.getValue() +
+      "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
+}
+
 void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas) {
   if (failed(parsePassPipeline(getCpuLoweringPipeline(blas), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
@@ -93,5 +125,16 @@ void amp::registerAmpPipelines() {
       "-> loops -> LLVM)",
       [](OpPassManager &pm, const CpuLoweringOptions &options) {
         buildCpuLoweringPipeline(pm, options.blas);
+      });
+  PassPipelineRegistration<CudaLoweringOptions>(
+      "amp-lower-cuda",
+      "Lower a train-dialect module for CUDA: GEMMs -> cuBLASLt runtime "
+      "calls, everything else -> one kernel per linalg op -> PTX embedded in "
+      "the module; host code -> LLVM (first version: kernels are simple, "
+      "the AOT artifact is not built yet)",
+      [](OpPassManager &pm, const CudaLoweringOptions &options) {
+        if (failed(parsePassPipeline(getCudaLoweringPipeline(options), pm)))
+          llvm::report_fatal_error("amp: the amp-lower-cuda pipeline does "
+                                   "not parse; are the passes registered?");
       });
 }

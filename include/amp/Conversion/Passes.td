@@ -101,4 +101,31 @@ def ConvertTrainToCudaRuntimePass
   ];
 }
 
+def MapLinalgToGpuPass
+    : Pass<"amp-map-linalg-to-gpu", "::mlir::func::FuncOp"> {
+  let summary = "Turn each buffer-level linalg op into a gpu.launch";
+  let description = [{
+    The kernel half of amp-lower-cuda, after bufferization: each linalg op
+    becomes one `gpu.launch` whose threads cover its parallel dimensions
+    (linearized, 256-thread blocks, innermost dimension fastest for
+    coalescing), with its reduction dimensions as sequential loops inside
+    each thread (accumulating in the op's accumulator type). A full
+    reduction runs in one thread. `memref.alloc` / `dealloc` / `copy` become
+    `gpu.alloc` / `dealloc` / `memcpy`, and a host-side `memref.load` /
+    `store` a one-thread kernel, so the host never touches device memory.
+    Static shapes only. Follow with `gpu-kernel-outlining` and the NVVM
+    pipeline.
+
+    ```
+    amp-opt step.bufferized.mlir --pass-pipeline='builtin.module(func.func(amp-map-linalg-to-gpu),gpu-kernel-outlining)'
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 #endif // AMP_CONVERSION_PASSES_TD

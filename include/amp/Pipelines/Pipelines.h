@@ -11,6 +11,10 @@
 
 #include <string>
 
+#ifndef AMP_CUDA_LIBDEVICE
+#define AMP_CUDA_LIBDEVICE ""
+#endif
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -95,7 +99,35 @@ std::string getCpuLoweringPipeline(bool blas = true);
 /// Appends `amp-lower-cpu` to a module-level pass manager.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool blas = true);
 
-/// Registers `amp-pipeline` and `amp-lower-cpu` as named pipelines.
+/// Options of `amp-lower-cuda`.
+struct CudaLoweringOptions
+    : public mlir::PassPipelineOptions<CudaLoweringOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU architecture of the kernels"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> libdevice{
+      *this, "libdevice",
+      llvm::cl::desc("CUDA's libdevice bitcode, linked into the kernels "
+                     "(exp, log, tanh, erf); default: the toolkit's found at "
+                     "configure time"),
+      llvm::cl::init(AMP_CUDA_LIBDEVICE)};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Embedded kernels: isa (PTX), bin (cubin, needs "
+                     "ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+};
+
+/// The `amp-lower-cuda` pipeline as text: GEMMs -> cuBLASLt runtime calls,
+/// the rest -> linalg -> one-shot bufferization -> one gpu.launch per linalg
+/// op (amp-map-linalg-to-gpu) -> NVVM -> embedded PTX, host code -> LLVM.
+std::string getCudaLoweringPipeline(const CudaLoweringOptions &options);
+
+/// Registers `amp-pipeline`, `amp-lower-cpu` and `amp-lower-cuda` as named
+/// pipelines.
 void registerAmpPipelines();
 
 } // namespace amp

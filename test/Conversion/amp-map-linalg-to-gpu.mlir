@@ -1,0 +1,78 @@
+// RUN: amp-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(func.func(amp-map-linalg-to-gpu))" | FileCheck %s
+
+// Element-wise: one launch over the 1024*256 points, 256 threads a block,
+// guarded, innermost dimension fastest.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1024{{(_[0-9]+)?}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{(_[0-9]+)?}},
+// CHECK: arith.cmpi ult
+// CHECK: scf.if
+// CHECK: arith.remui
+// CHECK: memref.load
+// CHECK: arith.maximumf
+// CHECK: memref.store
+// CHECK-NOT: linalg.generic
+func.func @elementwise(%a: memref<1024x256xf32>, %b: memref<1024x256xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<1024x256xf32>) outs(%b : memref<1024x256xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A reduction over the rows (reduction dimension first): dimensions are
+// reordered so each of the 256 column threads loops over the rows.
+// CHECK-LABEL: func.func @column_sums
+// CHECK: gpu.launch
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: arith.addf
+func.func @column_sums(%a: memref<128x256xf32>, %s: memref<256xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%a : memref<128x256xf32>) outs(%s : memref<256xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %acc, %x : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A full reduction runs in one thread; buffers become device buffers.
+// CHECK-LABEL: func.func @total
+// CHECK: %[[T:.*]] = gpu.alloc () : memref<f32>
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK: scf.for
+// CHECK: gpu.memcpy %arg1, %[[T]]
+// CHECK: gpu.dealloc %[[T]]
+func.func @total(%a: memref<64xf32>, %out: memref<f32>) {
+  %t = memref.alloc() : memref<f32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%a : memref<64xf32>) outs(%t : memref<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %acc, %x : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %t, %out : memref<f32> to memref<f32>
+  memref.dealloc %t : memref<f32>
+  return
+}
+
+// -----
+
+// Dynamic shapes have no static launch size.
+func.func @dynamic(%a: memref<?xf32>, %b: memref<?xf32>) {
+  // expected-error @+1 {{amp-map-linalg-to-gpu: loop bounds must be constants (static shapes)}}
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<?xf32>) outs(%b : memref<?xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  return
+}

@@ -13,22 +13,26 @@
 
 using namespace mlir;
 
+/// The target-independent middle of both lowerings: train -> linalg on
+/// tensors, cleaned up and with element-wise chains fused, then tensors ->
+/// buffers. Function results become out-parameters the caller allocates, so
+/// a compiled step writes into given memory.
+static constexpr const char *kLinalgAndBufferize =
+    "amp-convert-train-to-linalg,canonicalize,cse,"
+    "linalg-fuse-elementwise-ops,canonicalize,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs=true "
+    "modify-public-functions=true},"
+    "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+    "canonicalize,";
+
 std::string amp::getCpuLoweringPipeline(bool blas) {
   return std::string(
              // GEMMs and convolutions -> CBLAS runtime calls (the target-
-             // specific part), the rest -> linalg/tensor/arith/math on
-             // tensors, cleaned up and with element-wise chains fused.
+             // specific part).
              blas ? "amp-convert-train-to-cpu-runtime," : "") +
-         "amp-convert-train-to-linalg,canonicalize,cse,"
-         "linalg-fuse-elementwise-ops,canonicalize,"
-         // Tensors -> buffers. Function results become out-parameters the
-         // caller allocates, so a compiled step writes into given memory.
-         "one-shot-bufferize{bufferize-function-boundaries "
-         "function-boundary-type-conversion=identity-layout-map},"
-         "buffer-results-to-out-params{hoist-static-allocs=true "
-         "modify-public-functions=true},"
-         "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-         "canonicalize,"
+         kLinalgAndBufferize +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out.
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
@@ -39,16 +43,8 @@ std::string amp::getCpuLoweringPipeline(bool blas) {
 
 std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
-      // GEMMs -> cuBLASLt calls; the rest -> linalg on tensors, fused.
-      "amp-convert-train-to-cuda-runtime,amp-convert-train-to-linalg,"
-      "canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,"
-      // Tensors -> buffers, as on the CPU.
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},"
-      "buffer-results-to-out-params{hoist-static-allocs=true "
-      "modify-public-functions=true},"
-      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-      "canonicalize,"
+      // GEMMs -> cuBLASLt calls, then the shared middle.
+      std::string("amp-convert-train-to-cuda-runtime,") + kLinalgAndBufferize +
       // One kernel per linalg op, device buffers; then the passes of
       // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into
       // the kernels: outlining, NVVM, PTX embedded in a gpu.binary, host code

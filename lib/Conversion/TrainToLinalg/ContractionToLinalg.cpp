@@ -221,8 +221,7 @@ struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
     MLIRContext *ctx = op.getContext();
     auto type = cast<RankedTensorType>(op.getType());
     auto dyType = cast<RankedTensorType>(op.getGrad().getType());
-    Type acc = op.getAccumulate() ? *op.getAccumulate()
-                                  : getComputeType(type.getElementType());
+    Type acc = op.getAccumulatorType();
     ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
                       dil = op.getDilation();
     Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
@@ -268,8 +267,7 @@ struct Conv2dGradFilterToLinalg : OpRewritePattern<Conv2dGradFilterOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto type = cast<RankedTensorType>(op.getType());
-    Type acc = op.getAccumulate() ? *op.getAccumulate()
-                                  : getComputeType(type.getElementType());
+    Type acc = op.getAccumulatorType();
     ArrayRef<int64_t> s = op.getStrides(), dil = op.getDilation();
     Value x = padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
     Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);

@@ -162,14 +162,7 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    Type acc;
-    if constexpr (std::is_same_v<OpTy, Conv2dOp>)
-      acc = op.getAccumulatorType();
-    else
-      acc = op.getAccumulate()
-                ? *op.getAccumulate()
-                : getComputeType(
-                      cast<RankedTensorType>(op.getType()).getElementType());
+    Type acc = op.getAccumulatorType();
     if (!runtimeCanCompute(op, acc))
       return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
                                              "convolution of f32/f16/bf16");

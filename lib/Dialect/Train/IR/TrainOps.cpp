@@ -487,10 +487,18 @@ verifyConvGrad(Operation *op, RankedTensorType grad, RankedTensorType input,
   return success();
 }
 
+Type Conv2dGradInputOp::getAccumulatorType() {
+  return accumulatorType(getAccumulate(), getGrad().getType().getElementType());
+}
+
 LogicalResult Conv2dGradInputOp::verify() {
   return verifyConvGrad(*this, getGrad().getType(), getResult().getType(),
                         getFilter().getType(), getStrides(), getPadding(),
                         getDilation());
+}
+
+Type Conv2dGradFilterOp::getAccumulatorType() {
+  return accumulatorType(getAccumulate(), getGrad().getType().getElementType());
 }
 
 LogicalResult Conv2dGradFilterOp::verify() {

@@ -130,6 +130,11 @@ def Train_Conv2dGradInputOp : Train_Op<"conv2d_grad_input", [Pure]> {
     attr-dict `:` type($grad) `,` type($filter) `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type products are summed in: `accumulate`, or f32 for f16/bf16
+    /// operands, else the operand type (as conv2d's).
+    ::mlir::Type getAccumulatorType();
+  }];
 }
 
 def Train_Conv2dGradFilterOp : Train_Op<"conv2d_grad_filter", [Pure]> {
@@ -155,6 +160,11 @@ def Train_Conv2dGradFilterOp : Train_Op<"conv2d_grad_filter", [Pure]> {
     attr-dict `:` type($grad) `,` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type products are summed in: `accumulate`, or f32 for f16/bf16
+    /// operands, else the operand type (as conv2d's).
+    ::mlir::Type getAccumulatorType();
+  }];
 }
 
 def Train_Pool2dGradOp : Train_Op<"pool2d_grad", [Pure,

@@ -24,8 +24,6 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -67,16 +65,13 @@ class AutocastNumerics : public ::testing::TestWithParam<Config> {};
 TEST_P(AutocastNumerics, MlpLossMatchesReference) {
   Config config = GetParam();
   test::TestContext context;
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(AMP_EXAMPLES_DIR "/mlp.mlir", &context);
+  OwningOpRef<ModuleOp> module = context.parseExample("mlp");
   ASSERT_TRUE(module);
 
-  PassManager pm(&context);
   AmpPipelineOptions options;
   options.optLevel = config.optLevel;
   options.dtype = config.dtype;
-  buildAmpPipeline(pm, options);
-  ASSERT_TRUE(succeeded(pm.run(*module)));
+  ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
 
   auto fn = CpuFunction::compile(*module, "forward");
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());

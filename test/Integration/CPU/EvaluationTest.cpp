@@ -22,7 +22,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -51,11 +50,9 @@ TEST_P(Evaluation, InferenceBatchNormLogits) {
   test::TestContext context;
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModel, &context);
   ASSERT_TRUE(module);
-  PassManager pm(&context);
   AmpPipelineOptions options;
   options.optLevel = GetParam();
-  buildAmpPipeline(pm, options);
-  ASSERT_TRUE(succeeded(pm.run(*module)));
+  ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
   ASSERT_TRUE(succeeded(addLogitsFunction(*module, forward)));
   auto logits = module->lookupSymbol<func::FuncOp>("forward_logits");
@@ -64,8 +61,8 @@ TEST_P(Evaluation, InferenceBatchNormLogits) {
   auto fn = CpuFunction::compile(*module, "forward_logits");
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
 
-  std::vector<float> x = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.5f,
-                          3.0f, 2.0f,  1.0f, -2.0f, 0.0f, 0.75f};
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 1.5f,  0.25f, -0.5f,
+                          3.0f, 2.0f,  1.0f, -2.0f, 0.0f,  0.75f};
   std::vector<float> g = {1.5f, 0.5f, 2.0f}, b = {0.1f, -0.2f, 0.3f},
                      m = {0.4f, -0.3f, 1.0f}, v = {2.0f, 0.5f, 0.25f},
                      w = {1.0f, -1.0f, 0.5f, 2.0f, -1.5f, 0.25f};
@@ -88,9 +85,9 @@ TEST_P(Evaluation, InferenceBatchNormLogits) {
     for (int c = 0; c < 2; ++c) {
       double want = 0, magnitude = 0;
       for (int k = 0; k < 3; ++k) {
-        double n = (x[r * 3 + k] - m[k]) / std::sqrt(double(v[k]) + 1e-5) *
-                       g[k] +
-                   b[k];
+        double n =
+            (x[r * 3 + k] - m[k]) / std::sqrt(double(v[k]) + 1e-5) * g[k] +
+            b[k];
         want += n * w[k * 2 + c];
         magnitude += std::abs(n * w[k * 2 + c]);
       }

@@ -9,6 +9,8 @@
 #include "amp/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 using namespace amp::test;
 
@@ -23,4 +25,18 @@ TestContext::TestContext() {
   registerAmpDialects(registry);
   appendDialectRegistry(registry);
   loadAllAvailableDialects();
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+TestContext::parseExample(llvm::StringRef name) {
+  return mlir::parseSourceFile<mlir::ModuleOp>(
+      (AMP_EXAMPLES_DIR "/" + name + ".mlir").str(), this);
+}
+
+mlir::LogicalResult
+amp::test::runAmpPipeline(mlir::ModuleOp module,
+                          const AmpPipelineOptions &options) {
+  mlir::PassManager pm(module.getContext());
+  buildAmpPipeline(pm, options);
+  return pm.run(module);
 }

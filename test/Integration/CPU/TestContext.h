@@ -8,7 +8,11 @@
 #ifndef AMP_TEST_INTEGRATION_CPU_TESTCONTEXT_H
 #define AMP_TEST_INTEGRATION_CPU_TESTCONTEXT_H
 
+#include "amp/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
 
 namespace amp {
 namespace test {
@@ -19,7 +23,15 @@ namespace test {
 class TestContext : public mlir::MLIRContext {
 public:
   TestContext();
+
+  /// examples/<name>.mlir parsed in this context; null (diagnostics
+  /// printed) when it does not parse.
+  mlir::OwningOpRef<mlir::ModuleOp> parseExample(llvm::StringRef name);
 };
+
+/// Runs amp-pipeline with `options` on `module`.
+mlir::LogicalResult runAmpPipeline(mlir::ModuleOp module,
+                                   const AmpPipelineOptions &options);
 
 } // namespace test
 } // namespace amp

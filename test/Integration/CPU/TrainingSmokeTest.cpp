@@ -21,8 +21,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -37,15 +35,12 @@ class TrainingSmoke : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(TrainingSmoke, MlpLossFalls) {
   test::TestContext context;
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(AMP_EXAMPLES_DIR "/mlp.mlir", &context);
+  OwningOpRef<ModuleOp> module = context.parseExample("mlp");
   ASSERT_TRUE(module);
-  PassManager pm(&context);
   AmpPipelineOptions options;
   options.optLevel = GetParam();
   options.optimizer = "adam";
-  buildAmpPipeline(pm, options);
-  ASSERT_TRUE(succeeded(pm.run(*module)));
+  ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
   // The step ABI: data, parameters, optimizer state, then the learning
   // rate, then (f16 at O1) the loss scaler's scale and growth tracker.
   auto step = module->lookupSymbol<func::FuncOp>("train_step");

@@ -162,6 +162,38 @@ void unpackImages(const float *matrix, float *tensor, int64_t first,
                   tensor + ((first + j) * rows + r) * pixels);
 }
 
+/// A convolution done a chunk of images at a time: the chunk's column matrix
+/// `col` [patch, images * pixels] and an output-shaped matrix `rows`
+/// [f, images * pixels], both with leading dimension images * pixels, so
+/// each chunk is one large GEMM.
+struct ImageChunks {
+  explicit ImageChunks(const ConvGeometry &g)
+      : g(g), chunk(imagesPerChunk(g)),
+        col(new float[g.patch() * chunk * g.pixels() + 1]),
+        rows(new float[g.f * chunk * g.pixels() + 1]) {}
+
+  /// Calls fn(first, count, ld) for each chunk of `count` images from
+  /// `first`; ld = count * pixels.
+  template <typename Fn> void forEach(Fn fn) const {
+    for (int64_t first = 0; first < g.n; first += chunk) {
+      int64_t count = std::min(chunk, g.n - first);
+      fn(first, count, count * g.pixels());
+    }
+  }
+
+  /// Fills `col` with the column matrices of images [first, first + count).
+  void im2colChunk(const float *input, int64_t first, int64_t count,
+                   int64_t ld) {
+    for (int64_t j = 0; j < count; ++j)
+      im2col(g, input + (first + j) * g.inputSize(), col.get() + j * g.pixels(),
+             ld);
+  }
+
+  const ConvGeometry &g;
+  int64_t chunk;
+  std::unique_ptr<float[]> col, rows;
+};
+
 } // namespace
 
 namespace {
@@ -201,9 +233,6 @@ extern "C" void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias,
 #define AMP_CONV_GEOMETRY                                                      \
   ConvGeometry { n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw }
 
-// Convolutions as GEMMs over chunks of images: the column matrix of a chunk
-// is [patch, images * pixels], so each chunk is one large GEMM.
-
 extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
                                int64_t dtypeX, int64_t dtypeFilter,
                                AMP_CONV_GEOMETRY_PARAMS) {
@@ -211,19 +240,14 @@ extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
   auto *out = reinterpret_cast<float *>(y);
-  int64_t chunk = imagesPerChunk(g);
-  std::unique_ptr<float[]> col(new float[g.patch() * chunk * g.pixels() + 1]);
-  std::unique_ptr<float[]> result(new float[g.f * chunk * g.pixels() + 1]);
-  for (int64_t first = 0; first < g.n; first += chunk) {
-    int64_t count = std::min(chunk, g.n - first), ld = count * g.pixels();
-    for (int64_t j = 0; j < count; ++j)
-      im2col(g, input.get() + (first + j) * g.inputSize(),
-             col.get() + j * g.pixels(), ld);
-    // result (f x images*pixels) = filter (f x patch) * col.
-    sgemm(false, false, g.f, ld, g.patch(), weights.get(), col.get(), 0.0f,
-          result.get());
-    unpackImages(result.get(), out, first, count, g.f, g.pixels());
-  }
+  ImageChunks chunks(g);
+  chunks.forEach([&](int64_t first, int64_t count, int64_t ld) {
+    chunks.im2colChunk(input.get(), first, count, ld);
+    // rows (f x images*pixels) = filter (f x patch) * col.
+    sgemm(false, false, g.f, ld, g.patch(), weights.get(), chunks.col.get(),
+          0.0f, chunks.rows.get());
+    unpackImages(chunks.rows.get(), out, first, count, g.f, g.pixels());
+  });
 }
 
 extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
@@ -234,20 +258,17 @@ extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
   FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
   auto *out = reinterpret_cast<float *>(dx);
-  int64_t chunk = imagesPerChunk(g);
-  std::unique_ptr<float[]> col(new float[g.patch() * chunk * g.pixels() + 1]);
-  std::unique_ptr<float[]> packed(new float[g.f * chunk * g.pixels() + 1]);
-  for (int64_t first = 0; first < g.n; first += chunk) {
-    int64_t count = std::min(chunk, g.n - first), ld = count * g.pixels();
-    packImages(grad.get(), packed.get(), first, count, g.f, g.pixels());
+  ImageChunks chunks(g);
+  chunks.forEach([&](int64_t first, int64_t count, int64_t ld) {
+    packImages(grad.get(), chunks.rows.get(), first, count, g.f, g.pixels());
     // dcol (patch x images*pixels) = filter^T (patch x f) * dy, then each
     // entry goes back to the input pixel it was read from.
-    sgemm(true, false, g.patch(), ld, g.f, weights.get(), packed.get(), 0.0f,
-          col.get());
+    sgemm(true, false, g.patch(), ld, g.f, weights.get(), chunks.rows.get(),
+          0.0f, chunks.col.get());
     for (int64_t j = 0; j < count; ++j)
-      col2im(g, col.get() + j * g.pixels(), ld,
+      col2im(g, chunks.col.get() + j * g.pixels(), ld,
              out + (first + j) * g.inputSize());
-  }
+  });
 }
 
 extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
@@ -259,18 +280,14 @@ extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
   auto *out = reinterpret_cast<float *>(dfilter);
   std::fill(out, out + g.f * g.patch(), 0.0f);
-  int64_t chunk = imagesPerChunk(g);
-  std::unique_ptr<float[]> col(new float[g.patch() * chunk * g.pixels() + 1]);
-  std::unique_ptr<float[]> packed(new float[g.f * chunk * g.pixels() + 1]);
-  for (int64_t first = 0; first < g.n; first += chunk) {
-    int64_t count = std::min(chunk, g.n - first), ld = count * g.pixels();
-    for (int64_t j = 0; j < count; ++j)
-      im2col(g, input.get() + (first + j) * g.inputSize(),
-             col.get() + j * g.pixels(), ld);
-    packImages(grad.get(), packed.get(), first, count, g.f, g.pixels());
+  ImageChunks chunks(g);
+  chunks.forEach([&](int64_t first, int64_t count, int64_t ld) {
+    chunks.im2colChunk(input.get(), first, count, ld);
+    packImages(grad.get(), chunks.rows.get(), first, count, g.f, g.pixels());
     // dfilter (f x patch) += dy (f x images*pixels) * col^T.
-    sgemm(false, true, g.f, g.patch(), ld, packed.get(), col.get(), 1.0f, out);
-  }
+    sgemm(false, true, g.f, g.patch(), ld, chunks.rows.get(), chunks.col.get(),
+          1.0f, out);
+  });
 }
 
 void amp::retainFreedMemory() {

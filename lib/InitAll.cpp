@@ -94,6 +94,7 @@ void amp::registerAmpDialects(DialectRegistry &registry) {
   // host code and NVVM to LLVM IR.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerNVVMDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }

@@ -23,6 +23,7 @@ config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%amp_src", config.amp_src_root))
 config.substitutions.append(("%amp_bin", os.path.join(config.amp_obj_root, "bin")))
 config.substitutions.append(("%examples", os.path.join(config.amp_src_root, "examples")))
+config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -32,10 +33,16 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 config.amp_tools_dir = os.path.join(config.amp_obj_root, "bin")
 tool_dirs = [config.amp_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["amp-opt", "amp-run"], tool_dirs)
+llvm_config.add_tool_substitutions(["amp-opt", "amp-run", "amp-compile", "amp-train"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=True)
 
 if config.amp_enable_cuda:
     config.available_features.add("cuda")
+    # A GPU and its driver: the tests that run compiled steps on the device.
+    import shutil
+    import subprocess
+    smi = shutil.which("nvidia-smi")
+    if smi and subprocess.run([smi, "-L"], capture_output=True).returncode == 0:
+        config.available_features.add("cuda-gpu")
     config.substitutions.append(("%ptxas", os.path.join(config.cuda_bin_dir, "ptxas")))

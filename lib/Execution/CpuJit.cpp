@@ -31,20 +31,23 @@ using namespace amp;
 
 CpuFunction::~CpuFunction() = default;
 
-/// "tensor<2x3xf16>" for a spec.
-static std::string specString(const TensorSpec &spec) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "tensor<";
-  for (int64_t d : spec.shape)
-    os << d << 'x';
-  os << elementName(spec.kind) << '>';
-  return s;
+std::optional<ElementKind> amp::elementKindOf(Type type) {
+  if (type.isF32())
+    return ElementKind::F32;
+  if (type.isF16())
+    return ElementKind::F16;
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isSignlessInteger(32))
+    return ElementKind::I32;
+  if (type.isSignlessInteger(1))
+    return ElementKind::I1;
+  return std::nullopt;
 }
 
-/// The spec of a function argument or result type, or an error naming it.
-static llvm::Expected<TensorSpec> specOf(Type type, StringRef what,
-                                         unsigned index, StringRef function) {
+llvm::Expected<TensorSpec> amp::tensorSpecOf(Type type, StringRef what,
+                                             unsigned index,
+                                             StringRef function) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   std::optional<ElementKind> kind =
       tensor ? elementKindOf(tensor.getElementType()) : std::nullopt;
@@ -57,6 +60,48 @@ static llvm::Expected<TensorSpec> specOf(Type type, StringRef what,
   }
   return TensorSpec{*kind,
                     {tensor.getShape().begin(), tensor.getShape().end()}};
+}
+
+llvm::Error amp::readFunctionSpecs(func::FuncOp func,
+                                   llvm::SmallVectorImpl<TensorSpec> &arguments,
+                                   llvm::SmallVectorImpl<TensorSpec> &results) {
+  FunctionType type = func.getFunctionType();
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    auto spec = tensorSpecOf(t, "argument", i, func.getName());
+    if (!spec)
+      return spec.takeError();
+    arguments.push_back(*spec);
+  }
+  for (auto [i, t] : llvm::enumerate(type.getResults())) {
+    auto spec = tensorSpecOf(t, "result", i, func.getName());
+    if (!spec)
+      return spec.takeError();
+    results.push_back(*spec);
+  }
+  return llvm::Error::success();
+}
+
+void amp::prepareEntryPoints(ModuleOp module, ArrayRef<StringRef> entries) {
+  MLIRContext *context = module.getContext();
+  // The train.* argument roles mean nothing to LLVM (its translation would
+  // warn about each one).
+  for (auto f : module.getOps<func::FuncOp>())
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      for (NamedAttribute attr :
+           llvm::to_vector(function_interface_impl::getArgAttrs(f, i)))
+        if (attr.getName().strref().starts_with("train."))
+          f.removeArgAttr(i, attr.getName());
+  // Entries get a C interface; their inputs are read-only (no in-place
+  // writes into caller memory).
+  for (StringRef name : entries) {
+    auto f = module.lookupSymbol<func::FuncOp>(name);
+    if (!f)
+      continue;
+    f->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      f.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                   BoolAttr::get(context, false));
+  }
 }
 
 /// libgcc's f16 conversions, for code compiled for CPUs without F16C (LLVM
@@ -91,40 +136,12 @@ CpuFunction::compile(ModuleOp module, StringRef name,
                                    " in the module");
   std::unique_ptr<CpuFunction> fn(new CpuFunction());
   fn->entry = name.str();
-  FunctionType type = func.getFunctionType();
-  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-    auto spec = specOf(t, "argument", i, name);
-    if (!spec)
-      return spec.takeError();
-    fn->arguments.push_back(*spec);
-  }
-  for (auto [i, t] : llvm::enumerate(type.getResults())) {
-    auto spec = specOf(t, "result", i, name);
-    if (!spec)
-      return spec.takeError();
-    fn->results.push_back(*spec);
-  }
+  if (llvm::Error error = readFunctionSpecs(func, fn->arguments, fn->results))
+    return std::move(error);
 
-  // Lower a copy: callers keep their module. Inputs are read-only (no
-  // in-place writes into caller memory) and the entry gets a C interface.
+  // Lower a copy: callers keep their module.
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-  auto copyFunc = copy->lookupSymbol<func::FuncOp>(name);
-  // The train.* argument roles mean nothing to LLVM (its translation would
-  // warn about each one).
-  for (auto f : copy->getOps<func::FuncOp>()) {
-    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
-      for (NamedAttribute attr :
-           llvm::to_vector(mlir::function_interface_impl::getArgAttrs(f, i)))
-        if (attr.getName().strref().starts_with("train."))
-          f.removeArgAttr(i, attr.getName());
-    }
-  }
-  copyFunc->setAttr("llvm.emit_c_interface",
-                    UnitAttr::get(module.getContext()));
-  for (unsigned i = 0, e = copyFunc.getNumArguments(); i < e; ++i)
-    copyFunc.setArgAttr(i,
-                        bufferization::BufferizationDialect::kWritableAttrName,
-                        BoolAttr::get(module.getContext(), false));
+  prepareEntryPoints(*copy, {name});
 
   std::string diagnostics;
   {
@@ -179,50 +196,20 @@ CpuFunction::compile(ModuleOp module, StringRef name,
 
 llvm::Expected<std::vector<HostTensor>>
 CpuFunction::call(llvm::ArrayRef<const HostTensor *> inputs) {
-  if (inputs.size() != arguments.size())
-    return llvm::createStringError(
-        "@" + entry + " takes " + std::to_string(arguments.size()) +
-        " arguments, got " + std::to_string(inputs.size()));
-  for (auto [i, input] : llvm::enumerate(inputs)) {
-    const TensorSpec &spec = arguments[i];
-    if (input->getKind() != spec.kind ||
-        input->getShape() != llvm::ArrayRef<int64_t>(spec.shape))
-      return llvm::createStringError(
-          "argument #" + std::to_string(i) + " of @" + entry + " is " +
-          input->typeString() + ", expected " + specString(spec));
-  }
+  if (llvm::Error error = checkInputs(entry, arguments, inputs))
+    return std::move(error);
   std::vector<HostTensor> outputs;
   for (const TensorSpec &spec : results)
     outputs.emplace_back(spec.kind, spec.shape);
-
-  // One strided-memref descriptor per argument, then per result (the
-  // lowering turned results into trailing out-parameters):
-  // {allocated, aligned, offset, sizes[rank], strides[rank]}.
-  std::vector<std::vector<int64_t>> descriptors;
-  auto describe = [&](const void *data, llvm::ArrayRef<int64_t> shape) {
-    std::vector<int64_t> d;
-    d.push_back(reinterpret_cast<int64_t>(data));
-    d.push_back(reinterpret_cast<int64_t>(data));
-    d.push_back(0);
-    llvm::append_range(d, shape);
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * shape[i + 1];
-    llvm::append_range(d, strides);
-    descriptors.push_back(std::move(d));
-  };
+  // Arguments, then results (the lowering made them trailing
+  // out-parameters).
+  PackedDescriptors packed;
   for (const HostTensor *input : inputs)
-    describe(input->data(), input->getShape());
+    packed.add(input->data(), input->getShape());
   for (HostTensor &output : outputs)
-    describe(output.data(), output.getShape());
-
-  std::vector<void *> pointers;
-  for (std::vector<int64_t> &d : descriptors)
-    pointers.push_back(d.data());
-  std::vector<void *> args;
-  for (void *&p : pointers)
-    args.push_back(&p);
-  if (llvm::Error error = engine->invokePacked("_mlir_ciface_" + entry, args))
+    packed.add(output.data(), output.getShape());
+  if (llvm::Error error =
+          engine->invokePacked("_mlir_ciface_" + entry, packed.get()))
     return std::move(error);
   return outputs;
 }

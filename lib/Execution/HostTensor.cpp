@@ -6,7 +6,6 @@
 
 #include "amp/Execution/HostTensor.h"
 
-#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cassert>
@@ -42,17 +41,12 @@ llvm::StringRef amp::elementName(ElementKind kind) {
   return "?";
 }
 
-std::optional<ElementKind> amp::elementKindOf(mlir::Type type) {
-  if (type.isF32())
-    return ElementKind::F32;
-  if (type.isF16())
-    return ElementKind::F16;
-  if (type.isBF16())
-    return ElementKind::BF16;
-  if (type.isSignlessInteger(32))
-    return ElementKind::I32;
-  if (type.isSignlessInteger(1))
-    return ElementKind::I1;
+std::optional<ElementKind> amp::elementKindNamed(llvm::StringRef name) {
+  for (ElementKind kind :
+       {ElementKind::F32, ElementKind::F16, ElementKind::BF16, ElementKind::I32,
+        ElementKind::I1})
+    if (elementName(kind) == name)
+      return kind;
   return std::nullopt;
 }
 

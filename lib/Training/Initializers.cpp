@@ -1,41 +1,25 @@
-//===- Initializers.cpp - Values for #train.init attributes ---------------===//
+//===- Initializers.cpp - Initial values of parameters --------------------===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The distributions alone, without MLIR: the artifact loader draws from them
+// too (InitAttrs.cpp resolves the attributes).
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Training/Initializers.h"
 
-#include "mlir/IR/Location.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
 using namespace amp;
-using namespace amp::train;
 
 llvm::Expected<std::vector<float>>
-amp::initialValues(InitAttr init, llvm::ArrayRef<int64_t> shape,
-                   std::mt19937_64 &rng) {
-  int64_t count = 1;
-  for (int64_t d : shape)
-    count *= d;
+amp::initialValues(const InitSpec &init, int64_t count, std::mt19937_64 &rng) {
   std::vector<float> values(count, 0.0f);
-  double value = init.getValue().convertToDouble();
-  std::pair<int64_t, int64_t> fans = {0, 0};
-  if (init.usesFans()) {
-    std::string message;
-    mlir::ScopedDiagnosticHandler capture(init.getContext(),
-                                          [&](mlir::Diagnostic &d) {
-                                            message = d.str();
-                                            return mlir::success();
-                                          });
-    auto computed = computeFans(init, shape, [&] {
-      return mlir::emitError(mlir::UnknownLoc::get(init.getContext()));
-    });
-    if (mlir::failed(computed))
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-    fans = *computed;
-  }
   auto uniform = [&](double bound) {
     std::uniform_real_distribution<double> u(-bound, bound);
     for (float &v : values)
@@ -46,37 +30,40 @@ amp::initialValues(InitAttr init, llvm::ArrayRef<int64_t> shape,
     for (float &v : values)
       v = float(n(rng));
   };
-  double fanIn = double(fans.first), fanOut = double(fans.second);
-  switch (init.getKind()) {
-  case InitKind::zeros:
-    break;
-  case InitKind::ones:
+  double fanIn = double(init.fanIn), fanOut = double(init.fanOut);
+  enum { FanIn = 1, FanOut = 2 };
+  int needs =
+      llvm::StringSwitch<int>(init.kind)
+          .Cases("fan_in_uniform", "kaiming_uniform", "kaiming_normal", FanIn)
+          .Cases("xavier_uniform", "xavier_normal", FanIn | FanOut)
+          .Default(0);
+  if (((needs & FanIn) && init.fanIn <= 0) ||
+      ((needs & FanOut) && init.fanOut <= 0))
+    return llvm::createStringError("initializer " + init.kind +
+                                   " needs positive fans, has fan_in " +
+                                   std::to_string(init.fanIn) + ", fan_out " +
+                                   std::to_string(init.fanOut));
+  if (init.kind == "zeros")
+    return values;
+  if (init.kind == "ones")
     std::fill(values.begin(), values.end(), 1.0f);
-    break;
-  case InitKind::constant:
-    std::fill(values.begin(), values.end(), float(value));
-    break;
-  case InitKind::normal:
-    normal(value);
-    break;
-  case InitKind::uniform:
-    uniform(value);
-    break;
-  case InitKind::fan_in_uniform:
+  else if (init.kind == "constant")
+    std::fill(values.begin(), values.end(), float(init.value));
+  else if (init.kind == "normal")
+    normal(init.value);
+  else if (init.kind == "uniform")
+    uniform(init.value);
+  else if (init.kind == "fan_in_uniform")
     uniform(1.0 / std::sqrt(fanIn));
-    break;
-  case InitKind::kaiming_uniform:
+  else if (init.kind == "kaiming_uniform")
     uniform(std::sqrt(6.0 / fanIn));
-    break;
-  case InitKind::kaiming_normal:
+  else if (init.kind == "kaiming_normal")
     normal(std::sqrt(2.0 / fanIn));
-    break;
-  case InitKind::xavier_uniform:
+  else if (init.kind == "xavier_uniform")
     uniform(std::sqrt(6.0 / (fanIn + fanOut)));
-    break;
-  case InitKind::xavier_normal:
+  else if (init.kind == "xavier_normal")
     normal(std::sqrt(2.0 / (fanIn + fanOut)));
-    break;
-  }
+  else
+    return llvm::createStringError("unknown initializer '" + init.kind + "'");
   return values;
 }

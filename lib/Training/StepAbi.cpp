@@ -7,6 +7,8 @@
 #include "amp/Training/StepAbi.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 using namespace amp;
 

@@ -7,7 +7,7 @@
 #ifndef AMP_EXECUTION_CPUJIT_H
 #define AMP_EXECUTION_CPUJIT_H
 
-#include "amp/Execution/HostTensor.h"
+#include "amp/Execution/CompiledFunction.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -16,6 +16,9 @@
 
 namespace mlir {
 class ExecutionEngine;
+namespace func {
+class FuncOp;
+} // namespace func
 } // namespace mlir
 
 namespace amp {
@@ -31,18 +34,34 @@ struct CpuCompileOptions {
   bool blas = true;
 };
 
-/// The type of one argument or result: element kind and static shape.
-struct TensorSpec {
-  ElementKind kind;
-  llvm::SmallVector<int64_t, 4> shape;
-};
+/// The kind of an MLIR element type, if it is one of the five.
+std::optional<ElementKind> elementKindOf(mlir::Type type);
+
+/// The spec of `type`, the `what` #`index` ("argument", "result") of
+/// @`function`; an error naming it unless it is a static f32, f16, bf16, i32
+/// or i1 tensor.
+llvm::Expected<TensorSpec> tensorSpecOf(mlir::Type type, llvm::StringRef what,
+                                        unsigned index,
+                                        llvm::StringRef function);
+
+/// Appends the specs of `func`'s arguments and results; errors as
+/// tensorSpecOf.
+llvm::Error readFunctionSpecs(mlir::func::FuncOp func,
+                              llvm::SmallVectorImpl<TensorSpec> &arguments,
+                              llvm::SmallVectorImpl<TensorSpec> &results);
+
+/// Readies a module copy for lowering with the functions `entries` as entry
+/// points: drops the train.* argument attributes, gives the entries a C
+/// interface (`_mlir_ciface_<name>`) and marks their arguments read-only.
+void prepareEntryPoints(mlir::ModuleOp module,
+                        llvm::ArrayRef<llvm::StringRef> entries);
 
 /// A function of a train-dialect module, lowered with amp-lower-cpu and
 /// compiled to native code. Thread-compatible: concurrent `call`s need
 /// separate instances.
-class CpuFunction {
+class CpuFunction final : public CompiledFunction {
 public:
-  ~CpuFunction();
+  ~CpuFunction() override;
 
   /// Lowers a copy of `module` and JIT-compiles function `name`, whose
   /// arguments and results must be static f32/f16/bf16/i32/i1 tensors.
@@ -53,10 +72,12 @@ public:
   /// Runs the function on `inputs` (argument order, types checked) and
   /// returns its results.
   llvm::Expected<std::vector<HostTensor>>
-  call(llvm::ArrayRef<const HostTensor *> inputs);
+  call(llvm::ArrayRef<const HostTensor *> inputs) override;
 
-  llvm::ArrayRef<TensorSpec> getArgumentSpecs() const { return arguments; }
-  llvm::ArrayRef<TensorSpec> getResultSpecs() const { return results; }
+  llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
+    return arguments;
+  }
+  llvm::ArrayRef<TensorSpec> getResultSpecs() const override { return results; }
 
 private:
   CpuFunction() = default;

@@ -18,10 +18,6 @@
 #include <string>
 #include <vector>
 
-namespace mlir {
-class Type;
-} // namespace mlir
-
 namespace amp {
 
 /// The element types a compiled step exchanges with the host (i1 flags are
@@ -32,8 +28,8 @@ enum class ElementKind { F32, F16, BF16, I32, I1 };
 unsigned elementBytes(ElementKind kind);
 /// "f32", "f16", "bf16", "i32" or "i1".
 llvm::StringRef elementName(ElementKind kind);
-/// The kind of an MLIR element type, if it is one of the four.
-std::optional<ElementKind> elementKindOf(mlir::Type type);
+/// The kind named "f32", "f16", "bf16", "i32" or "i1".
+std::optional<ElementKind> elementKindNamed(llvm::StringRef name);
 
 /// A dense row-major tensor in host memory, 64-byte aligned. f16 and bf16
 /// elements are stored as their bit patterns.

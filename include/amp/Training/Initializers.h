@@ -1,4 +1,4 @@
-//===- Initializers.h - Values for #train.init attributes -------*- C++ -*-===//
+//===- Initializers.h - Initial values of parameters ------------*- C++ -*-===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
@@ -7,20 +7,42 @@
 #ifndef AMP_TRAINING_INITIALIZERS_H
 #define AMP_TRAINING_INITIALIZERS_H
 
-#include "amp/Dialect/Train/IR/TrainAttributes.h"
-
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace amp {
+namespace train {
+class InitAttr;
+} // namespace train
 
-/// The f32 values of a tensor of `shape` initialised by `init`, drawing from
-/// `rng`. Fans: `[in, out]` matrices have fan_in = in, fan_out = out;
-/// `[F, C, KH, KW]` filters fan_in = C*KH*KW, fan_out = F*KH*KW; explicit
-/// fans in the attribute win. Errors when a fan is needed but unknown.
+/// A #train.init attribute resolved for one tensor: the distribution's name
+/// (the attribute's mnemonic: "zeros", "kaiming_uniform", ...), its value
+/// (constant, normal's std, uniform's bound) and the fans it uses. Plain data,
+/// so an ahead-of-time artifact carries it to a loader without MLIR.
+struct InitSpec {
+  std::string kind;
+  double value = 0.0;
+  int64_t fanIn = 0, fanOut = 0;
+};
+
+/// Resolves `init` for a tensor of `shape`. Fans: `[in, out]` matrices have
+/// fan_in = in, fan_out = out; `[F, C, KH, KW]` filters fan_in = C*KH*KW,
+/// fan_out = F*KH*KW; explicit fans in the attribute win. Errors when a fan
+/// is needed but unknown.
+llvm::Expected<InitSpec> resolveInit(train::InitAttr init,
+                                     llvm::ArrayRef<int64_t> shape);
+
+/// `count` f32 values drawn as `init` says from `rng`; errors on an unknown
+/// kind or a fan of 0 where one is needed.
+llvm::Expected<std::vector<float>>
+initialValues(const InitSpec &init, int64_t count, std::mt19937_64 &rng);
+
+/// `resolveInit`, then `initialValues` for every element of `shape`.
 llvm::Expected<std::vector<float>> initialValues(train::InitAttr init,
                                                  llvm::ArrayRef<int64_t> shape,
                                                  std::mt19937_64 &rng);

@@ -1,5 +1,4 @@
-//===- StepAbi.h - The argument roles of a compiled training step -*- C++
-//-*-===//
+//===- StepAbi.h - Argument roles of a compiled training step ---*- C++ -*-===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
@@ -8,13 +7,16 @@
 #ifndef AMP_TRAINING_STEPABI_H
 #define AMP_TRAINING_STEPABI_H
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
 #include <utility>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
 
 namespace amp {
 

@@ -1,0 +1,83 @@
+//===- Artifact.h - Ahead-of-time compiled training steps -------*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// An artifact is a shared object amp-compile writes: the lowered step and
+// logits functions as native code (CUDA: host code with the kernels' PTX
+// embedded), the runtime they call linked in, a packed entry point per
+// function (`amp_entry_<name>(void **)`, the layout PackedDescriptors
+// builds) and a JSON manifest (`amp_artifact_manifest`) describing the
+// functions, the step's argument roles and the parameters' initializers.
+// Loading one needs no MLIR or LLVM: it is how a step runs on a machine
+// that has only the artifact, the CUDA driver and cuBLASLt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_ARTIFACT_H
+#define AMP_EXECUTION_ARTIFACT_H
+
+#include "amp/Execution/CompiledFunction.h"
+#include "amp/Training/Trainer.h"
+
+#include <memory>
+#include <string>
+
+namespace amp {
+
+/// The manifest's format tag; a loader refuses other versions.
+constexpr const char *kArtifactFormat = "amp-artifact/1";
+/// The symbol of the NUL-terminated manifest.
+constexpr const char *kArtifactManifestSymbol = "amp_artifact_manifest";
+/// The prefix of each function's packed entry point.
+constexpr const char *kArtifactEntryPrefix = "amp_entry_";
+
+/// One function of an artifact.
+struct ArtifactFunctionInfo {
+  std::string name;
+  llvm::SmallVector<TensorSpec> arguments, results;
+};
+
+/// What an artifact says about itself.
+struct ArtifactManifest {
+  std::string backend; // "cpu" or "cuda"
+  std::string model, optLevel, dtype, optimizer;
+  ArtifactFunctionInfo step, logits;
+  StepAbi abi;
+  std::vector<std::pair<unsigned, InitSpec>> inits;
+};
+
+/// The manifest as JSON text.
+std::string serializeManifest(const ArtifactManifest &manifest);
+/// Parses `text`; errors name the first missing or malformed field.
+llvm::Expected<ArtifactManifest> parseManifest(llvm::StringRef text);
+
+/// A loaded artifact. Its functions are valid while it lives.
+class Artifact {
+public:
+  ~Artifact();
+
+  /// Opens the shared object at `path` and reads its manifest. Errors: not a
+  /// loadable shared object, no or a bad manifest, a missing entry point;
+  /// for CUDA artifacts with `openDevice`, "no CUDA device: ..." when the
+  /// driver or a device is missing. Without `openDevice` the manifest can be
+  /// read but the functions are not callable (getCompiledStep's are null).
+  static llvm::Expected<std::unique_ptr<Artifact>> load(llvm::StringRef path,
+                                                        bool openDevice = true);
+
+  const ArtifactManifest &getManifest() const { return manifest; }
+  /// The step, its logits function, ABI and initializers, for runTraining.
+  CompiledStep getCompiledStep();
+
+private:
+  Artifact() = default;
+
+  void *handle = nullptr;
+  ArtifactManifest manifest;
+  std::unique_ptr<CompiledFunction> step, logits;
+};
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_ARTIFACT_H

@@ -1,0 +1,47 @@
+//===- ArtifactCompiler.h - Compile a training step ahead of time -*- C++ -*-=//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_ARTIFACTCOMPILER_H
+#define AMP_EXECUTION_ARTIFACTCOMPILER_H
+
+#include "amp/Execution/Artifact.h"
+#include "amp/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace amp {
+
+/// How amp-compile lowers and links an artifact.
+struct ArtifactOptions {
+  /// "cpu" (amp-lower-cpu, CBLAS GEMMs) or "cuda" (amp-lower-cuda).
+  std::string backend = "cpu";
+  /// The host CPU the code is compiled for: an LLVM CPU name; empty: this
+  /// machine's for cpu artifacts, baseline "x86-64" for cuda artifacts (the
+  /// host code is only launches and copies, and runs on another machine).
+  std::string cpu;
+  /// The kernels' target (cuda).
+  std::string chip = "sm_90", features = "+ptx80";
+  /// Link the C++ runtime and libgcc statically. Off by default: static
+  /// libstdc++ needs glibc 2.36 (arc4random), the shared one GLIBCXX_3.4.30
+  /// (GCC 12's, which Ubuntu 22.04 has too).
+  bool staticCxx = false;
+};
+
+/// Lowers functions `manifest.step.name` and `manifest.logits.name` of
+/// `module` (a copy is lowered: the caller's module is unchanged) and links
+/// them, the runtime and the manifest into the shared object `outputPath`,
+/// written atomically (an existing file is untouched on failure). Fills the
+/// manifest's function types and backend. Lowering diagnostics go to the
+/// context's handler.
+llvm::Error compileArtifact(mlir::ModuleOp module, ArtifactManifest manifest,
+                            const ArtifactOptions &options,
+                            llvm::StringRef outputPath);
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_ARTIFACTCOMPILER_H

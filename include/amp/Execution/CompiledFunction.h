@@ -1,0 +1,81 @@
+//===- CompiledFunction.h - A compiled function the host calls --*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// What the training loop needs of a compiled step or logits function,
+// whether JIT-compiled (CpuJit.h) or loaded from an ahead-of-time artifact
+// (Artifact.h). No MLIR here: the artifact loader runs where MLIR is not
+// installed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_COMPILEDFUNCTION_H
+#define AMP_EXECUTION_COMPILEDFUNCTION_H
+
+#include "amp/Execution/HostTensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace amp {
+
+/// The type of one argument or result: element kind and static shape.
+struct TensorSpec {
+  ElementKind kind;
+  llvm::SmallVector<int64_t, 4> shape;
+
+  int64_t getNumElements() const;
+  /// "tensor<2x3xf16>".
+  std::string str() const;
+};
+
+/// Strided-memref descriptors of dense row-major buffers, packed as a
+/// function lowered with `llvm.emit_c_interface` takes them through a packed
+/// wrapper: one `void *` per argument pointing at a pointer to the
+/// descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}.
+class PackedDescriptors {
+public:
+  /// Appends the descriptor of `data` with `shape`.
+  void add(const void *data, llvm::ArrayRef<int64_t> shape);
+  /// The packed argument array, valid until the next `add`.
+  llvm::MutableArrayRef<void *> get();
+
+private:
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> pointers;
+  std::vector<void *> packed;
+};
+
+/// A function of a compiled training step (the step itself, or the logits
+/// function evaluation runs). Thread-compatible: concurrent `call`s need
+/// separate instances.
+class CompiledFunction {
+public:
+  virtual ~CompiledFunction();
+
+  /// Runs the function on `inputs` (argument order, types checked) and
+  /// returns its results in host memory.
+  virtual llvm::Expected<std::vector<HostTensor>>
+  call(llvm::ArrayRef<const HostTensor *> inputs) = 0;
+
+  virtual llvm::ArrayRef<TensorSpec> getArgumentSpecs() const = 0;
+  virtual llvm::ArrayRef<TensorSpec> getResultSpecs() const = 0;
+
+protected:
+  /// An error naming the first input whose type differs from `specs` (or a
+  /// wrong count), for function `name`.
+  static llvm::Error checkInputs(llvm::StringRef name,
+                                 llvm::ArrayRef<TensorSpec> specs,
+                                 llvm::ArrayRef<const HostTensor *> inputs);
+};
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_COMPILEDFUNCTION_H

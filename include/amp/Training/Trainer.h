@@ -1,0 +1,74 @@
+//===- Trainer.h - The training loop around a compiled step -----*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The loop amp-run (JIT) and amp-train (ahead-of-time artifacts) share:
+// data, parameter initialisation, the learning-rate schedule, loss-scale
+// bookkeeping, evaluation, checkpoints, metrics and plots. No MLIR: it runs
+// where only an artifact and the runtime library are.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_TRAINING_TRAINER_H
+#define AMP_TRAINING_TRAINER_H
+
+#include "amp/Execution/CompiledFunction.h"
+#include "amp/Training/Initializers.h"
+#include "amp/Training/StepAbi.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace amp {
+
+/// A run's configuration: the flags of amp-run and amp-train
+/// (docs/UserGuide.md). `optLevel`, `dtype` and `optimizer` describe how the
+/// step was compiled; they are recorded in metrics and checkpoints.
+struct TrainingConfig {
+  std::string tool = "amp-run";
+  std::string model;
+  std::string optLevel = "O1", dtype = "f16", optimizer = "adam";
+  std::string backend = "cpu";
+  double learningRate = 1e-3;
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0;
+  std::string dataset = "fashion-mnist";
+  std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  int64_t epochs = 1, steps = -1;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string metricsPath, savePath, loadPath, plotPath;
+  int64_t trainExamples = 0, testExamples = 0;
+  int64_t stopAt = -1;
+  std::vector<int64_t> injectNonfinite;
+  int64_t maxConsecutiveSkips = 20;
+  int64_t logEvery = 100;
+  double compileSeconds = 0.0;
+};
+
+/// Checks the flags `TrainingConfig` holds (schedule, dataset, counts),
+/// returning a message naming the bad one.
+llvm::Error validateConfig(const TrainingConfig &config);
+
+/// A compiled training step: @train_step with its argument roles and the
+/// initial value of each initialised argument, and the logits function of
+/// its forward (inputs, labels, then the step's arguments from #2 on).
+struct CompiledStep {
+  CompiledFunction *step = nullptr;
+  CompiledFunction *logits = nullptr;
+  StepAbi abi;
+  std::vector<std::pair<unsigned, InitSpec>> inits;
+};
+
+/// Trains as `config` says, printing progress to stdout; returns the exit
+/// status (errors are printed as "<tool>: error: ..." on stderr and return
+/// 1, leaving any existing checkpoint, metrics or plot file untouched).
+int runTraining(const TrainingConfig &config, const CompiledStep &compiled);
+
+} // namespace amp
+
+#endif // AMP_TRAINING_TRAINER_H

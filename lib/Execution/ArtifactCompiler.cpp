@@ -1,0 +1,251 @@
+//===- ArtifactCompiler.cpp - Compile a training step ahead of time -------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers the step and logits functions with amp-lower-cpu or amp-lower-cuda,
+// translates to LLVM IR, adds the manifest and a packed entry point per
+// function, emits an object file with LLVM's code generator and links it
+// with the runtime archive into a shared object (the system C++ driver does
+// the linking, with -z defs so an unresolved symbol fails here, not on the
+// machine that loads the artifact).
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/ArtifactCompiler.h"
+#include "amp/Execution/CpuJit.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace amp;
+
+#ifndef AMP_RUNTIME_CPU_ARCHIVES
+#error "AMP_RUNTIME_CPU_ARCHIVES must list the CPU runtime's link inputs"
+#endif
+#ifndef AMP_RUNTIME_CUDA_ARCHIVES
+#define AMP_RUNTIME_CUDA_ARCHIVES ""
+#endif
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Adds `void amp_entry_<name>(void **args)`: calls `_mlir_ciface_<name>`
+/// with args[i] loaded as its i-th (descriptor pointer) argument, the layout
+/// ExecutionEngine::invokePacked uses.
+static llvm::Error addPackedEntry(llvm::Module &module, llvm::StringRef name) {
+  llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
+  if (!ciface)
+    return error("the lowered module has no _mlir_ciface_" + name);
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
+                                       /*isVarArg=*/false);
+  auto *entry = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                       kArtifactEntryPrefix + name, module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::SmallVector<llvm::Value *> args;
+  for (auto [i, param] : llvm::enumerate(ciface->args())) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptr, entry->getArg(0), i);
+    llvm::Value *argPtr = b.CreateLoad(ptr, slot);
+    args.push_back(b.CreateLoad(param.getType(), argPtr));
+  }
+  b.CreateCall(ciface, args);
+  b.CreateRetVoid();
+  return llvm::Error::success();
+}
+
+/// Runs the C++ driver; its output is returned in the error on failure.
+static llvm::Error link(llvm::ArrayRef<std::string> arguments) {
+  auto driver = llvm::sys::findProgramByName("c++");
+  if (!driver)
+    driver = llvm::sys::findProgramByName("g++");
+  if (!driver)
+    return error("no C++ compiler driver (c++ or g++) on PATH to link the "
+                 "artifact");
+  llvm::SmallString<128> log;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("amp-link", "log", log))
+    return error("cannot create a temporary file: " + ec.message());
+  llvm::SmallVector<llvm::StringRef> argv = {*driver};
+  for (const std::string &a : arguments)
+    argv.push_back(a);
+  std::string message;
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.str(),
+                                                log.str()};
+  int rc = llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt, redirects, 0,
+                                     0, &message);
+  auto output = llvm::MemoryBuffer::getFile(log);
+  std::string text = output ? (*output)->getBuffer().str() : "";
+  llvm::sys::fs::remove(log);
+  if (rc != 0)
+    return error("linking the artifact failed (" +
+                 (message.empty() ? "exit " + std::to_string(rc) : message) +
+                 "):\n" + text);
+  return llvm::Error::success();
+}
+
+llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
+                                 const ArtifactOptions &options,
+                                 llvm::StringRef outputPath) {
+  static std::once_flag initTarget;
+  std::call_once(initTarget, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  bool cuda = options.backend == "cuda";
+  if (!cuda && options.backend != "cpu")
+    return error("unknown backend '" + options.backend +
+                 "' (expected cpu or cuda)");
+  if (cuda && llvm::StringRef(AMP_RUNTIME_CUDA_ARCHIVES).empty())
+    return error("this amp was built without CUDA (the toolkit was not found "
+                 "at configure time): no cuda artifacts");
+  manifest.backend = options.backend;
+  for (ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits}) {
+    auto func = module.lookupSymbol<func::FuncOp>(info->name);
+    if (!func)
+      return error("no function @" + info->name + " in the module");
+    info->arguments.clear();
+    info->results.clear();
+    if (llvm::Error e = readFunctionSpecs(func, info->arguments, info->results))
+      return e;
+  }
+
+  // Lower a copy.
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  prepareEntryPoints(*copy, {manifest.step.name, manifest.logits.name});
+  PassManager pm(module.getContext());
+  if (cuda) {
+    CudaLoweringOptions lowering;
+    lowering.chip = options.chip;
+    lowering.features = options.features;
+    if (failed(parsePassPipeline(getCudaLoweringPipeline(lowering), pm)))
+      return error("the amp-lower-cuda pipeline does not parse");
+  } else {
+    buildCpuLoweringPipeline(pm, /*blas=*/true);
+  }
+  if (failed(pm.run(*copy)))
+    return error("lowering for " + options.backend + " failed");
+
+  // LLVM IR, with the manifest and the packed entry points.
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*copy, llvmContext, "amp_artifact");
+  if (!llvmModule)
+    return error("translating the lowered module to LLVM IR failed");
+  for (const ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits})
+    if (llvm::Error e = addPackedEntry(*llvmModule, info->name))
+      return e;
+  llvm::Constant *text = llvm::ConstantDataArray::getString(
+      llvmContext, serializeManifest(manifest));
+  new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, text,
+                           kArtifactManifestSymbol);
+
+  // Code generation for this machine's triple, position independent.
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target)
+    return error("no LLVM target for " + triple.str() + ": " + lookupError);
+  std::string cpu = options.cpu;
+  std::string features;
+  if (cpu.empty() && !cuda) {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures hostFeatures;
+    for (auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+      hostFeatures.AddFeature(name, enabled);
+    features = hostFeatures.getString();
+  } else if (cpu.empty()) {
+    cpu = "x86-64";
+  }
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return error("cannot create a target machine for " + triple.str() +
+                 " cpu " + cpu);
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return error("the artifact's LLVM IR does not verify");
+  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  if (llvm::Error e = optimize(llvmModule.get()))
+    return e;
+
+  llvm::SmallString<128> object;
+  int fd = -1;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("amp-artifact", "o", fd, object))
+    return error("cannot create a temporary file: " + ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return error("the target cannot emit object files");
+    codegen.run(*llvmModule);
+  }
+
+  // Link next to the output, then rename over it.
+  llvm::SmallString<128> temporary(outputPath);
+  temporary += ".tmp-%%%%%%";
+  int tmpFd = -1;
+  llvm::SmallString<128> linked;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(temporary, tmpFd, linked)) {
+    llvm::sys::fs::remove(object);
+    return error("cannot write next to " + outputPath + ": " + ec.message());
+  }
+  llvm::sys::Process::SafelyCloseFileDescriptor(tmpFd);
+  std::vector<std::string> arguments = {"-shared", "-o", linked.str().str(),
+                                        object.str().str()};
+  llvm::SmallVector<llvm::StringRef> inputs;
+  llvm::StringRef(cuda ? AMP_RUNTIME_CUDA_ARCHIVES : AMP_RUNTIME_CPU_ARCHIVES)
+      .split(inputs, '|', -1, false);
+  for (llvm::StringRef input : inputs)
+    arguments.push_back(input.str());
+  arguments.push_back("-Wl,-z,defs");
+  arguments.push_back("-ldl");
+  arguments.push_back("-lpthread");
+  if (options.staticCxx) {
+    arguments.push_back("-static-libstdc++");
+    arguments.push_back("-static-libgcc");
+  }
+  llvm::Error linkError = link(arguments);
+  llvm::sys::fs::remove(object);
+  if (!linkError) {
+    if (std::error_code ec = llvm::sys::fs::rename(linked, outputPath))
+      linkError = error("cannot rename the artifact to " + outputPath + ": " +
+                        ec.message());
+  }
+  if (linkError)
+    llvm::sys::fs::remove(linked);
+  return linkError;
+}

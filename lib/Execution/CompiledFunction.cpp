@@ -1,0 +1,67 @@
+//===- CompiledFunction.cpp - A compiled function the host calls ----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/CompiledFunction.h"
+
+using namespace amp;
+
+int64_t TensorSpec::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string TensorSpec::str() const {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + elementName(kind).str() + ">";
+}
+
+void PackedDescriptors::add(const void *data, llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> d;
+  d.push_back(reinterpret_cast<int64_t>(data));
+  d.push_back(reinterpret_cast<int64_t>(data));
+  d.push_back(0);
+  llvm::append_range(d, shape);
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  llvm::append_range(d, strides);
+  descriptors.push_back(std::move(d));
+}
+
+llvm::MutableArrayRef<void *> PackedDescriptors::get() {
+  pointers.clear();
+  for (std::vector<int64_t> &d : descriptors)
+    pointers.push_back(d.data());
+  packed.clear();
+  for (void *&p : pointers)
+    packed.push_back(&p);
+  return packed;
+}
+
+CompiledFunction::~CompiledFunction() = default;
+
+llvm::Error
+CompiledFunction::checkInputs(llvm::StringRef name,
+                              llvm::ArrayRef<TensorSpec> specs,
+                              llvm::ArrayRef<const HostTensor *> inputs) {
+  if (inputs.size() != specs.size())
+    return llvm::createStringError(
+        "@" + name.str() + " takes " + std::to_string(specs.size()) +
+        " arguments, got " + std::to_string(inputs.size()));
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    const TensorSpec &spec = specs[i];
+    if (input->getKind() != spec.kind ||
+        input->getShape() != llvm::ArrayRef<int64_t>(spec.shape))
+      return llvm::createStringError(
+          "argument #" + std::to_string(i) + " of @" + name.str() + " is " +
+          input->typeString() + ", expected " + spec.str());
+  }
+  return llvm::Error::success();
+}

@@ -1,0 +1,458 @@
+//===- Trainer.cpp - The training loop around a compiled step -------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Training/Trainer.h"
+#include "amp/Training/Checkpoint.h"
+#include "amp/Training/Datasets.h"
+#include "amp/Training/Plot.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+using namespace amp;
+
+llvm::Error amp::validateConfig(const TrainingConfig &config) {
+  auto err = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  if (config.dataset != "fashion-mnist" && config.dataset != "synthetic")
+    return err("--dataset must be fashion-mnist or synthetic, got '" +
+               config.dataset + "'");
+  if (config.lrSchedule != "constant" && config.lrSchedule != "cosine" &&
+      config.lrSchedule != "step")
+    return err("--lr-schedule must be constant, cosine or step, got '" +
+               config.lrSchedule + "'");
+  if (!(config.learningRate > 0) || !std::isfinite(config.learningRate))
+    return err("--lr must be positive and finite");
+  if (config.epochs < 1 && config.steps < 0)
+    return err("--epochs must be at least 1");
+  if (config.trainExamples < 0 || config.testExamples < 0)
+    return err("--train-examples and --test-examples must not be negative");
+  if (config.maxConsecutiveSkips < 1)
+    return err("--max-consecutive-skips must be at least 1");
+  return llvm::Error::success();
+}
+
+/// The learning rate of `step` of `total` under the config's schedule.
+static double scheduledRate(const TrainingConfig &config, int64_t step,
+                            int64_t total) {
+  double lr = config.learningRate;
+  int64_t warmup = config.warmupSteps;
+  if (warmup > 0 && step < warmup)
+    return lr * double(step + 1) / double(warmup);
+  int64_t t = step - warmup, span = std::max<int64_t>(1, total - warmup);
+  if (config.lrSchedule == "cosine")
+    return lr * 0.5 * (1.0 + std::cos(M_PI * double(t) / double(span)));
+  if (config.lrSchedule == "step") // x0.1 at 50% and 75% of training
+    return lr * (t >= span * 3 / 4 ? 0.01 : t >= span / 2 ? 0.1 : 1.0);
+  return lr;
+}
+
+int amp::runTraining(const TrainingConfig &config,
+                     const CompiledStep &compiled) {
+  auto fail = [&](const llvm::Twine &message) {
+    llvm::errs() << config.tool << ": error: " << message << "\n";
+    return 1;
+  };
+  if (llvm::Error e = validateConfig(config))
+    return fail(llvm::toString(std::move(e)));
+  const StepAbi *abi = &compiled.abi;
+  CompiledFunction *step = compiled.step, *logitsFn = compiled.logits;
+  const std::string &modelPath = config.model;
+  const std::string &optLevel = config.optLevel, &dtype = config.dtype,
+                    &optimizer = config.optimizer, &dataset = config.dataset,
+                    &loadPath = config.loadPath, &savePath = config.savePath,
+                    &plotPath = config.plotPath,
+                    &metricsPath = config.metricsPath;
+  uint64_t seed = config.seed;
+  bool shuffle = config.shuffle;
+  int64_t steps = config.steps, epochs = config.epochs, stopAt = config.stopAt,
+          logEvery = config.logEvery,
+          maxConsecutiveSkips = config.maxConsecutiveSkips;
+  double compileSeconds = config.compileSeconds,
+         learningRate = config.learningRate;
+
+  // Data.
+  llvm::ArrayRef<TensorSpec> specs = step->getArgumentSpecs();
+  const TensorSpec &inputSpec = specs[abi->input];
+  int64_t batch = inputSpec.shape.empty() ? 0 : inputSpec.shape[0];
+  int64_t features = 1;
+  for (int64_t d : llvm::drop_begin(inputSpec.shape))
+    features *= d;
+  if (batch < 1 || specs[abi->labels].kind != ElementKind::I32 ||
+      specs[abi->labels].shape != llvm::ArrayRef<int64_t>{batch})
+    return fail("the model's first two arguments must be a batch of inputs "
+                "and its i32 labels");
+  Dataset trainSet, testSet;
+  if (dataset == "synthetic") {
+    trainSet = makeSyntheticDataset(batch * 16, features, 10, seed + 1, true);
+    testSet = makeSyntheticDataset(batch * 4, features, 10, seed + 1, false);
+  } else {
+    auto tr = loadFashionMnist(config.dataDir, true);
+    if (!tr)
+      return fail(llvm::toString(tr.takeError()));
+    auto te = loadFashionMnist(config.dataDir, false);
+    if (!te)
+      return fail(llvm::toString(te.takeError()));
+    trainSet = std::move(*tr);
+    testSet = std::move(*te);
+  }
+  auto limit = [](Dataset &d, int64_t n) {
+    if (n <= 0 || n >= d.count)
+      return;
+    d.count = n;
+    d.images.resize(n * d.features);
+    d.labels.resize(n);
+  };
+  limit(trainSet, config.trainExamples);
+  limit(testSet, config.testExamples);
+  if (trainSet.features != features)
+    return fail("the model takes " + llvm::Twine(features) +
+                " features per example, the data has " +
+                llvm::Twine(trainSet.features));
+
+  // State, initialised from the attributes.
+  std::mt19937_64 rng(seed);
+  std::vector<HostTensor> args;
+  for (const TensorSpec &spec : specs)
+    args.emplace_back(spec.kind, spec.shape);
+  unsigned nextMaster = 0;
+  // In argument order: the draws from `rng` follow it.
+  for (const auto &[i, init] : compiled.inits) {
+    if (i >= specs.size())
+      return fail("initializer for argument #" + llvm::Twine(i) +
+                  " of a step with " + llvm::Twine(specs.size()));
+    auto values = initialValues(init, specs[i].getNumElements(), rng);
+    if (!values)
+      return fail("argument #" + llvm::Twine(i) + ": " +
+                  llvm::toString(values.takeError()));
+    args[i] = HostTensor::fromFloats(specs[i].kind, specs[i].shape, *values);
+    if (specs[i].kind != ElementKind::F32 &&
+        llvm::is_contained(abi->params, i)) {
+      if (nextMaster >= abi->masters.size())
+        return fail("a low-precision parameter has no f32 master");
+      unsigned m = abi->masters[nextMaster++];
+      args[m] =
+          HostTensor::fromFloats(ElementKind::F32, specs[m].shape, *values);
+    }
+  }
+  if (abi->scaler.size() == 2 && args[abi->scaler[0]].getAsDouble(0) == 0)
+    return fail("the loss scale has no initial value");
+
+  // Resume: every persistent tensor must be there with its type and shape,
+  // and the run must be the same configuration.
+  int64_t startStep = 0;
+  auto configValue = [&](llvm::StringRef key) -> std::string {
+    if (key == "opt_level")
+      return optLevel;
+    if (key == "dtype")
+      return dtype;
+    if (key == "optimizer")
+      return optimizer;
+    if (key == "dataset")
+      return dataset;
+    return std::to_string(seed);
+  };
+  const char *configKeys[] = {"opt_level", "dtype", "optimizer", "dataset",
+                              "seed"};
+  if (!loadPath.empty()) {
+    auto checkpoint = loadSafetensors(loadPath);
+    if (!checkpoint)
+      return fail(llvm::toString(checkpoint.takeError()));
+    for (const char *key : configKeys) {
+      auto it = checkpoint->metadata.find(key);
+      if (it == checkpoint->metadata.end() || it->second != configValue(key))
+        return fail(
+            loadPath + ": written with " + key + " = '" +
+            (it == checkpoint->metadata.end() ? std::string("?") : it->second) +
+            "', this run has '" + configValue(key) + "'");
+    }
+    for (auto &[name, index] : abi->persistent) {
+      const HostTensor *t = checkpoint->find(name);
+      if (!t)
+        return fail(loadPath + ": no tensor '" + name + "' (expected " +
+                    args[index].typeString() + ")");
+      if (t->getKind() != args[index].getKind() ||
+          t->getShape() != args[index].getShape())
+        return fail(loadPath + ": tensor '" + name + "' is " + t->typeString() +
+                    ", the model needs " + args[index].typeString());
+      args[index] = *t;
+    }
+    if (checkpoint->tensors.size() != abi->persistent.size())
+      return fail(loadPath + ": holds " +
+                  llvm::Twine(checkpoint->tensors.size()) +
+                  " tensors, the model's step has " +
+                  llvm::Twine(abi->persistent.size()));
+    auto it = checkpoint->metadata.find("step");
+    if (it == checkpoint->metadata.end() ||
+        llvm::StringRef(it->second).getAsInteger(10, startStep) ||
+        startStep < 0)
+      return fail(loadPath + ": no valid 'step' in its metadata");
+  }
+  auto save = [&](int64_t done) -> llvm::Error {
+    Checkpoint checkpoint;
+    for (auto &[name, index] : abi->persistent)
+      checkpoint.tensors.emplace_back(name, args[index]);
+    for (const char *key : configKeys)
+      checkpoint.metadata[key] = configValue(key);
+    checkpoint.metadata["step"] = std::to_string(done);
+    checkpoint.metadata["model"] = modelPath;
+    return saveSafetensors(savePath, checkpoint);
+  };
+
+  int64_t stepsPerEpoch = trainSet.count / batch;
+  if (stepsPerEpoch < 1)
+    return fail("the training set is smaller than one batch");
+  int64_t totalSteps = steps >= 0 ? steps : epochs * stepsPerEpoch;
+  if (startStep > totalSteps)
+    return fail(loadPath + " is at step " + llvm::Twine(startStep) +
+                ", past the " + llvm::Twine(totalSteps) + " steps of this run");
+
+  // Evaluation: accuracy over the whole test set (the last batch padded).
+  llvm::ArrayRef<TensorSpec> evalSpecs = logitsFn->getArgumentSpecs();
+  auto evaluate = [&]() -> llvm::Expected<double> {
+    int64_t correct = 0;
+    for (int64_t start = 0; start < testSet.count; start += batch) {
+      int64_t n = std::min(batch, testSet.count - start);
+      std::vector<float> x(batch * features, 0.0f);
+      std::copy_n(testSet.images.begin() + start * features, n * features,
+                  x.begin());
+      std::vector<HostTensor> evalArgs;
+      evalArgs.push_back(
+          HostTensor::fromFloats(evalSpecs[0].kind, evalSpecs[0].shape, x));
+      evalArgs.emplace_back(ElementKind::I32, evalSpecs[1].shape);
+      std::vector<const HostTensor *> pointers;
+      for (const HostTensor &t : evalArgs)
+        pointers.push_back(&t);
+      for (unsigned i = 2; i < evalSpecs.size(); ++i)
+        pointers.push_back(&args[i]);
+      auto out = logitsFn->call(pointers);
+      if (!out)
+        return out.takeError();
+      std::vector<float> logits = (*out)[0].toFloats();
+      int64_t classes = int64_t(logits.size()) / batch;
+      for (int64_t r = 0; r < n; ++r) {
+        auto row = logits.begin() + r * classes;
+        int64_t predicted = std::max_element(row, row + classes) - row;
+        correct += predicted == testSet.labels[start + r];
+      }
+    }
+    return double(correct) / double(testSet.count);
+  };
+
+  // Training.
+  std::vector<int64_t> order(trainSet.count);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 shuffleRng(seed ^ 0x9e3779b97f4a7c15ULL);
+  llvm::json::Array stepLog, epochLog;
+  std::vector<double> stepTimes;
+  int64_t skipped = 0, consecutiveSkips = 0;
+  std::vector<double> plotLosses, plotScales;
+  llvm::SmallVector<bool> plotSkipped;
+  double epochLoss = 0;
+  int64_t epochSteps = 0;
+  double accuracy = -1;
+  bool hasScaler = abi->scaler.size() == 2;
+  bool hasFound = abi->numResults > 1 + abi->state.size();
+  llvm::outs() << config.tool << ": " << modelPath << " at " << optLevel << " "
+               << dtype << ", " << optimizer << " lr " << learningRate << " ("
+               << config.lrSchedule << "), " << totalSteps << " steps of batch "
+               << batch;
+  if (compileSeconds > 0)
+    llvm::outs() << ", compiled in " << llvm::format("%.2f", compileSeconds)
+                 << " s";
+  llvm::outs() << "\n";
+  // A resumed run replays the shuffles of the epochs begun before it.
+  if (shuffle)
+    for (int64_t e = 0; e < (startStep + stepsPerEpoch - 1) / stepsPerEpoch;
+         ++e)
+      std::shuffle(order.begin(), order.end(), shuffleRng);
+  int64_t endStep =
+      stopAt >= 0 ? std::min<int64_t>(stopAt, totalSteps) : totalSteps;
+  if (endStep < startStep)
+    return fail("--stop-at=" + llvm::Twine(int64_t(stopAt)) +
+                " is before the checkpoint's step " + llvm::Twine(startStep));
+  // A progress bar on a terminal (stderr), plain lines otherwise.
+  bool progressBar = llvm::sys::Process::StandardErrIsDisplayed();
+  for (int64_t s = startStep; s < endStep; ++s) {
+    int64_t inEpoch = s % stepsPerEpoch;
+    if (inEpoch == 0 && shuffle)
+      std::shuffle(order.begin(), order.end(), shuffleRng);
+    std::vector<float> x(batch * features);
+    std::vector<int32_t> y(batch);
+    for (int64_t r = 0; r < batch; ++r) {
+      int64_t e = order[inEpoch * batch + r];
+      std::copy_n(trainSet.images.begin() + e * features, features,
+                  x.begin() + r * features);
+      y[r] = trainSet.labels[e];
+    }
+    if (llvm::is_contained(config.injectNonfinite, s))
+      x[0] = std::nanf("");
+    args[abi->input] = HostTensor::fromFloats(specs[abi->input].kind,
+                                              specs[abi->input].shape, x);
+    args[abi->labels] = HostTensor::fromInts({batch}, y);
+    args[*abi->lr] = HostTensor::fromFloats(
+        ElementKind::F32, {}, {float(scheduledRate(config, s, totalSteps))});
+    std::vector<const HostTensor *> pointers;
+    for (const HostTensor &a : args)
+      pointers.push_back(&a);
+    auto t0 = std::chrono::steady_clock::now();
+    auto out = step->call(pointers);
+    stepTimes.push_back(std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count());
+    if (!out)
+      return fail("step " + llvm::Twine(s) + ": " +
+                  llvm::toString(out.takeError()));
+    double loss = (*out)[0].getAsDouble(0);
+    unsigned r = 1;
+    for (unsigned i : abi->state)
+      args[i] = std::move((*out)[r++]);
+    double scale = 1.0;
+    bool wasSkipped = false, collapsed = false;
+    if (hasScaler) {
+      args[abi->scaler[0]] = std::move((*out)[r++]);
+      args[abi->scaler[1]] = std::move((*out)[r++]);
+      scale = args[abi->scaler[0]].getAsDouble(0);
+    }
+    if (hasFound)
+      wasSkipped = (*out)[r++].getAsDouble(0) != 0;
+    if (hasScaler)
+      collapsed = (*out)[r++].getAsDouble(0) != 0;
+    skipped += wasSkipped;
+    plotLosses.push_back(loss);
+    plotScales.push_back(scale);
+    plotSkipped.push_back(wasSkipped);
+    consecutiveSkips = wasSkipped ? consecutiveSkips + 1 : 0;
+    stepLog.push_back(llvm::json::Object{{"step", s},
+                                         {"loss", loss},
+                                         {"scale", scale},
+                                         {"skipped", wasSkipped}});
+    if (!wasSkipped) {
+      epochLoss += loss;
+      ++epochSteps;
+    }
+    if (collapsed)
+      return fail("loss scale collapsed at step " + llvm::Twine(s) +
+                  ": the gradients are non-finite at every scale (NaN in the "
+                  "model or data?)");
+    if (consecutiveSkips >= maxConsecutiveSkips)
+      return fail(llvm::Twine(consecutiveSkips) +
+                  " steps in a row were skipped for non-finite gradients "
+                  "(last at step " +
+                  llvm::Twine(s) + ", loss scale " +
+                  llvm::formatv("{0}", scale).str() +
+                  "); stopping (--max-consecutive-skips)");
+    if (!wasSkipped && !std::isfinite(loss) && !hasFound)
+      return fail("the loss is not finite at step " + llvm::Twine(s));
+    if (progressBar) {
+      // One line redrawn in place: the epoch's progress, loss and scale.
+      int64_t done = inEpoch + 1, width = 30;
+      int64_t filled = done * width / stepsPerEpoch;
+      llvm::errs() << "\r  epoch " << (s / stepsPerEpoch + 1) << " ["
+                   << std::string(filled, '=')
+                   << std::string(width - filled, ' ') << "] " << done << "/"
+                   << stepsPerEpoch << "  loss " << llvm::format("%.4f", loss);
+      if (hasScaler)
+        llvm::errs() << "  scale " << llvm::format("%g", scale);
+      llvm::errs() << "   ";
+      llvm::errs().flush();
+    }
+    if (logEvery > 0 && (s % logEvery == 0 || s + 1 == totalSteps))
+      llvm::outs() << "step " << s << "  loss " << llvm::format("%.4f", loss)
+                   << (hasScaler ? "  scale " : "")
+                   << (hasScaler ? llvm::formatv("{0}", scale).str() : "")
+                   << (wasSkipped ? "  skipped" : "") << "\n";
+    bool epochEnd = inEpoch + 1 == stepsPerEpoch || s + 1 == endStep;
+    if (epochEnd) {
+      auto acc = evaluate();
+      if (!acc)
+        return fail(llvm::toString(acc.takeError()));
+      accuracy = *acc;
+      int64_t epoch = s / stepsPerEpoch + 1;
+      double trainLoss = epochSteps ? epochLoss / epochSteps : NAN;
+      if (progressBar)
+        llvm::errs() << "\r" << std::string(100, ' ') << "\r";
+      llvm::outs() << "epoch " << epoch << "  train loss "
+                   << llvm::format("%.4f", trainLoss) << "  test accuracy "
+                   << llvm::format("%.2f%%", 100 * accuracy) << "\n";
+      llvm::outs().flush();
+      epochLog.push_back(llvm::json::Object{{"epoch", epoch},
+                                            {"test_accuracy", accuracy},
+                                            {"train_loss", trainLoss}});
+      epochLoss = 0;
+      epochSteps = 0;
+    }
+  }
+  if (!savePath.empty())
+    if (llvm::Error e = save(endStep))
+      return fail(llvm::toString(std::move(e)));
+  if (endStep == startStep) {
+    auto acc = evaluate();
+    if (!acc)
+      return fail(llvm::toString(acc.takeError()));
+    accuracy = *acc;
+  }
+
+  std::vector<double> sorted = stepTimes;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  double finalScale = hasScaler ? args[abi->scaler[0]].getAsDouble(0) : 1.0;
+  llvm::outs() << "summary: test accuracy "
+               << llvm::format("%.2f%%", 100 * accuracy) << ", " << skipped
+               << " skipped steps, final scale " << finalScale
+               << ", median step " << llvm::format("%.2f", median) << " ms\n";
+  if (!plotPath.empty()) {
+    std::string title = (llvm::sys::path::filename(modelPath) + " at " +
+                         optLevel + " " + dtype + ", " + optimizer)
+                            .str();
+    if (llvm::Error e = writeFileAtomically(
+            plotPath,
+            renderTrainingPlot(title, plotLosses,
+                               hasScaler ? llvm::ArrayRef<double>(plotScales)
+                                         : llvm::ArrayRef<double>(),
+                               plotSkipped)))
+      return fail(llvm::toString(std::move(e)));
+  }
+  if (!metricsPath.empty()) {
+    llvm::json::Object metrics{
+        {"config", llvm::json::Object{{"model", modelPath},
+                                      {"opt_level", optLevel},
+                                      {"dtype", dtype},
+                                      {"backend", config.backend},
+                                      {"optimizer", optimizer},
+                                      {"lr", learningRate},
+                                      {"lr_schedule", config.lrSchedule},
+                                      {"warmup_steps", config.warmupSteps},
+                                      {"dataset", dataset},
+                                      {"batch", batch},
+                                      {"steps", totalSteps},
+                                      {"seed", int64_t(seed)},
+                                      {"shuffle", shuffle}}},
+        {"steps", std::move(stepLog)},
+        {"epochs", std::move(epochLog)},
+        {"test_accuracy", accuracy},
+        {"skipped_steps", skipped},
+        {"final_scale", finalScale},
+        {"step_time_ms_median", median},
+        {"compile_time_s", compileSeconds}};
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(metrics))) << "\n";
+    if (llvm::Error e = writeFileAtomically(metricsPath, text))
+      return fail(llvm::toString(std::move(e)));
+  }
+  return 0;
+}

@@ -1,0 +1,107 @@
+//===- TrainingFlags.cpp - Command-line flags of a training run -----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Training/TrainingFlags.h"
+
+using namespace amp;
+namespace cl = llvm::cl;
+
+llvm::cl::OptionCategory &amp::getTrainingFlagsCategory() {
+  static cl::OptionCategory category("training options");
+  return category;
+}
+
+namespace {
+
+cl::OptionCategory &trainingCategory = getTrainingFlagsCategory();
+
+cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
+                             cl::init(1e-3), cl::cat(trainingCategory));
+cl::opt<std::string> lrSchedule("lr-schedule",
+                                cl::desc("constant, cosine or step"),
+                                cl::init("constant"),
+                                cl::cat(trainingCategory));
+cl::opt<int64_t> warmupSteps("warmup-steps", cl::desc("Linear warm-up steps"),
+                             cl::init(0), cl::cat(trainingCategory));
+cl::opt<std::string> dataset("dataset", cl::desc("fashion-mnist or synthetic"),
+                             cl::init("fashion-mnist"),
+                             cl::cat(trainingCategory));
+cl::opt<std::string> dataDir("data-dir",
+                             cl::desc("Directory of the IDX .gz files"),
+                             cl::init("/usr/share/datasets/fashion-mnist"),
+                             cl::cat(trainingCategory));
+cl::opt<int64_t> epochs("epochs", cl::desc("Passes over the training set"),
+                        cl::init(1), cl::cat(trainingCategory));
+cl::opt<int64_t> steps("steps",
+                       cl::desc("Train this many steps instead (-1: epochs)"),
+                       cl::init(-1), cl::cat(trainingCategory));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of initialisation and shuffling"),
+                       cl::init(0), cl::cat(trainingCategory));
+cl::opt<bool> shuffle("shuffle", cl::desc("Shuffle the batches each epoch"),
+                      cl::init(true), cl::cat(trainingCategory));
+cl::opt<std::string> metricsPath("metrics",
+                                 cl::desc("Write metrics JSON to this file"),
+                                 cl::init(""), cl::cat(trainingCategory));
+cl::opt<std::string>
+    savePath("save",
+             cl::desc("Write the training state (safetensors) at the end"),
+             cl::init(""), cl::cat(trainingCategory));
+cl::opt<std::string> loadPath("load",
+                              cl::desc("Resume from a checkpoint of --save"),
+                              cl::init(""), cl::cat(trainingCategory));
+cl::opt<int64_t>
+    trainExamples("train-examples",
+                  cl::desc("Use only the first N training examples (0: all)"),
+                  cl::init(0), cl::cat(trainingCategory));
+cl::opt<int64_t>
+    testExamples("test-examples",
+                 cl::desc("Evaluate on the first N test examples (0: all)"),
+                 cl::init(0), cl::cat(trainingCategory));
+cl::opt<std::string>
+    plotPath("plot", cl::desc("Draw the loss (and loss scale) per step as SVG"),
+             cl::init(""), cl::cat(trainingCategory));
+cl::opt<int64_t> stopAt(
+    "stop-at",
+    cl::desc("Stop (and --save) after this many steps of the run, keeping "
+             "the schedule of the whole run; resume with --load"),
+    cl::init(-1), cl::cat(trainingCategory));
+cl::list<int64_t>
+    injectNonfinite("inject-nonfinite",
+                    cl::desc("Steps whose batch gets a NaN (testing)"),
+                    cl::CommaSeparated, cl::cat(trainingCategory));
+cl::opt<int64_t> maxConsecutiveSkips(
+    "max-consecutive-skips",
+    cl::desc("Stop with an error after this many skipped steps in a row"),
+    cl::init(20), cl::cat(trainingCategory));
+cl::opt<int64_t> logEvery("log-every", cl::desc("Print the loss every N steps"),
+                          cl::init(100), cl::cat(trainingCategory));
+
+} // namespace
+
+TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
+  TrainingConfig config;
+  config.tool = tool.str();
+  config.learningRate = learningRate;
+  config.lrSchedule = lrSchedule;
+  config.warmupSteps = warmupSteps;
+  config.dataset = dataset;
+  config.dataDir = dataDir;
+  config.epochs = epochs;
+  config.steps = steps;
+  config.seed = seed;
+  config.shuffle = shuffle;
+  config.metricsPath = metricsPath;
+  config.savePath = savePath;
+  config.loadPath = loadPath;
+  config.plotPath = plotPath;
+  config.trainExamples = trainExamples;
+  config.testExamples = testExamples;
+  config.stopAt = stopAt;
+  config.injectNonfinite.assign(injectNonfinite.begin(), injectNonfinite.end());
+  config.maxConsecutiveSkips = maxConsecutiveSkips;
+  config.logEvery = logEvery;
+  return config;
+}

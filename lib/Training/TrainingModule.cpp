@@ -1,0 +1,61 @@
+//===- TrainingModule.cpp - A model compiled to a training step -----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Training/TrainingModule.h"
+#include "amp/Dialect/Train/IR/TrainAttributes.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Training/Evaluation.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+using namespace amp;
+
+llvm::Expected<TrainingModule>
+amp::buildTrainingModule(OwningOpRef<ModuleOp> model,
+                         const AmpPipelineOptions &options) {
+  auto err = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  SmallVector<func::FuncOp> forwards(model->getOps<func::FuncOp>());
+  if (forwards.size() != 1)
+    return err("the model must hold one function (the forward), it holds " +
+               llvm::Twine(forwards.size()));
+  PassManager pm(model->getContext());
+  buildAmpPipeline(pm, options);
+  if (failed(pm.run(*model)))
+    return err("amp-pipeline failed");
+  // Evaluation runs the forward as autocast left it, up to the logits.
+  if (failed(addLogitsFunction(*model, forwards.front())))
+    return err("no logits function for evaluation");
+  TrainingModule result;
+  result.logitsName = (forwards.front().getName() + "_logits").str();
+  auto step = model->lookupSymbol<func::FuncOp>(result.stepName);
+  if (!step)
+    return err("amp-pipeline made no @" + result.stepName);
+  auto abi = readStepAbi(step);
+  if (!abi)
+    return abi.takeError();
+  result.abi = std::move(*abi);
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto initAttr = step.getArgAttrOfType<train::InitAttr>(
+        i, train::TrainDialect::kInitAttrName);
+    if (!initAttr)
+      continue;
+    auto type = dyn_cast<ShapedType>(step.getArgumentTypes()[i]);
+    if (!type || !type.hasStaticShape())
+      return err("argument #" + llvm::Twine(i) +
+                 " has an initializer but no static shape");
+    auto init = resolveInit(initAttr, type.getShape());
+    if (!init)
+      return err("argument #" + llvm::Twine(i) + ": " +
+                 llvm::toString(init.takeError()));
+    result.inits.emplace_back(i, std::move(*init));
+  }
+  result.module = std::move(model);
+  return result;
+}

@@ -1,0 +1,96 @@
+//===- amp-train.cpp - Train with an ahead-of-time compiled step ----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// amp-train STEP.so: loads an artifact of amp-compile and trains with it,
+// taking amp-run's training flags. Links no MLIR or LLVM shared library: it
+// runs where only the artifact, the CUDA driver and cuBLASLt are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/Artifact.h"
+#include "amp/Training/TrainingFlags.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdint>
+#include <sys/random.h>
+
+using namespace amp;
+namespace cl = llvm::cl;
+
+/// LLVM Support's static archive calls arc4random, new in glibc 2.36 (this
+/// machine's); defining it here keeps amp-train loadable where glibc is 2.34
+/// or 2.35 (Ubuntu 22.04), as the artifacts are.
+extern "C" uint32_t arc4random(void) {
+  uint32_t value = 0;
+  if (getrandom(&value, sizeof(value), 0) != sizeof(value))
+    value =
+        uint32_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return value;
+}
+
+namespace {
+cl::OptionCategory category("amp-train options");
+cl::opt<std::string> artifactPath(cl::Positional, cl::desc("<step.so>"),
+                                  cl::Required, cl::cat(category));
+cl::opt<bool> describe("describe",
+                       cl::desc("Print what the artifact holds and exit"),
+                       cl::init(false), cl::cat(category));
+
+/// The artifact's manifest, readably.
+void printManifest(const ArtifactManifest &m) {
+  llvm::outs() << "backend " << m.backend << ", model " << m.model << " at "
+               << m.optLevel << " " << m.dtype << ", " << m.optimizer << "\n";
+  for (const ArtifactFunctionInfo *f : {&m.step, &m.logits}) {
+    llvm::outs() << "@" << f->name << "(";
+    for (auto [i, spec] : llvm::enumerate(f->arguments))
+      llvm::outs() << (i ? ", " : "") << spec.str();
+    llvm::outs() << ") -> (";
+    for (auto [i, spec] : llvm::enumerate(f->results))
+      llvm::outs() << (i ? ", " : "") << spec.str();
+    llvm::outs() << ")\n";
+  }
+  llvm::outs() << m.abi.params.size() << " parameters, "
+               << m.abi.persistent.size() << " persistent tensors, "
+               << m.inits.size() << " initializers, "
+               << (m.abi.scaler.size() == 2 ? "dynamic" : "no dynamic")
+               << " loss scaling\n";
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions({&category, &getTrainingFlagsCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "amp-train: train with a training step compiled by amp-compile\n");
+  TrainingConfig config = readTrainingFlags("amp-train");
+  if (llvm::Error e = validateConfig(config)) {
+    llvm::errs() << "amp-train: error: " << llvm::toString(std::move(e))
+                 << "\n";
+    return 1;
+  }
+  auto artifact = Artifact::load(artifactPath, /*openDevice=*/!describe);
+  if (!artifact) {
+    llvm::errs() << "amp-train: error: " << llvm::toString(artifact.takeError())
+                 << "\n";
+    return 1;
+  }
+  const ArtifactManifest &m = (*artifact)->getManifest();
+  if (describe) {
+    printManifest(m);
+    return 0;
+  }
+  config.model = m.model;
+  config.optLevel = m.optLevel;
+  config.dtype = m.dtype;
+  config.optimizer = m.optimizer;
+  config.backend = m.backend;
+  return runTraining(config, (*artifact)->getCompiledStep());
+}

@@ -50,7 +50,7 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
       // the kernels: outlining, NVVM, PTX embedded in a gpu.binary, host code
       // calling the mgpu* runtime.
       "func.func(amp-map-linalg-to-gpu),"
-      "convert-nvgpu-to-nvvm,gpu-kernel-outlining,func.func(gpu-async-region),"
+      "convert-nvgpu-to-nvvm,gpu-kernel-outlining,"
       "convert-vector-to-scf,"
       "convert-scf-to-cf,convert-nvvm-to-llvm,convert-func-to-llvm,"
       "expand-strided-metadata,nvvm-attach-target{chip=" +

@@ -1,9 +1,10 @@
 // RUN: amp-opt %s -split-input-file -verify-diagnostics --pass-pipeline="builtin.module(func.func(amp-map-linalg-to-gpu))" | FileCheck %s
 
 // Element-wise: one launch over the 1024*256 points, 256 threads a block,
-// guarded, innermost dimension fastest.
+// guarded, innermost dimension fastest; the host waits once, at the return.
 // CHECK-LABEL: func.func @elementwise
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1024{{(_[0-9]+)?}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{(_[0-9]+)?}},
+// CHECK: %[[START:.*]] = gpu.wait async
+// CHECK: %[[DONE:.*]] = gpu.launch async [%[[START]]] blocks({{.*}}) in (%{{.*}} = %c1024{{(_[0-9]+)?}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{(_[0-9]+)?}},
 // CHECK: arith.cmpi ult
 // CHECK: scf.if
 // CHECK: arith.remui
@@ -11,6 +12,8 @@
 // CHECK: arith.maximumf
 // CHECK: memref.store
 // CHECK-NOT: linalg.generic
+// CHECK: gpu.wait [%[[DONE]]]
+// CHECK-NEXT: return
 func.func @elementwise(%a: memref<1024x256xf32>, %b: memref<1024x256xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
@@ -43,14 +46,20 @@ func.func @column_sums(%a: memref<128x256xf32>, %s: memref<256xf32>) {
 
 // -----
 
-// A full reduction runs in one thread; buffers become device buffers.
+// A full reduction runs in one thread; buffers become device buffers; one
+// chain of async tokens orders every GPU op as the program does (the
+// runtime runs them on one stream), with no host wait before the return.
 // CHECK-LABEL: func.func @total
-// CHECK: %[[T:.*]] = gpu.alloc () : memref<f32>
+// CHECK: %[[START:.*]] = gpu.wait async
+// CHECK: %[[T:.*]], %[[ALLOCATED:.*]] = gpu.alloc async [%[[START]]] () : memref<f32>
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
-// CHECK-NEXT: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK-NEXT: %[[SUMMED:.*]] = gpu.launch async [%[[ALLOCATED]]] blocks({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
 // CHECK: scf.for
-// CHECK: gpu.memcpy %arg1, %[[T]]
-// CHECK: gpu.dealloc %[[T]]
+// CHECK-NOT: gpu.wait
+// CHECK: %[[COPIED:.*]] = gpu.memcpy async [%[[SUMMED]]] %arg1, %[[T]]
+// CHECK-NEXT: %[[FREED:.*]] = gpu.dealloc async [%[[COPIED]]] %[[T]]
+// CHECK-NEXT: gpu.wait [%[[FREED]]]
+// CHECK-NEXT: return
 func.func @total(%a: memref<64xf32>, %out: memref<f32>) {
   %t = memref.alloc() : memref<f32>
   linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}

@@ -64,7 +64,8 @@ LogicalResult parallelDimsFirst(RewriterBase &rewriter, linalg::GenericOp op,
 }
 
 /// Wraps `ops` (a contiguous range ending at `last`) in a one-thread launch.
-void launchSingleThread(OpBuilder &b, Operation *first, Operation *last) {
+gpu::LaunchOp launchSingleThread(OpBuilder &b, Operation *first,
+                                 Operation *last) {
   Location loc = first->getLoc();
   b.setInsertionPoint(first);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -75,6 +76,21 @@ void launchSingleThread(OpBuilder &b, Operation *first, Operation *last) {
   for (Operation &op : llvm::make_early_inc_range(llvm::make_range(
            Block::iterator(first), std::next(Block::iterator(last)))))
     op.moveBefore(terminator);
+  return launch;
+}
+
+/// Replaces `launch` by the same launch made async after `token`; returns
+/// its token.
+Value makeAsync(OpBuilder &b, gpu::LaunchOp launch, Value token) {
+  b.setInsertionPoint(launch);
+  auto async = gpu::LaunchOp::create(
+      b, launch.getLoc(), launch.getGridSizeX(), launch.getGridSizeY(),
+      launch.getGridSizeZ(), launch.getBlockSizeX(), launch.getBlockSizeY(),
+      launch.getBlockSizeZ(), launch.getDynamicSharedMemorySize(),
+      gpu::AsyncTokenType::get(b.getContext()), ValueRange{token});
+  async.getBody().takeBody(launch.getBody());
+  launch.erase();
+  return async.getAsyncToken();
 }
 
 /// Replaces a top-level scf.parallel with constant bounds by a launch over
@@ -176,26 +192,42 @@ struct MapLinalgToGpuPass
         launchSingleThread(b, first, last);
       }
     }
-    // Device memory, and host-side element accesses moved to the device.
-    for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
-      OpBuilder b(&op);
+    // Device memory, host-side element accesses moved to the device, and
+    // one chain of async tokens through every GPU op in program order: the
+    // runtime runs them all (and the cuBLASLt calls between them) on one
+    // stream, so the host waits once, before the function returns.
+    OpBuilder b(&getContext());
+    Block &body = func.getBody().front();
+    b.setInsertionPointToStart(&body);
+    Type tokenType = gpu::AsyncTokenType::get(&getContext());
+    Value token = gpu::WaitOp::create(b, func.getLoc(), tokenType, ValueRange())
+                      .getAsyncToken();
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      b.setInsertionPoint(&op);
+      Location loc = op.getLoc();
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        auto g = gpu::AllocOp::create(b, op.getLoc(), alloc.getType(),
-                                      /*asyncToken=*/Type(), ValueRange(),
-                                      alloc.getDynamicSizes(),
-                                      alloc.getSymbolOperands());
+        auto g = gpu::AllocOp::create(
+            b, loc, alloc.getType(), tokenType, ValueRange{token},
+            alloc.getDynamicSizes(), alloc.getSymbolOperands());
         alloc.replaceAllUsesWith(g.getMemref());
         alloc.erase();
+        token = g.getAsyncToken();
       } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-        gpu::DeallocOp::create(b, op.getLoc(), Type(), ValueRange(),
-                               dealloc.getMemref());
+        token = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{token},
+                                       dealloc.getMemref())
+                    .getAsyncToken();
         dealloc.erase();
       } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
-        gpu::MemcpyOp::create(b, op.getLoc(), Type(), ValueRange(),
-                              copy.getTarget(), copy.getSource());
+        token = gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{token},
+                                      copy.getTarget(), copy.getSource())
+                    .getAsyncToken();
         copy.erase();
       } else if (isa<memref::LoadOp, memref::StoreOp>(op)) {
-        launchSingleThread(b, &op, &op);
+        token = makeAsync(b, launchSingleThread(b, &op, &op), token);
+      } else if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+        token = makeAsync(b, launch, token);
+      } else if (isa<func::ReturnOp>(op)) {
+        gpu::WaitOp::create(b, loc, Type(), ValueRange{token});
       }
     }
   }

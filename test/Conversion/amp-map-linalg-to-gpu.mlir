@@ -75,6 +75,49 @@ func.func @total(%a: memref<64xf32>, %out: memref<f32>) {
 
 // -----
 
+// An OR into an i1 (loss scaling's non-finite check) runs every iteration in
+// parallel: a thread stores `true` where it finds a NaN, never `false`, so
+// the order of the threads' stores does not matter.
+// CHECK-LABEL: func.func @any_nonfinite
+// CHECK: gpu.launch async {{.*}} in (%{{.*}} = %c8, {{.*}} threads({{.*}}) in (%{{.*}} = %c256,
+// CHECK-NOT: scf.for
+// CHECK: %[[BAD:.*]] = arith.cmpf uno
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: %[[TRUE:.*]] = arith.constant true
+// CHECK-NEXT: memref.store %[[TRUE]], %arg1[]
+// CHECK-NOT: memref.store
+// CHECK: gpu.terminator
+func.func @any_nonfinite(%g: memref<64x32xf32>, %flag: memref<i1>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%g : memref<64x32xf32>) outs(%flag : memref<i1>) {
+  ^bb0(%x: f32, %acc: i1):
+    %bad = arith.cmpf uno, %x, %x : f32
+    %r = arith.ori %acc, %bad : i1
+    linalg.yield %r : i1
+  }
+  return
+}
+
+// -----
+
+// Any other reduction into an i1 (here AND) stays sequential per output.
+// CHECK-LABEL: func.func @all_finite
+// CHECK: gpu.launch async {{.*}} in (%{{.*}} = %c1, {{.*}} threads({{.*}}) in (%{{.*}} = %c1,
+// CHECK: scf.for
+// CHECK: arith.andi
+func.func @all_finite(%g: memref<64xf32>, %flag: memref<i1>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%g : memref<64xf32>) outs(%flag : memref<i1>) {
+  ^bb0(%x: f32, %acc: i1):
+    %ok = arith.cmpf ord, %x, %x : f32
+    %r = arith.andi %acc, %ok : i1
+    linalg.yield %r : i1
+  }
+  return
+}
+
+// -----
+
 // Dynamic shapes have no static launch size.
 func.func @dynamic(%a: memref<?xf32>, %b: memref<?xf32>) {
   // expected-error @+1 {{amp-map-linalg-to-gpu: loop bounds must be constants (static shapes)}}

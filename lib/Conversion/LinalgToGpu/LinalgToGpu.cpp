@@ -93,6 +93,56 @@ Value makeAsync(OpBuilder &b, gpu::LaunchOp launch, Value token) {
   return async.getAsyncToken();
 }
 
+/// Whether `op` only ORs values into i1 outputs (`any(...)`, as the
+/// non-finite checks of loss scaling are): such a reduction can run all its
+/// iterations in parallel, each storing `true` where it finds one.
+bool isOrReduction(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() == 0)
+    return false;
+  auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    BlockArgument acc = op.getMatchingBlockArgument(&init);
+    if (!acc.getType().isSignlessInteger(1))
+      return false;
+    Value yielded =
+        yield.getOperand(init.getOperandNumber() - op.getNumDpsInputs());
+    auto ori = yielded.getDefiningOp<arith::OrIOp>();
+    if (!ori || (ori.getLhs() != acc && ori.getRhs() != acc))
+      return false;
+  }
+  return true;
+}
+
+/// In a loop nest made from an OR reduction with every loop parallel, turns
+/// each `store (load m[i] | x), m[i]` into `if (x) store true, m[i]`: the
+/// threads then only ever write `true`, so their order does not matter.
+void makeOrStoresIdempotent(scf::ParallelOp loop) {
+  SmallVector<memref::StoreOp> stores;
+  loop.walk([&](memref::StoreOp store) { stores.push_back(store); });
+  for (memref::StoreOp store : stores) {
+    auto ori = store.getValue().getDefiningOp<arith::OrIOp>();
+    if (!ori)
+      continue;
+    auto isAcc = [&](Value v) {
+      auto load = v.getDefiningOp<memref::LoadOp>();
+      return load && load.getMemRef() == store.getMemRef() &&
+             load.getIndices() == store.getIndices();
+    };
+    Value x = isAcc(ori.getLhs())   ? ori.getRhs()
+              : isAcc(ori.getRhs()) ? ori.getLhs()
+                                    : Value();
+    if (!x)
+      continue;
+    OpBuilder b(store);
+    auto guard = scf::IfOp::create(b, store.getLoc(), x, /*withElse=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value t = arith::ConstantOp::create(b, store.getLoc(), b.getBoolAttr(true));
+    memref::StoreOp::create(b, store.getLoc(), t, store.getMemRef(),
+                            store.getIndices());
+    store.erase();
+  }
+}
+
 /// Replaces a top-level scf.parallel with constant bounds by a launch over
 /// its linearized iteration space.
 LogicalResult launchParallel(OpBuilder &b, scf::ParallelOp loop) {
@@ -166,7 +216,18 @@ struct MapLinalgToGpuPass
         ops.push_back(l);
     for (linalg::LinalgOp op : ops) {
       rewriter.setInsertionPoint(op);
-      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+      bool orReduction = false;
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+          generic && isOrReduction(generic)) {
+        // Every iteration in parallel (made race-free below).
+        orReduction = true;
+        SmallVector<Attribute> parallel(
+            generic.getNumLoops(),
+            linalg::IteratorTypeAttr::get(&getContext(),
+                                          utils::IteratorType::parallel));
+        generic.setIteratorTypesAttr(rewriter.getArrayAttr(parallel));
+      } else if (auto generic =
+                     dyn_cast<linalg::GenericOp>(op.getOperation())) {
         linalg::GenericOp reordered;
         if (failed(parallelDimsFirst(rewriter, generic, reordered))) {
           op.emitError("amp-map-linalg-to-gpu: cannot reorder dimensions");
@@ -186,6 +247,8 @@ struct MapLinalgToGpuPass
       // The nest starts with the parallel loop unless there is none.
       OpBuilder b(&getContext());
       if (auto loop = dyn_cast<scf::ParallelOp>(last)) {
+        if (orReduction)
+          makeOrStoresIdempotent(loop);
         if (failed(launchParallel(b, loop)))
           return signalPassFailure();
       } else {

@@ -56,8 +56,11 @@ func.func @column_sums(%a: memref<128x256xf32>, %s: memref<256xf32>) {
 // CHECK-NEXT: %[[SUMMED:.*]] = gpu.launch async [%[[ALLOCATED]]] blocks({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads({{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
 // CHECK: scf.for
 // CHECK-NOT: gpu.wait
-// CHECK: %[[COPIED:.*]] = gpu.memcpy async [%[[SUMMED]]] %arg1, %[[T]]
-// CHECK-NEXT: %[[FREED:.*]] = gpu.dealloc async [%[[COPIED]]] %[[T]]
+// The copy is a kernel too (it could share a launch with others).
+// CHECK: %[[COPIED:.*]] = gpu.launch async [%[[SUMMED]]]
+// CHECK: %[[V:.*]] = memref.load %[[T]][]
+// CHECK: memref.store %[[V]], %arg1[]
+// CHECK: %[[FREED:.*]] = gpu.dealloc async [%[[COPIED]]] %[[T]]
 // CHECK-NEXT: gpu.wait [%[[FREED]]]
 // CHECK-NEXT: return
 func.func @total(%a: memref<64xf32>, %out: memref<f32>) {
@@ -112,6 +115,80 @@ func.func @all_finite(%g: memref<64xf32>, %flag: memref<i1>) {
     %ok = arith.cmpf ord, %x, %x : f32
     %r = arith.andi %acc, %ok : i1
     linalg.yield %r : i1
+  }
+  return
+}
+
+// -----
+
+// Horizontal fusion: independent kernels (the per-tensor updates of a
+// multi-tensor op) share one launch, a segment of blocks each: 4 + 1 blocks
+// of 256 threads; the second segment's 100 points idle the rest of its
+// block, and its block index restarts at 0.
+// CHECK-LABEL: func.func @independent
+// CHECK: gpu.launch async {{.*}} blocks(%[[BX:[^,]*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c5{{(_[0-9]+)?}}, {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{(_[0-9]+)?}},
+// CHECK: %[[IN0:.*]] = arith.andi
+// CHECK: scf.if %[[IN0]] {
+// CHECK: arith.cmpi ult, %{{.*}}, %c1024{{(_[0-9]+)?}}
+// CHECK: arith.mulf
+// CHECK: %[[IN1:.*]] = arith.andi
+// CHECK: scf.if %[[IN1]] {
+// CHECK: %[[LOCAL:.*]] = arith.subi %[[BX]], %c4{{(_[0-9]+)?}}
+// CHECK: arith.muli %[[LOCAL]]
+// CHECK: arith.cmpi ult, %{{.*}}, %c100{{(_[0-9]+)?}}
+// CHECK: arith.addf
+// CHECK-NOT: gpu.launch
+// CHECK: gpu.wait
+func.func @independent(%a: memref<1024xf32>, %b: memref<1024xf32>,
+                       %c: memref<100xf32>, %d: memref<100xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<1024xf32>) outs(%b : memref<1024xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%c : memref<100xf32>) outs(%d : memref<100xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.addf %x, %x : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A kernel that reads what another writes stays a launch after it; a host
+// call (a cuBLASLt GEMM) between kernels is never crossed.
+// CHECK-LABEL: func.func @dependent
+// CHECK: %[[FIRST:.*]] = gpu.launch async
+// CHECK: arith.mulf
+// CHECK: %[[SECOND:.*]] = gpu.launch async [%[[FIRST]]]
+// CHECK: arith.addf
+// CHECK: call @gemm
+// CHECK: gpu.launch async [%[[SECOND]]]
+// CHECK: arith.subf
+func.func private @gemm()
+func.func @dependent(%a: memref<64xf32>, %b: memref<64xf32>, %c: memref<64xf32>,
+                     %d: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<64xf32>) outs(%b : memref<64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%b : memref<64xf32>) outs(%c : memref<64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.addf %x, %x : f32
+    linalg.yield %r : f32
+  }
+  func.call @gemm() : () -> ()
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<64xf32>) outs(%d : memref<64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.subf %x, %x : f32
+    linalg.yield %r : f32
   }
   return
 }

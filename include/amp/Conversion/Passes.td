@@ -106,15 +106,26 @@ def MapLinalgToGpuPass
   let summary = "Turn each buffer-level linalg op into a gpu.launch";
   let description = [{
     The kernel half of amp-lower-cuda, after bufferization: each linalg op
-    becomes one `gpu.launch` whose threads cover its parallel dimensions
-    (linearized, 256-thread blocks, innermost dimension fastest for
-    coalescing), with its reduction dimensions as sequential loops inside
-    each thread (accumulating in the op's accumulator type). A full
-    reduction runs in one thread. `memref.alloc` / `dealloc` / `copy` become
-    `gpu.alloc` / `dealloc` / `memcpy`, and a host-side `memref.load` /
-    `store` a one-thread kernel, so the host never touches device memory.
-    Static shapes only. Follow with `gpu-kernel-outlining` and the NVVM
-    pipeline.
+    (and each buffer copy, as `linalg.copy`) becomes one `gpu.launch` whose
+    threads cover its parallel dimensions (linearized, 256-thread blocks,
+    innermost dimension fastest for coalescing), with its reduction
+    dimensions as sequential loops inside each thread (accumulating in the
+    op's accumulator type). An OR reduction into an i1 (the non-finite checks
+    of loss scaling) runs every iteration in parallel, threads storing only
+    `true`; any other full reduction runs in one thread.
+
+    Horizontal fusion: within a run of launches not separated by a host call
+    or a host memory access, launches that do not depend on each other (no
+    buffer one writes is read or written by another) become one launch, one
+    segment of blocks per original launch (the multi-tensor kernels: one
+    launch checks every gradient for inf/NaN, one updates every parameter).
+
+    `memref.alloc` / `dealloc` become `gpu.alloc` / `dealloc`, a host-side
+    `memref.load` / `store` a one-thread kernel, so the host never touches
+    device memory; one chain of async tokens orders every GPU op in program
+    order (the runtime runs them, and the cuBLASLt calls between them, on one
+    stream) with a single `gpu.wait` before each return. Static shapes only.
+    Follow with `gpu-kernel-outlining` and the NVVM pipeline.
 
     ```
     amp-opt step.bufferized.mlir --pass-pipeline='builtin.module(func.func(amp-map-linalg-to-gpu),gpu-kernel-outlining)'

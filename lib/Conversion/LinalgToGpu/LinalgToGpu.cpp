@@ -5,15 +5,19 @@
 //===----------------------------------------------------------------------===//
 //
 // The kernel half of amp-lower-cuda, on bufferized functions: every linalg
-// op becomes one gpu.launch. Its parallel dimensions are linearized over a
-// 1-D grid of 256-thread blocks (thread = one point of the parallel space,
-// guarded by `id < N`); its reduction dimensions, moved innermost first, stay
-// sequential loops inside the thread, accumulating in the op's accumulator
-// type (f32 for low-precision reductions, as on the CPU). An op without
-// parallel dimensions (a full reduction) runs in one thread. Buffers move to
-// the device: memref.alloc/dealloc/copy become gpu.alloc/dealloc/memcpy.
-// First version: correct and simple; reductions as tree kernels, fusion
-// across ops and an async stream chain come later.
+// op (and buffer copy) becomes one gpu.launch. Its parallel dimensions are
+// linearized over a 1-D grid of 256-thread blocks (thread = one point of the
+// parallel space, guarded by `id < N`); its reduction dimensions, moved
+// innermost first, stay sequential loops inside the thread, accumulating in
+// the op's accumulator type (f32 for low-precision reductions, as on the
+// CPU). OR reductions into i1 (non-finite checks) run fully parallel; any
+// other op without parallel dimensions (a full reduction) runs in one
+// thread. Then independent launches are fused horizontally (one launch, a
+// segment of blocks per original launch: the multi-tensor kernels of the
+// optimizers and loss scaling), buffers move to the device
+// (memref.alloc/dealloc -> gpu.alloc/dealloc) and one async token chain
+// orders every GPU op as the program does, with a single host wait before
+// each return. Row-parallel (tree) reductions are the next step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +31,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace amp {
 #define GEN_PASS_DEF_MAPLINALGTOGPUPASS
@@ -202,6 +209,203 @@ LogicalResult launchParallel(OpBuilder &b, scf::ParallelOp loop) {
   return success();
 }
 
+/// The buffer a memref value views (through subviews, casts and reshapes).
+Value rootBuffer(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+/// A launch with constant 1-D grid and block sizes, and the buffers defined
+/// outside it that it reads and writes.
+struct LaunchInfo {
+  gpu::LaunchOp launch;
+  int64_t blocks = 0, threads = 0;
+  llvm::SmallDenseSet<Value> reads, writes;
+  unsigned level = 0;
+};
+
+std::optional<LaunchInfo> describeLaunch(gpu::LaunchOp launch) {
+  LaunchInfo info;
+  info.launch = launch;
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues(),
+                  block = launch.getBlockSizeOperandValues();
+  auto constant = [](Value v) { return getConstantIntValue(v); };
+  std::optional<int64_t> gx = constant(grid.x), bx = constant(block.x);
+  if (!gx || !bx || constant(grid.y) != 1 || constant(grid.z) != 1 ||
+      constant(block.y) != 1 || constant(block.z) != 1 ||
+      launch.getDynamicSharedMemorySize() || !launch.getBody().hasOneBlock())
+    return std::nullopt;
+  info.blocks = *gx;
+  info.threads = *bx;
+  bool unknown = false;
+  launch.getBody().walk([&](Operation *op) {
+    auto outside = [&](Value v) {
+      return !launch.getBody().isAncestor(v.getParentRegion());
+    };
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (outside(load.getMemRef()))
+        info.reads.insert(rootBuffer(load.getMemRef()));
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (outside(store.getMemRef()))
+        info.writes.insert(rootBuffer(store.getMemRef()));
+    } else if (!isPure(op) && !isa<scf::IfOp, scf::ForOp, scf::YieldOp,
+                                   gpu::TerminatorOp, memref::AllocaOp>(op)) {
+      // An access we do not track (a call, an atomic): do not move it.
+      unknown = true;
+    }
+  });
+  if (unknown)
+    return std::nullopt;
+  return info;
+}
+
+/// Replaces `group` (independent launches, in program order) by one launch
+/// just before `before`: its blocks are the groups' blocks one after
+/// another, and each block runs the body of the launch it belongs to, with
+/// that launch's block index, grid and block size (threads beyond that
+/// launch's block size idle). This is the multi-tensor kernel of the
+/// optimizers and of loss scaling (one launch for every parameter).
+void fuseLaunches(ArrayRef<LaunchInfo *> group, Operation *before) {
+  OpBuilder b(before);
+  Location loc = group.front()->launch.getLoc();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  int64_t blocks = 0, threads = 0;
+  for (LaunchInfo *info : group) {
+    blocks += info->blocks;
+    threads = std::max(threads, info->threads);
+  }
+  Value one = c(1);
+  auto fused =
+      gpu::LaunchOp::create(b, loc, c(blocks), one, one, c(threads), one, one);
+  Block &body = fused.getBody().front();
+  b.setInsertionPointToStart(&body);
+  Value bid = fused.getBlockIds().x, tid = fused.getThreadIds().x;
+  int64_t offset = 0;
+  for (LaunchInfo *info : group) {
+    Value lo = c(offset), hi = c(offset + info->blocks);
+    Value inSegment = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, bid, lo),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, bid, hi));
+    if (info->threads < threads)
+      inSegment = arith::AndIOp::create(
+          b, loc, inSegment,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                c(info->threads)));
+    auto segment = scf::IfOp::create(b, loc, inSegment, /*withElse=*/false);
+    OpBuilder inner = OpBuilder::atBlockBegin(segment.thenBlock());
+    gpu::LaunchOp old = info->launch;
+    IRMapping mapping;
+    Value localBid = arith::SubIOp::create(inner, loc, bid, lo);
+    mapping.map(old.getBlockIds().x, localBid);
+    mapping.map(old.getBlockIds().y, fused.getBlockIds().y);
+    mapping.map(old.getBlockIds().z, fused.getBlockIds().z);
+    mapping.map(old.getThreadIds().x, tid);
+    mapping.map(old.getThreadIds().y, fused.getThreadIds().y);
+    mapping.map(old.getThreadIds().z, fused.getThreadIds().z);
+    mapping.map(old.getGridSize().x,
+                arith::ConstantIndexOp::create(inner, loc, info->blocks));
+    mapping.map(old.getGridSize().y, fused.getGridSize().y);
+    mapping.map(old.getGridSize().z, fused.getGridSize().z);
+    mapping.map(old.getBlockSize().x,
+                arith::ConstantIndexOp::create(inner, loc, info->threads));
+    mapping.map(old.getBlockSize().y, fused.getBlockSize().y);
+    mapping.map(old.getBlockSize().z, fused.getBlockSize().z);
+    for (Operation &op : old.getBody().front().without_terminator())
+      inner.clone(op, mapping);
+    offset += info->blocks;
+  }
+  gpu::TerminatorOp::create(b, loc);
+  for (LaunchInfo *info : group)
+    info->launch.erase();
+}
+
+/// Horizontal fusion: in each run of launches with only allocations,
+/// deallocations and pure host ops between them, launches that do not depend on
+/// each other (no buffer one writes is read or written by another) become one
+/// launch. Launches are layered by their dependences (each as late as its
+/// consumers allow); each layer becomes one launch, in layer order, at the end
+/// of the run.
+void fuseIndependentLaunches(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  SmallVector<Operation *> ops = llvm::map_to_vector(
+      body.without_terminator(), [](Operation &op) { return &op; });
+  ops.push_back(body.getTerminator());
+  SmallVector<LaunchInfo> run;
+  // Deallocations inside a run move to its end (a later free is always
+  // safe), so that they do not split it.
+  SmallVector<Operation *> deallocs;
+  auto flush = [&](Operation *end) {
+    auto moveDeallocs = llvm::make_scope_exit([&] {
+      for (Operation *dealloc : deallocs)
+        dealloc->moveBefore(end);
+      deallocs.clear();
+    });
+    if (run.size() > 1) {
+      // Levels as late as possible: a launch goes just before the first
+      // launch that needs it, so the launches feeding one consumer (the
+      // non-finite checks feeding found_inf) or none (the optimizer's
+      // updates) share a level.
+      size_t n = run.size();
+      auto dependent = [&](size_t i, size_t j) {
+        return llvm::any_of(run[i].writes,
+                            [&](Value v) {
+                              return run[j].reads.contains(v) ||
+                                     run[j].writes.contains(v);
+                            }) ||
+               llvm::any_of(run[i].reads,
+                            [&](Value v) { return run[j].writes.contains(v); });
+      };
+      SmallVector<unsigned> depth(n, 0);
+      unsigned levels = 0;
+      for (size_t j = 0; j < n; ++j) {
+        for (size_t i = 0; i < j; ++i)
+          if (dependent(i, j))
+            depth[j] = std::max(depth[j], depth[i] + 1);
+        levels = std::max(levels, depth[j] + 1);
+      }
+      for (size_t i = n; i-- > 0;) {
+        run[i].level = levels - 1;
+        for (size_t j = i + 1; j < n; ++j)
+          if (dependent(i, j))
+            run[i].level = std::min(run[i].level, run[j].level - 1);
+      }
+      if (levels < run.size()) {
+        for (unsigned level = 0; level < levels; ++level) {
+          SmallVector<LaunchInfo *> group;
+          for (LaunchInfo &info : run)
+            if (info.level == level)
+              group.push_back(&info);
+          if (group.size() == 1) {
+            group.front()->launch->moveBefore(end);
+            continue;
+          }
+          fuseLaunches(group, end);
+        }
+      }
+    }
+    run.clear();
+  };
+  for (Operation *op : ops) {
+    if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+      if (std::optional<LaunchInfo> info = describeLaunch(launch)) {
+        run.push_back(std::move(*info));
+        continue;
+      }
+    } else if ((isPure(op) && !op->hasTrait<OpTrait::IsTerminator>()) ||
+               isa<memref::AllocOp>(op)) {
+      continue;
+    } else if (isa<memref::DeallocOp>(op)) {
+      deallocs.push_back(op);
+      continue;
+    }
+    flush(op);
+  }
+}
+
 struct MapLinalgToGpuPass
     : public amp::impl::MapLinalgToGpuPassBase<MapLinalgToGpuPass> {
   void runOnOperation() override {
@@ -209,6 +413,17 @@ struct MapLinalgToGpuPass
     if (func.isExternal())
       return;
     IRRewriter rewriter(&getContext());
+    // Copies between buffers become kernels too (linalg.copy), so they can
+    // share launches with the kernels around them.
+    for (Operation &op : llvm::make_early_inc_range(func.getBody().front()))
+      if (auto copy = dyn_cast<memref::CopyOp>(op);
+          copy &&
+          cast<MemRefType>(copy.getSource().getType()).hasStaticShape()) {
+        rewriter.setInsertionPoint(copy);
+        linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(),
+                               copy.getTarget());
+        rewriter.eraseOp(copy);
+      }
     // Linalg ops -> loop nests, parallel dimensions outermost.
     SmallVector<linalg::LinalgOp> ops;
     for (Operation &op : func.getBody().front())
@@ -255,6 +470,7 @@ struct MapLinalgToGpuPass
         launchSingleThread(b, first, last);
       }
     }
+    fuseIndependentLaunches(func);
     // Device memory, host-side element accesses moved to the device, and
     // one chain of async tokens through every GPU op in program order: the
     // runtime runs them all (and the cuBLASLt calls between them) on one

@@ -46,3 +46,7 @@ if config.amp_enable_cuda:
     if smi and subprocess.run([smi, "-L"], capture_output=True).returncode == 0:
         config.available_features.add("cuda-gpu")
     config.substitutions.append(("%ptxas", os.path.join(config.cuda_bin_dir, "ptxas")))
+    # The stand-in libcuda of the runtime's unit tests (host memory; kernels
+    # are recorded, not run).
+    config.substitutions.append(("%fake_cuda_driver", os.path.join(
+        config.amp_obj_root, "test", "Unit", "libAMPFakeCudaDriver" + config.llvm_shlib_ext)))

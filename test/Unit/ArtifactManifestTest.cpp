@@ -1,0 +1,120 @@
+//===- ArtifactManifestTest.cpp - The artifact manifest's JSON ------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/Artifact.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <gtest/gtest.h>
+
+using namespace amp;
+
+namespace {
+
+ArtifactManifest sample() {
+  ArtifactManifest m;
+  m.backend = "cuda";
+  m.model = "examples/mlp.mlir";
+  m.optLevel = "O2";
+  m.dtype = "bf16";
+  m.optimizer = "sgd";
+  m.step = {"train_step",
+            {{ElementKind::F32, {4, 3}},
+             {ElementKind::I32, {4}},
+             {ElementKind::BF16, {3, 2}},
+             {ElementKind::F32, {3, 2}},
+             {ElementKind::F32, {}}},
+            {{ElementKind::F32, {}},
+             {ElementKind::BF16, {3, 2}},
+             {ElementKind::F32, {3, 2}},
+             {ElementKind::I1, {}}}};
+  m.logits = {"forward_logits",
+              {m.step.arguments[0], m.step.arguments[1], m.step.arguments[2]},
+              {{ElementKind::F32, {4, 2}}}};
+  m.abi.params = {2};
+  m.abi.masters = {3};
+  m.abi.state = {2, 3};
+  m.abi.lr = 4;
+  m.abi.numResults = 4;
+  m.abi.persistent = {{"param.0", 2}, {"master.0", 3}};
+  m.inits = {{2, InitSpec{"xavier_uniform", 0.0, 3, 2}},
+             {3, InitSpec{"constant", 0.25, 0, 0}}};
+  return m;
+}
+
+/// Parses `text`, expecting an error containing `expected`.
+void expectError(const std::string &text, llvm::StringRef expected) {
+  auto parsed = parseManifest(text);
+  ASSERT_FALSE(bool(parsed)) << "accepted: " << text;
+  std::string message = llvm::toString(parsed.takeError());
+  EXPECT_NE(message.find(expected.str()), std::string::npos) << message;
+}
+
+/// The sample's JSON with `edit` applied to its root object.
+std::string edited(llvm::function_ref<void(llvm::json::Object &)> edit) {
+  auto value = llvm::json::parse(serializeManifest(sample()));
+  EXPECT_TRUE(bool(value));
+  edit(*value->getAsObject());
+  std::string text;
+  llvm::raw_string_ostream(text) << *value;
+  return text;
+}
+
+TEST(ArtifactManifest, RoundTrips) {
+  ArtifactManifest m = sample();
+  auto parsed = parseManifest(serializeManifest(m));
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(parsed->backend, "cuda");
+  EXPECT_EQ(parsed->optLevel, "O2");
+  EXPECT_EQ(parsed->dtype, "bf16");
+  EXPECT_EQ(parsed->optimizer, "sgd");
+  ASSERT_EQ(parsed->step.arguments.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(parsed->step.arguments[i].kind, m.step.arguments[i].kind);
+    EXPECT_EQ(parsed->step.arguments[i].shape, m.step.arguments[i].shape);
+  }
+  EXPECT_EQ(parsed->step.results.back().str(), "tensor<i1>");
+  EXPECT_EQ(parsed->logits.name, "forward_logits");
+  EXPECT_EQ(parsed->logits.results[0].str(), "tensor<4x2xf32>");
+  EXPECT_EQ(parsed->abi.lr, std::optional<unsigned>(4));
+  EXPECT_EQ(parsed->abi.params, m.abi.params);
+  EXPECT_EQ(parsed->abi.state, m.abi.state);
+  EXPECT_EQ(parsed->abi.persistent, m.abi.persistent);
+  ASSERT_EQ(parsed->inits.size(), 2u);
+  EXPECT_EQ(parsed->inits[0].second.kind, "xavier_uniform");
+  EXPECT_EQ(parsed->inits[0].second.fanIn, 3);
+  EXPECT_EQ(parsed->inits[0].second.fanOut, 2);
+  EXPECT_EQ(parsed->inits[1].second.value, 0.25);
+}
+
+TEST(ArtifactManifest, RejectsMalformed) {
+  expectError("not json", "bad artifact manifest:");
+  expectError("[1, 2]", "not a JSON object");
+  expectError(edited([](auto &o) { o["format"] = "amp-artifact/0"; }),
+              "format is 'amp-artifact/0', expected 'amp-artifact/1'");
+  expectError(edited([](auto &o) { o.erase("dtype"); }),
+              "'dtype' is missing or not a string");
+  expectError(edited([](auto &o) { o["backend"] = "tpu"; }),
+              "unknown backend 'tpu'");
+  expectError(edited([](auto &o) { o.erase("abi"); }), "'abi' is missing");
+  expectError(edited([](auto &o) {
+                (*o.getObject("step")->getArray("arguments"))[0] =
+                    llvm::json::Object{{"type", "f8"}, {"shape", {1}}};
+              }),
+              "unknown element type 'f8'");
+  expectError(edited([](auto &o) {
+                (*o.getObject("abi"))["params"] = llvm::json::Array{7};
+              }),
+              "an argument index is out of range of @train_step's 5 arguments");
+  expectError(edited([](auto &o) { (*o.getObject("abi"))["num_results"] = 3; }),
+              "out of range");
+  expectError(edited([](auto &o) {
+                o["inits"] = llvm::json::Array{llvm::json::Object{{"x", 1}}};
+              }),
+              "'argument' is missing or not a non-negative integer");
+}
+
+} // namespace

@@ -45,6 +45,13 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
   return llvm::Error::success();
 }
 
+/// `value` as JSON: null where it is not finite (JSON has no NaN or inf).
+static llvm::json::Value jsonNumber(double value) {
+  if (std::isfinite(value))
+    return value;
+  return nullptr;
+}
+
 /// The learning rate of `step` of `total` under the config's schedule.
 static double scheduledRate(const TrainingConfig &config, int64_t step,
                             int64_t total) {
@@ -337,7 +344,7 @@ int amp::runTraining(const TrainingConfig &config,
     plotSkipped.push_back(wasSkipped);
     consecutiveSkips = wasSkipped ? consecutiveSkips + 1 : 0;
     stepLog.push_back(llvm::json::Object{{"step", s},
-                                         {"loss", loss},
+                                         {"loss", jsonNumber(loss)},
                                          {"scale", scale},
                                          {"skipped", wasSkipped}});
     if (!wasSkipped) {
@@ -389,9 +396,10 @@ int amp::runTraining(const TrainingConfig &config,
                    << llvm::format("%.4f", trainLoss) << "  test accuracy "
                    << llvm::format("%.2f%%", 100 * accuracy) << "\n";
       llvm::outs().flush();
-      epochLog.push_back(llvm::json::Object{{"epoch", epoch},
-                                            {"test_accuracy", accuracy},
-                                            {"train_loss", trainLoss}});
+      epochLog.push_back(
+          llvm::json::Object{{"epoch", epoch},
+                             {"test_accuracy", accuracy},
+                             {"train_loss", jsonNumber(trainLoss)}});
       epochLoss = 0;
       epochSteps = 0;
     }

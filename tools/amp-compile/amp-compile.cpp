@@ -24,6 +24,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace amp;
 namespace cl = llvm::cl;
@@ -45,6 +47,10 @@ cl::opt<std::string> dtype("dtype", cl::desc("f16 or bf16"), cl::init("f16"),
 cl::opt<std::string> optimizer("optimizer",
                                cl::desc("sgd, momentum, adam or adamw"),
                                cl::init("adam"), cl::cat(category));
+cl::opt<double> initScale(
+    "init-scale",
+    cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
+    cl::init(0.0), cl::cat(category));
 cl::opt<std::string>
     cpu("cpu",
         cl::desc("Host CPU of the code (LLVM name; default: this machine's "
@@ -72,6 +78,8 @@ int main(int argc, char **argv) {
     return fail("--opt-level must be O0, O1, O2 or O3, got '" + optLevel + "'");
   if (dtype != "f16" && dtype != "bf16")
     return fail("--dtype must be f16 or bf16, got '" + dtype + "'");
+  if (!(initScale >= 0) || !std::isfinite(initScale))
+    return fail("--init-scale must be positive and finite (0: the default)");
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
 
@@ -95,6 +103,7 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.dtype = dtype;
   options.optimizer = optimizer;
+  options.initScale = initScale;
   auto training = buildTrainingModule(std::move(model), options);
   if (!training)
     return fail(modelPath + ": " + llvm::toString(training.takeError()));

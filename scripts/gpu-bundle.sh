@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-bundle.sh - what the GPU checks need, built here -------===#
+#
+#   scripts/gpu-bundle.sh [DIR]          (default DIR: gpu-bundle/, ignored)
+#
+# The GPU test machine has CUDA, cuBLASLt and PyTorch but no MLIR, so the
+# CUDA backend's checks run there from ahead-of-time artifacts built here
+# (needs a build: scripts/test.sh or ninja -C build). DIR receives:
+#   bin/amp-train              the loader (no MLIR, no libLLVM)
+#   artifacts/NAME.so          CUDA training steps (amp-compile)
+#   reference/step-NAME.*      one SGD step (lr 0.1, loss scale 1024) on
+#                              synthetic data on the CPU backend, and the
+#                              initial state, to compare every tensor of the
+#                              GPU's step with
+#   reference/*.json           the CPU backend's Fashion-MNIST runs
+#                              (bench/accuracy.sh), when they exist here
+#   data/                      Fashion-MNIST (the machine has no dataset)
+# Then, on the GPU machine: scripts/gpu-checks.sh DIR OUT (one device call;
+# carry DIR). About 35 MB.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${AMP_BUILD_DIR:-$root/build}"
+out="${1:-$root/gpu-bundle}"
+compile="$build/bin/amp-compile"
+run="$build/bin/amp-run"
+for tool in "$compile" "$run" "$build/bin/amp-train"; do
+  [ -x "$tool" ] || { echo "gpu-bundle: build first (no $tool)" >&2; exit 1; }
+done
+data=/usr/share/datasets/fashion-mnist
+[ -d "$data" ] || { echo "gpu-bundle: no $data (scripts/setup.sh installs it)" >&2; exit 1; }
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/artifacts" "$out/reference" "$out/data"
+cp "$build/bin/amp-train" "$out/bin/"
+cp "$data"/*.gz "$out/data/"
+
+# Training artifacts: the configurations of bench/accuracy.sh.
+for cfg in "mlp O1 f16" "mlp O2 f16" "mlp O1 bf16" "cnn O1 f16"; do
+  set -- $cfg
+  echo "gpu-bundle: $1 $2 $3"
+  "$compile" "$root/examples/$1.mlir" --backend=cuda --opt-level="$2" \
+    --dtype="$3" -o "$out/artifacts/$1-$2-$3.so"
+done
+
+# Step references: with SGD each parameter's change is its gradient (times
+# the rate), so every op's gradients are compared, not only the loss. One
+# step: over more, ReLU masks flip where rounding differs and the runs drift
+# apart (the CPU's own BLAS and loop paths: 1e-4 after one step, 1e-2 after
+# three). Scale 1024, so that O2's first f16 step is not skipped.
+for cfg in "mlp O0 f16" "mlp O1 f16" "mlp O2 f16" "mlp O1 bf16" "cnn O1 f16"; do
+  set -- $cfg
+  name="step-$1-$2-$3"
+  echo "gpu-bundle: $name"
+  "$compile" "$root/examples/$1.mlir" --backend=cuda --opt-level="$2" \
+    --dtype="$3" --optimizer=sgd --init-scale=1024 -o "$out/artifacts/$name.so"
+  common=(--opt-level="$2" --dtype="$3" --optimizer=sgd --init-scale=1024 --lr=0.1
+          --dataset=synthetic --shuffle=false --seed=7 --log-every=0)
+  "$run" "$root/examples/$1.mlir" "${common[@]}" --steps=1 --stop-at=0 \
+    --save="$out/reference/$name.init.safetensors" > /dev/null
+  "$run" "$root/examples/$1.mlir" "${common[@]}" --steps=1 \
+    --save="$out/reference/$name.cpu.safetensors" \
+    --metrics="$out/reference/$name.cpu.json" > /dev/null
+done
+
+# The CPU backend's accuracy runs, if bench/accuracy.sh made them here.
+for m in mlp-O1-f16 mlp-O2-f16 mlp-O1-bf16 cnn-O1-f16; do
+  if [ -f "$root/bench/results/$m.json" ]; then
+    cp "$root/bench/results/$m.json" "$out/reference/$m.json"
+  else
+    echo "gpu-bundle: no bench/results/$m.json (run bench/accuracy.sh): " \
+         "its accuracy check will be skipped" >&2
+  fi
+done
+du -sh "$out"

@@ -151,7 +151,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
       return success();
     });
     PassManager pm(module.getContext());
-    buildCpuLoweringPipeline(pm, options.blas);
+    buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);

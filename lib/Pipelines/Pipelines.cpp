@@ -27,11 +27,14 @@ static constexpr const char *kLinalgAndBufferize =
     "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
     "canonicalize,";
 
-std::string amp::getCpuLoweringPipeline(bool blas) {
+std::string amp::getCpuLoweringPipeline(bool blas, bool convAsGemm) {
   return std::string(
              // GEMMs and convolutions -> CBLAS runtime calls (the target-
              // specific part).
-             blas ? "amp-convert-train-to-cpu-runtime," : "") +
+             !blas ? ""
+             : convAsGemm
+                 ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
+                 : "amp-convert-train-to-cpu-runtime,") +
          kLinalgAndBufferize +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out.
@@ -66,8 +69,9 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
       "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
 }
 
-void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas) {
-  if (failed(parsePassPipeline(getCpuLoweringPipeline(blas), pm)))
+void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas,
+                                   bool convAsGemm) {
+  if (failed(parsePassPipeline(getCpuLoweringPipeline(blas, convAsGemm), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
                              "not parse; are the passes registered?");
 }
@@ -121,7 +125,7 @@ void amp::registerAmpPipelines() {
       "(GEMMs/convolutions -> CBLAS calls, the rest -> linalg -> bufferize "
       "-> loops -> LLVM)",
       [](OpPassManager &pm, const CpuLoweringOptions &options) {
-        buildCpuLoweringPipeline(pm, options.blas);
+        buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm);
       });
   PassPipelineRegistration<CudaLoweringOptions>(
       "amp-lower-cuda",

@@ -1,4 +1,5 @@
 // RUN: amp-opt %s -amp-convert-train-to-cpu-runtime -split-input-file | FileCheck %s
+// RUN: amp-opt %s -amp-convert-train-to-cpu-runtime="conv-as-gemm=true" -split-input-file | FileCheck %s --check-prefix=IM2COL
 // RUN: amp-opt %s -amp-convert-train-to-cpu-runtime -amp-convert-train-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -split-input-file | FileCheck %s --check-prefix=BUF
 
 // GEMMs and convolutions become train.runtime_call of the CBLAS runtime;
@@ -63,6 +64,14 @@ func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4
 // CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
 // CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
 // CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
+// conv-as-gemm=true: amp-lower-cuda's im2col GEMMs, here through CBLAS
+// (f32 products, each rounded once; the convolution runtime is not called).
+// IM2COL-LABEL: func.func @convs
+// IM2COL-NOT: amp_cpu_conv2d
+// IM2COL: train.runtime_call @amp_cpu_gemm(%{{.*}}, %{{.*}}) [1, 1, 1, 4, 50, 27, 0, 0] : (tensor<4x27xf16>, tensor<27x50xf16>) -> tensor<4x50xf32>
+// IM2COL: train.runtime_call @amp_cpu_gemm(%{{.*}}, %{{.*}}) [1, 1, 1, 27, 50, 4, 1, 0] : (tensor<4x27xf16>, tensor<4x50xf16>) -> tensor<27x50xf32>
+// IM2COL: train.runtime_call @amp_cpu_gemm(%{{.*}}, %{{.*}}) [1, 1, 1, 4, 27, 50, 0, 1] : (tensor<4x50xf16>, tensor<27x50xf16>) -> tensor<4x27xf32>
+// IM2COL-NOT: amp_cpu_conv2d
 func.func @convs(%x: tensor<2x3x9x9xf16>, %w: tensor<4x3x3x3xf16>, %dy: tensor<2x4x5x5xf16>) -> (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) {
   %y = train.conv2d %x, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x5x5xf16>
   %dx = train.conv2d_grad_input %dy, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16> -> tensor<2x3x9x9xf16>

@@ -34,7 +34,36 @@ func.func @backward(%x: tensor<128x784xf16>, %dy: tensor<128x256xf16>, %w: tenso
 
 // -----
 
-// Convolutions and non-f32 accumulators are left for the linalg patterns.
+// Convolutions are GEMMs on im2col column matrices. conv2d: the [F, C*KH*KW]
+// filter times the [C*KH*KW, N*OH*OW] columns (a gather generic), then
+// [F, N, P] -> [N, F, P]. grad_input: filter^T x dY' kept in f32, then
+// col2im (parallel over the input, a reduction over the 3x3 window) and one
+// rounding. grad_filter: dY' x columns^T.
+// CHECK-LABEL: func.func @conv
+// CHECK: %[[COLS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]} outs(%{{.*}} : tensor<27x72xf16>)
+// CHECK: tensor.extract %arg0
+// CHECK: %[[G:.*]] = train.reshape %arg1 : tensor<4x3x3x3xf16> -> tensor<4x27xf16>
+// CHECK: %[[Y:.*]] = train.runtime_call @amp_cuda_gemm(%[[G]], %[[COLS]]) [1, 1, 1, 4, 72, 27, 0, 0] : (tensor<4x27xf16>, tensor<27x72xf16>) -> tensor<4x72xf16>
+// CHECK: %[[Y3:.*]] = train.reshape %[[Y]] : tensor<4x72xf16> -> tensor<4x2x36xf16>
+// CHECK: %[[YT:.*]] = train.transpose %[[Y3]] permutation [1, 0, 2] : tensor<4x2x36xf16> -> tensor<2x4x36xf16>
+// CHECK: train.reshape %[[YT]] : tensor<2x4x36xf16> -> tensor<2x4x6x6xf16>
+// CHECK: %[[DCOL:.*]] = train.runtime_call @amp_cuda_gemm(%{{.*}}, %{{.*}}) [1, 0, 1, 27, 32, 4, 1, 0] : (tensor<4x27xf16>, tensor<4x32xf16>) -> tensor<27x32xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<3x3xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
+// CHECK: tensor.extract %[[DCOL]]
+// CHECK: arith.addf
+// CHECK: arith.truncf
+// CHECK: train.runtime_call @amp_cuda_gemm(%{{.*}}, %{{.*}}) [1, 1, 1, 4, 27, 32, 0, 1] : (tensor<4x32xf16>, tensor<27x32xf16>) -> tensor<4x27xf16>
+// CHECK-NOT: train.conv2d
+func.func @conv(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %dy: tensor<2x4x4x4xf16>) -> (tensor<2x4x6x6xf16>, tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16>) {
+  %y = train.conv2d %x, %w accumulate f32 : tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x6x6xf16>
+  %dx = train.conv2d_grad_input %dy, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x4x4xf16>, tensor<4x3x3x3xf16> -> tensor<2x3x8x8xf16>
+  %dw = train.conv2d_grad_filter %dy, %x strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x4x4xf16>, tensor<2x3x8x8xf16> -> tensor<4x3x3x3xf16>
+  return %y, %dx, %dw : tensor<2x4x6x6xf16>, tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16>
+}
+
+// -----
+
+// Non-f32 accumulators are left for the linalg patterns.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: train.runtime_call
 // CHECK: train.conv2d
@@ -42,7 +71,7 @@ func.func @backward(%x: tensor<128x784xf16>, %dy: tensor<128x256xf16>, %w: tenso
 // CHECK-NOT: train.runtime_call
 // CHECK: return
 func.func @left_alone(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> (tensor<2x4x6x6xf16>, tensor<4x3xf16>) {
-  %y = train.conv2d %x, %w accumulate f32 : tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x6x6xf16>
+  %y = train.conv2d %x, %w accumulate f16 : tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16> -> tensor<2x4x6x6xf16>
   %m = train.matmul %a, %b accumulate f16 : tensor<4x8xf16>, tensor<8x3xf16> -> tensor<4x3xf16>
   return %y, %m : tensor<2x4x6x6xf16>, tensor<4x3xf16>
 }

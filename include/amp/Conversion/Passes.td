@@ -65,6 +65,12 @@ def ConvertTrainToCpuRuntimePass
     amp-opt step.mlir --amp-convert-train-to-cpu-runtime
     ```
   }];
+  let options = [
+    Option<"convAsGemm", "conv-as-gemm", "bool", /*default=*/"false",
+           "Convolutions as GEMMs on im2col column matrices (the CUDA "
+           "lowering's form; for testing it against the runtime's "
+           "convolutions)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
@@ -87,7 +93,11 @@ def ConvertTrainToCudaRuntimePass
     epilogue]` (dtype codes 0 f32, 1 f16, 2 bf16). The result has the op's
     type: cuBLASLt multiplies f16/bf16 operands on Tensor Cores with
     CUBLAS_COMPUTE_32F and rounds D once (lib/Runtime/CUDA/CudaGemm.cpp).
-    Convolutions are left for the linalg patterns.
+    Convolutions and their gradients become GEMMs on column matrices:
+    `conv2d` is `[F, C*KH*KW] x im2col(x)`, `conv2d_grad_filter`
+    `dY' x im2col(x)^T`, `conv2d_grad_input` `col2im(W^T x dY')` with the
+    product kept in f32; im2col, col2im and the layout transposes are
+    generated kernels (linalg generics with gathers).
 
     ```
     amp-opt step.mlir --amp-convert-train-to-cuda-runtime

@@ -32,6 +32,9 @@ struct CpuCompileOptions {
   unsigned optLevel = 3;
   /// GEMMs and convolutions call the CBLAS runtime; false: generated loops.
   bool blas = true;
+  /// Convolutions as GEMMs on im2col column matrices (the CUDA lowering's
+  /// form) instead of the runtime's convolutions.
+  bool convAsGemm = false;
 };
 
 /// The kind of an MLIR element type, if it is one of the five.

@@ -87,6 +87,11 @@ struct CpuLoweringOptions
       llvm::cl::desc("GEMMs and convolutions call the CBLAS runtime; false: "
                      "generated loops (a reference for testing)"),
       llvm::cl::init(true)};
+  Option<bool> convAsGemm{
+      *this, "conv-as-gemm",
+      llvm::cl::desc("Convolutions as GEMMs on im2col column matrices (the "
+                     "CUDA lowering's form) instead of the runtime's"),
+      llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
@@ -94,10 +99,11 @@ struct CpuLoweringOptions
 /// (unless `blas` is false), train -> linalg on tensors -> one-shot
 /// bufferization (results become caller-provided out-parameters) -> loops ->
 /// LLVM dialect. docs/Passes.md lists and explains each step.
-std::string getCpuLoweringPipeline(bool blas = true);
+std::string getCpuLoweringPipeline(bool blas = true, bool convAsGemm = false);
 
 /// Appends `amp-lower-cpu` to a module-level pass manager.
-void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool blas = true);
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool blas = true,
+                              bool convAsGemm = false);
 
 /// Options of `amp-lower-cuda`.
 struct CudaLoweringOptions

@@ -23,7 +23,10 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Runtime/CpuRuntime.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -196,10 +199,281 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
   std::string callee;
 };
 
+/// A GEMM of 2-D tensors through the target's runtime: [m, k] x [k, n] (each
+/// operand transposed as flagged) -> [m, n] of `resultElement`, accumulated
+/// in f32 and rounded once. Both operands must have one element type on
+/// CUDA (cuBLASLt's A/B type).
+Value buildRuntimeGemm(PatternRewriter &rewriter, Operation *anchor,
+                       RuntimeTarget target, Value lhs, Value rhs, int64_t m,
+                       int64_t n, int64_t k, bool ta, bool tb,
+                       Type resultElement) {
+  Location loc = anchor->getLoc();
+  MLIRContext *ctx = anchor->getContext();
+  auto module = anchor->getParentOfType<ModuleOp>();
+  bool cuda = target == RuntimeTarget::Cuda;
+  StringRef callee = cuda ? "amp_cuda_gemm" : "amp_cpu_gemm";
+  SmallVector<int64_t> params;
+  if (cuda)
+    params = {
+        *runtimeDTypeOf(lhs), *runtimeDType(resultElement), 1, m, n, k, ta, tb};
+  else
+    params = {*runtimeDTypeOf(lhs), *runtimeDTypeOf(rhs), 1, m, n, k, ta, tb};
+  if (!module.lookupSymbol(callee)) {
+    SmallVector<Type> argTypes(3, IndexType::get(ctx));
+    argTypes.append(params.size(), IntegerType::get(ctx, 64));
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    func::FuncOp::create(rewriter, module.getLoc(), callee,
+                         FunctionType::get(ctx, argTypes, {}))
+        .setPrivate();
+  }
+  auto type = RankedTensorType::get({m, n}, resultElement);
+  auto callType = cuda ? type : type.clone(Float32Type::get(ctx));
+  Value acc = RuntimeCallOp::create(rewriter, loc, callType, callee,
+                                    ValueRange{lhs, rhs}, params);
+  return roundTo(rewriter, loc, acc, type);
+}
+
+/// The geometry of a 2-D convolution.
+struct ConvGeometry {
+  int64_t n, c, h, w, f, kh, kw, oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t rows() const { return c * kh * kw; } // of the column matrix
+  int64_t cols() const { return n * oh * ow; }
+};
+
+/// col[r, q] = x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside the
+/// image) with r = (c, i, j) and q = (n, oh, ow), row-major: the column
+/// matrix whose product with the [F, C*KH*KW] filter is the convolution.
+/// A parallel generic reading `x` with tensor.extract.
+Value buildIm2col(OpBuilder &b, Location loc, Value x, const ConvGeometry &g) {
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  auto type = RankedTensorType::get({g.rows(), g.cols()}, element);
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
+  MLIRContext *ctx = b.getContext();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{}, ValueRange{empty},
+      SmallVector<AffineMap>{identityMap(ctx, 2)},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        auto c = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(nb, l, v);
+        };
+        auto div = [&](Value a, int64_t d) -> Value {
+          return arith::DivUIOp::create(nb, l, a, c(d));
+        };
+        auto rem = [&](Value a, int64_t d) -> Value {
+          return arith::RemUIOp::create(nb, l, a, c(d));
+        };
+        Value r = linalg::IndexOp::create(nb, l, 0);
+        Value q = linalg::IndexOp::create(nb, l, 1);
+        Value ch = div(r, g.kh * g.kw), i = rem(div(r, g.kw), g.kh),
+              j = rem(r, g.kw);
+        Value img = div(q, g.oh * g.ow), oy = rem(div(q, g.ow), g.oh),
+              ox = rem(q, g.ow);
+        // Signed positions in the image; clamped to read in bounds.
+        auto position = [&](Value o, int64_t stride, int64_t pad, Value t,
+                            int64_t dil) -> Value {
+          Value p = arith::AddIOp::create(
+              nb, l, arith::MulIOp::create(nb, l, o, c(stride)),
+              arith::MulIOp::create(nb, l, t, c(dil)));
+          return arith::SubIOp::create(nb, l, p, c(pad));
+        };
+        Value y = position(oy, g.sh, g.ph, i, g.dh);
+        Value xx = position(ox, g.sw, g.pw, j, g.dw);
+        auto inside = [&](Value p, int64_t size) -> Value {
+          return arith::AndIOp::create(
+              nb, l,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, p, c(0)),
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, p,
+                                    c(size)));
+        };
+        Value ok =
+            arith::AndIOp::create(nb, l, inside(y, g.h), inside(xx, g.w));
+        auto clamp = [&](Value p, int64_t size) -> Value {
+          return arith::MinSIOp::create(
+              nb, l, arith::MaxSIOp::create(nb, l, p, c(0)), c(size - 1));
+        };
+        Value v = tensor::ExtractOp::create(
+            nb, l, x, ValueRange{img, ch, clamp(y, g.h), clamp(xx, g.w)});
+        Value zero = arith::ConstantOp::create(nb, l, nb.getZeroAttr(element));
+        linalg::YieldOp::create(
+            nb, l, Value(arith::SelectOp::create(nb, l, ok, v, zero)));
+      });
+  return generic.getResult(0);
+}
+
+/// dx[n, c, y, x] = sum over (i, j) of dcol[(c, i, j), (n, oy, ox)] where
+/// y = oy*sh - ph + i*dh (and likewise x) for some in-range oy, ox: the
+/// adjoint of buildIm2col, summed in f32 (dcol's type) and rounded once to
+/// `resultType`. One thread per input element on the GPU, KH*KW terms each.
+Value buildCol2im(OpBuilder &b, Location loc, Value dcol, const ConvGeometry &g,
+                  RankedTensorType resultType) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto accType = RankedTensorType::get(resultType.getShape(), f32);
+  Value zeroF = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+  Value init =
+      linalg::FillOp::create(
+          b, loc, zeroF,
+          Value(tensor::EmptyOp::create(b, loc, accType.getShape(), f32)))
+          .getResult(0);
+  SmallVector<AffineExpr> outDims = {
+      getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+      getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)};
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(2, utils::IteratorType::reduction);
+  // The (i, j) window is an iteration domain without an operand: bound it
+  // by a [KH, KW] tensor read through its map (its values are unused).
+  Value window =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{g.kh, g.kw}, f32);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{accType}, ValueRange{window}, ValueRange{init},
+      SmallVector<AffineMap>{
+          AffineMap::get(
+              6, 0, {getAffineDimExpr(4, ctx), getAffineDimExpr(5, ctx)}, ctx),
+          AffineMap::get(6, 0, outDims, ctx)},
+      iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        auto c = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(nb, l, v);
+        };
+        Value img = linalg::IndexOp::create(nb, l, 0);
+        Value ch = linalg::IndexOp::create(nb, l, 1);
+        Value y = linalg::IndexOp::create(nb, l, 2);
+        Value x = linalg::IndexOp::create(nb, l, 3);
+        Value i = linalg::IndexOp::create(nb, l, 4);
+        Value j = linalg::IndexOp::create(nb, l, 5);
+        // o = (p + pad - t*dil) / stride when that divides and is in range.
+        auto output = [&](Value p, int64_t pad, Value t, int64_t dil,
+                          int64_t stride, int64_t size, Value &ok) -> Value {
+          Value num = arith::SubIOp::create(
+              nb, l, arith::AddIOp::create(nb, l, p, c(pad)),
+              arith::MulIOp::create(nb, l, t, c(dil)));
+          Value o = arith::DivSIOp::create(nb, l, num, c(stride));
+          Value exact = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::eq,
+              arith::RemSIOp::create(nb, l, num, c(stride)), c(0));
+          Value inRange = arith::AndIOp::create(
+              nb, l,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, num,
+                                    c(0)),
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, o,
+                                    c(size)));
+          ok = arith::AndIOp::create(nb, l, exact, inRange);
+          return arith::MinSIOp::create(
+              nb, l, arith::MaxSIOp::create(nb, l, o, c(0)), c(size - 1));
+        };
+        Value okY, okX;
+        Value oy = output(y, g.ph, i, g.dh, g.sh, g.oh, okY);
+        Value ox = output(x, g.pw, j, g.dw, g.sw, g.ow, okX);
+        Value row = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, ch, c(g.kh * g.kw)),
+            arith::AddIOp::create(nb, l,
+                                  arith::MulIOp::create(nb, l, i, c(g.kw)), j));
+        Value col = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, img, c(g.oh * g.ow)),
+            arith::AddIOp::create(
+                nb, l, arith::MulIOp::create(nb, l, oy, c(g.ow)), ox));
+        Value v = tensor::ExtractOp::create(nb, l, dcol, ValueRange{row, col});
+        Value zero = arith::ConstantOp::create(nb, l, nb.getZeroAttr(f32));
+        Value term = arith::SelectOp::create(
+            nb, l, arith::AndIOp::create(nb, l, okY, okX), v, zero);
+        linalg::YieldOp::create(
+            nb, l, Value(arith::AddFOp::create(nb, l, args[1], term)));
+      });
+  return roundTo(b, loc, generic.getResult(0), resultType);
+}
+
+/// conv2d and its gradients as GEMMs on the column matrix (im2col): the
+/// target's GEMM does the multiply-adds (cuBLASLt Tensor Cores on CUDA),
+/// generated kernels the gather (im2col), the scatter's adjoint (col2im)
+/// and the layout transposes. With G = [F, C*KH*KW] (the filter) and
+/// X = [C*KH*KW, N*OH*OW] (im2col of the input):
+///   conv2d:      Y  = G X, then [F, N, P] -> [N, F, P]
+///   grad_filter: dG = dY' X^T with dY' = dY as [F, N*P]
+///   grad_input:  dx = col2im(G^T dY'), the product kept in f32
+template <typename OpTy> struct ConvAsGemm : OpRewritePattern<OpTy> {
+  ConvAsGemm(MLIRContext *ctx, RuntimeTarget target)
+      : OpRewritePattern<OpTy>(ctx), target(target) {}
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    if (!runtimeCanCompute(op, op.getAccumulatorType()))
+      return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
+                                             "convolution of f32/f16/bf16");
+    Value a, b; // the two operands the GEMM multiplies (after reshapes)
+    ArrayRef<int64_t> input, filter, output;
+    auto type = cast<RankedTensorType>(op.getType());
+    if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
+      a = op.getFilter(), b = op.getInput();
+      input = shapeOf(b), filter = shapeOf(a), output = type.getShape();
+    } else if constexpr (std::is_same_v<OpTy, Conv2dGradInputOp>) {
+      a = op.getFilter(), b = op.getGrad();
+      filter = shapeOf(a), output = shapeOf(b), input = type.getShape();
+    } else {
+      a = op.getGrad(), b = op.getInput();
+      output = shapeOf(a), input = shapeOf(b), filter = type.getShape();
+    }
+    if (target == RuntimeTarget::Cuda &&
+        cast<RankedTensorType>(a.getType()).getElementType() !=
+            cast<RankedTensorType>(b.getType()).getElementType())
+      return rewriter.notifyMatchFailure(op, "cuBLASLt needs one operand "
+                                             "type");
+    ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
+                      d = op.getDilation();
+    ConvGeometry g{input[0],  input[1],  input[2],  input[3],  filter[0],
+                   filter[2], filter[3], output[2], output[3], s[0],
+                   s[1],      p[0],      p[1],      d[0],      d[1]};
+    Location loc = op.getLoc();
+    Type element = type.getElementType();
+    auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> Value {
+      auto t = cast<RankedTensorType>(v.getType());
+      return ReshapeOp::create(rewriter, loc, t.clone(shape), v);
+    };
+    auto transpose = [&](Value v, ArrayRef<int64_t> perm) -> Value {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape;
+      for (int64_t q : perm)
+        shape.push_back(t.getDimSize(q));
+      return TransposeOp::create(rewriter, loc, t.clone(shape), v, perm);
+    };
+    int64_t pixels = g.oh * g.ow;
+    // dY as [F, N*P].
+    auto gradRows = [&](Value grad) {
+      return reshape(transpose(reshape(grad, {g.n, g.f, pixels}), {1, 0, 2}),
+                     {g.f, g.cols()});
+    };
+    Value result;
+    if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
+      Value y =
+          buildRuntimeGemm(rewriter, op, target, reshape(a, {g.f, g.rows()}),
+                           buildIm2col(rewriter, loc, b, g), g.f, g.cols(),
+                           g.rows(), false, false, element);
+      result = reshape(transpose(reshape(y, {g.f, g.n, pixels}), {1, 0, 2}),
+                       type.getShape());
+    } else if constexpr (std::is_same_v<OpTy, Conv2dGradInputOp>) {
+      Value dcol = buildRuntimeGemm(
+          rewriter, op, target, reshape(a, {g.f, g.rows()}), gradRows(b),
+          g.rows(), g.cols(), g.f, /*ta=*/true, false, rewriter.getF32Type());
+      result = buildCol2im(rewriter, loc, dcol, g, type);
+    } else {
+      Value dw = buildRuntimeGemm(
+          rewriter, op, target, gradRows(a), buildIm2col(rewriter, loc, b, g),
+          g.f, g.rows(), g.cols(), false, /*tb=*/true, element);
+      result = reshape(dw, type.getShape());
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  RuntimeTarget target;
+};
+
 /// Applies the runtime patterns of one target to a module.
-LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target) {
+LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target,
+                               bool convAsGemm = false) {
   RewritePatternSet patterns(module.getContext());
-  populateTrainToRuntimePatterns(patterns, target);
+  populateTrainToRuntimePatterns(patterns, target, convAsGemm);
   GreedyRewriteConfig config;
   config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
   return applyPatternsGreedily(module, std::move(patterns), config);
@@ -208,8 +482,10 @@ LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target) {
 struct ConvertTrainToCpuRuntimePass
     : public amp::impl::ConvertTrainToCpuRuntimePassBase<
           ConvertTrainToCpuRuntimePass> {
+  using ConvertTrainToCpuRuntimePassBase::ConvertTrainToCpuRuntimePassBase;
   void runOnOperation() override {
-    if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cpu)))
+    if (failed(
+            convertToRuntime(getOperation(), RuntimeTarget::Cpu, convAsGemm)))
       signalPassFailure();
   }
 };
@@ -226,12 +502,16 @@ struct ConvertTrainToCudaRuntimePass
 } // namespace
 
 void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
-                                         RuntimeTarget target) {
+                                         RuntimeTarget target,
+                                         bool convAsGemm) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<GemmToRuntime<MatmulOp>, GemmToRuntime<BatchMatmulOp>>(ctx,
                                                                       target);
-  if (target != RuntimeTarget::Cpu)
-    return; // no convolution runtime on CUDA yet: linalg kernels
+  if (target == RuntimeTarget::Cuda || convAsGemm) {
+    patterns.add<ConvAsGemm<Conv2dOp>, ConvAsGemm<Conv2dGradInputOp>,
+                 ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);
+    return;
+  }
   patterns.add<ConvToRuntime<Conv2dOp>>(ctx, "amp_cpu_conv2d");
   patterns.add<ConvToRuntime<Conv2dGradInputOp>>(ctx,
                                                  "amp_cpu_conv2d_grad_input");

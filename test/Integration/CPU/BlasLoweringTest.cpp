@@ -75,6 +75,8 @@ std::vector<HostTensor> stepInputs(const CpuFunction &fn, const StepAbi &abi) {
 
 struct Case {
   const char *model, *optLevel, *dtype;
+  /// Convolutions as im2col GEMMs (amp-lower-cuda's form) on the BLAS side.
+  bool convAsGemm = false;
 };
 
 class BlasLowering : public ::testing::TestWithParam<Case> {};
@@ -94,6 +96,7 @@ TEST_P(BlasLowering, StepMatchesLoops) {
 
   CpuCompileOptions blas, loops;
   loops.blas = false;
+  blas.convAsGemm = c.convAsGemm;
   auto fast = CpuFunction::compile(*module, "train_step", blas);
   ASSERT_TRUE(bool(fast)) << llvm::toString(fast.takeError());
   auto slow = CpuFunction::compile(*module, "train_step", loops);
@@ -143,15 +146,16 @@ TEST_P(BlasLowering, StepMatchesLoops) {
       worst, tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, BlasLowering,
-                         ::testing::Values(Case{"mlp", "O0", "f16"},
-                                           Case{"mlp", "O1", "f16"},
-                                           Case{"mlp", "O1", "bf16"},
-                                           Case{"cnn", "O0", "f16"},
-                                           Case{"cnn", "O1", "f16"}),
-                         [](const ::testing::TestParamInfo<Case> &info) {
-                           return std::string(info.param.model) + "_" +
-                                  info.param.optLevel + "_" + info.param.dtype;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Examples, BlasLowering,
+    ::testing::Values(Case{"mlp", "O0", "f16"}, Case{"mlp", "O1", "f16"},
+                      Case{"mlp", "O1", "bf16"}, Case{"cnn", "O0", "f16"},
+                      Case{"cnn", "O1", "f16"}, Case{"cnn", "O0", "f16", true},
+                      Case{"cnn", "O1", "f16", true},
+                      Case{"cnn", "O1", "bf16", true}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+      return std::string(info.param.model) + "_" + info.param.optLevel + "_" +
+             info.param.dtype + (info.param.convAsGemm ? "_im2col" : "");
+    });
 
 } // namespace

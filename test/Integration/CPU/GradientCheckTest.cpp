@@ -70,6 +70,9 @@ struct GradCase {
 
 class GradientCheck : public ::testing::Test {
 protected:
+  /// How f_grad is compiled (the convolution test runs both conv lowerings).
+  CpuCompileOptions compileOptions;
+
   void check(const GradCase &c, const std::string &what) {
     SCOPED_TRACE(what);
     // The function: params, extras, probe -> L.
@@ -99,7 +102,7 @@ protected:
     PassManager pm(&context);
     pm.addPass(train::createAutodiffPass());
     ASSERT_TRUE(succeeded(pm.run(*module))) << src.str();
-    auto fn = CpuFunction::compile(*module, "f_grad");
+    auto fn = CpuFunction::compile(*module, "f_grad", compileOptions);
     ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
 
     // Parameter values and the probe.
@@ -508,29 +511,34 @@ TEST_F(GradientCheck, Conv2d) {
   auto attr = [](const Shape &v) {
     return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
   };
-  for (const Conv &cv : cases) {
-    Shape out;
-    ref::conv2d(Values(ref::numElements(cv.x)), cv.x,
-                Values(ref::numElements(cv.w)), cv.w, cv.strides, cv.padding,
-                cv.dilation, out);
-    GradCase c{{cv.x, cv.w},
-               out,
-               "  %y = train.conv2d %p0, %p1 strides " + attr(cv.strides) +
-                   " padding " + attr(cv.padding) + " dilation " +
-                   attr(cv.dilation) + " : " + f32(cv.x) + ", " + f32(cv.w) +
-                   " -> " + f32(out),
-               [=](const std::vector<Values> &p) {
-                 Shape o;
-                 return ref::conv2d(p[0], cv.x, p[1], cv.w, cv.strides,
-                                    cv.padding, cv.dilation, o);
-               },
-               -1,
-               1,
-               0,
-               {}};
-    check(c, "conv2d strides " + attr(cv.strides) + " padding " +
-                 attr(cv.padding) + " dilation " + attr(cv.dilation));
-  }
+  // The runtime's convolutions, then the im2col GEMMs (with col2im for the
+  // input gradient) amp-lower-cuda uses, through CBLAS.
+  for (bool asGemm : {false, true})
+    for (const Conv &cv : cases) {
+      compileOptions.convAsGemm = asGemm;
+      Shape out;
+      ref::conv2d(Values(ref::numElements(cv.x)), cv.x,
+                  Values(ref::numElements(cv.w)), cv.w, cv.strides, cv.padding,
+                  cv.dilation, out);
+      GradCase c{{cv.x, cv.w},
+                 out,
+                 "  %y = train.conv2d %p0, %p1 strides " + attr(cv.strides) +
+                     " padding " + attr(cv.padding) + " dilation " +
+                     attr(cv.dilation) + " : " + f32(cv.x) + ", " + f32(cv.w) +
+                     " -> " + f32(out),
+                 [=](const std::vector<Values> &p) {
+                   Shape o;
+                   return ref::conv2d(p[0], cv.x, p[1], cv.w, cv.strides,
+                                      cv.padding, cv.dilation, o);
+                 },
+                 -1,
+                 1,
+                 0,
+                 {}};
+      check(c, std::string(asGemm ? "im2col " : "") + "conv2d strides " +
+                   attr(cv.strides) + " padding " + attr(cv.padding) +
+                   " dilation " + attr(cv.dilation));
+    }
 }
 
 TEST_F(GradientCheck, Pooling) {

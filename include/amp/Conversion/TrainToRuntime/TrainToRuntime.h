@@ -26,17 +26,20 @@ enum class RuntimeTarget {
   /// the f32 accumulator, rounded once to the op's type afterwards.
   Cpu,
   /// lib/Runtime/CUDA: amp_cuda_gemm(_bias) on cuBLASLt (COMPUTE_32F), which
-  /// writes the op's type directly (cuBLASLt rounds once). Convolutions stay
-  /// for the linalg patterns.
+  /// writes the op's type directly (cuBLASLt rounds once). Convolutions are
+  /// GEMMs on im2col column matrices.
   Cuda,
 };
 
-/// matmul and batch_matmul (and on the CPU conv2d, conv2d_grad_input and
-/// conv2d_grad_filter) with an f32 accumulator become `train.runtime_call`s
-/// of the target's runtime; the callees are declared in the module. Other
-/// accumulators are left for the linalg patterns.
+/// matmul and batch_matmul with an f32 accumulator become
+/// `train.runtime_call`s of the target's runtime; the callees are declared in
+/// the module. conv2d, conv2d_grad_input and conv2d_grad_filter become the
+/// CPU runtime's convolutions, or (CUDA, or `convAsGemm` on the CPU) GEMMs
+/// on im2col column matrices with generated gather/scatter kernels around
+/// them. Other accumulators are left for the linalg patterns.
 void populateTrainToRuntimePatterns(mlir::RewritePatternSet &patterns,
-                                    RuntimeTarget target);
+                                    RuntimeTarget target,
+                                    bool convAsGemm = false);
 
 /// Makes train.runtime_call bufferizable: it becomes a func.call on the
 /// addresses of dense input buffers and a new f32 result buffer.

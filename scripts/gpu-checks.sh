@@ -12,12 +12,16 @@
 #   env        the GPU, and that amp-train and the artifacts load
 #   steps      one step of each configuration vs the CPU backend, every
 #              tensor (scripts/gpu/compare_steps.py)
-#   accuracy   MLP (10 epochs) and CNN (12) on Fashion-MNIST vs the CPU
-#              backend's runs in the bundle: within 0.5 points
+#   accuracy   Fashion-MNIST vs the CPU backend's runs in the bundle, within
+#              0.5 points: the configurations in $AMP_GPU_ACCURACY (default
+#              "mlp-O1-f16 cnn-O1-f16"; also mlp-O2-f16, mlp-O1-bf16), with
+#              bench/accuracy.sh's settings (MLP 10 epochs, CNN 12)
 #   sanitizer  compute-sanitizer memcheck and racecheck on 3 MLP steps
 #   ncu        the GEMM kernels are Tensor Core ones (names and counters)
 #   timing     median MLP step, amp vs PyTorch autocast+GradScaler
-# OUT receives each phase's log and summary.txt.
+# OUT receives each phase's log and summary.txt. One device call runs at most
+# 10 minutes: run "env steps sanitizer ncu timing" in one call and each
+# accuracy configuration in its own (AMP_GPU_ACCURACY=cnn-O1-f16 ... accuracy).
 #
 #===----------------------------------------------------------------------===#
 set -uo pipefail
@@ -75,14 +79,14 @@ phase_steps() {
 }
 
 phase_accuracy() {
-  for run in "mlp-O1-f16 10" "cnn-O1-f16 12" "mlp-O2-f16 10" "mlp-O1-bf16 10"; do
-    set -- $run
-    cfg=$1 epochs=$2
+  for cfg in ${AMP_GPU_ACCURACY:-mlp-O1-f16 cnn-O1-f16}; do
+    epochs=10
+    [ "${cfg%%-*}" = cnn ] && epochs=12
     if [ ! -f "$ref/$cfg.json" ]; then
       result "accuracy: $cfg" SKIP "no CPU reference in the bundle"
       continue
     fi
-    timeout 900 "$train" "$art/$cfg.so" --data-dir="$bundle/data" \
+    timeout 560 "$train" "$art/$cfg.so" --data-dir="$bundle/data" \
       --epochs="$epochs" --lr=1e-3 --lr-schedule=cosine --seed=1 \
       --log-every=0 --metrics="$out/gpu-$cfg.json"
     python3 - "$ref/$cfg.json" "$out/gpu-$cfg.json" > "$out/$cfg.accuracy.txt" <<'PY'

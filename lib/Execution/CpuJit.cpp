@@ -151,7 +151,8 @@ CpuFunction::compile(ModuleOp module, StringRef name,
       return success();
     });
     PassManager pm(module.getContext());
-    buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm);
+    buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm,
+                             options.splitReductions);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);

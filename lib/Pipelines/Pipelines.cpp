@@ -14,20 +14,25 @@
 using namespace mlir;
 
 /// The target-independent middle of both lowerings: train -> linalg on
-/// tensors, cleaned up and with element-wise chains fused, then tensors ->
-/// buffers. Function results become out-parameters the caller allocates, so
-/// a compiled step writes into given memory.
-static constexpr const char *kLinalgAndBufferize =
+/// tensors, cleaned up and with element-wise chains fused ...
+static constexpr const char *kToLinalg =
     "amp-convert-train-to-linalg,canonicalize,cse,"
-    "linalg-fuse-elementwise-ops,canonicalize,"
+    "linalg-fuse-elementwise-ops,canonicalize,";
+/// ... then tensors -> buffers. Function results become out-parameters the
+/// caller allocates, so a compiled step writes into given memory.
+static constexpr const char *kBufferize =
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs=true "
     "modify-public-functions=true},"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
     "canonicalize,";
+/// Wide reductions with few outputs in two stages (amp-lower-cuda's).
+static constexpr const char *kSplitReductions =
+    "func.func(amp-split-reductions),";
 
-std::string amp::getCpuLoweringPipeline(bool blas, bool convAsGemm) {
+std::string amp::getCpuLoweringPipeline(bool blas, bool convAsGemm,
+                                        bool splitReductions) {
   return std::string(
              // GEMMs and convolutions -> CBLAS runtime calls (the target-
              // specific part).
@@ -35,7 +40,7 @@ std::string amp::getCpuLoweringPipeline(bool blas, bool convAsGemm) {
              : convAsGemm
                  ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
                  : "amp-convert-train-to-cpu-runtime,") +
-         kLinalgAndBufferize +
+         kToLinalg + (splitReductions ? kSplitReductions : "") + kBufferize +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out.
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
@@ -47,7 +52,8 @@ std::string amp::getCpuLoweringPipeline(bool blas, bool convAsGemm) {
 std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
       // GEMMs -> cuBLASLt calls, then the shared middle.
-      std::string("amp-convert-train-to-cuda-runtime,") + kLinalgAndBufferize +
+      std::string("amp-convert-train-to-cuda-runtime,") + kToLinalg +
+      kSplitReductions + kBufferize +
       // One kernel per linalg op, device buffers; then the passes of
       // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into
       // the kernels: outlining, NVVM, PTX embedded in a gpu.binary, host code
@@ -70,8 +76,9 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
 }
 
 void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas,
-                                   bool convAsGemm) {
-  if (failed(parsePassPipeline(getCpuLoweringPipeline(blas, convAsGemm), pm)))
+                                   bool convAsGemm, bool splitReductions) {
+  if (failed(parsePassPipeline(
+          getCpuLoweringPipeline(blas, convAsGemm, splitReductions), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
                              "not parse; are the passes registered?");
 }
@@ -125,7 +132,8 @@ void amp::registerAmpPipelines() {
       "(GEMMs/convolutions -> CBLAS calls, the rest -> linalg -> bufferize "
       "-> loops -> LLVM)",
       [](OpPassManager &pm, const CpuLoweringOptions &options) {
-        buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm);
+        buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm,
+                                 options.splitReductions);
       });
   PassPipelineRegistration<CudaLoweringOptions>(
       "amp-lower-cuda",

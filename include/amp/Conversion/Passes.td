@@ -111,6 +111,45 @@ def ConvertTrainToCudaRuntimePass
   ];
 }
 
+def SplitReductionsPass
+    : Pass<"amp-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split wide reductions with few outputs into two stages";
+  let description = [{
+    On linalg generics on tensors, before bufferization (amp-lower-cuda): a
+    reduction with at most `max-parallel` outputs and at least
+    `min-reduction` reduced elements per output (batch-norm statistics, a
+    loss's sum over the batch) runs on a thread per output after
+    amp-map-linalg-to-gpu, each looping over all its elements. This pass
+    splits its widest reduction dimension into S chunks: a first generic
+    reduces the chunks in parallel into partials `[outputs..., S]`
+    (initialized with the combiner's identity), a second combines the S
+    partials into the original outputs. S is chosen so that about
+    `target-threads` threads work in the first stage (and S divides the
+    dimension). Only generics whose every output is `acc (+) f(inputs)` with
+    (+) one of addf, maximumf, minimumf, maxnumf, minnumf, addi, ori, andi
+    (associative, so only the order of the f32 sums changes) and without
+    `linalg.index` are split; OR reductions into `i1` are not (they run
+    fully parallel after amp-map-linalg-to-gpu).
+
+    ```
+    amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-split-reductions))'
+    ```
+  }];
+  let options = [
+    Option<"minReduction", "min-reduction", "int64_t", /*default=*/"2048",
+           "Reduced elements per output from which a reduction is split">,
+    Option<"maxParallel", "max-parallel", "int64_t", /*default=*/"8192",
+           "Outputs up to which a reduction is split">,
+    Option<"targetThreads", "target-threads", "int64_t", /*default=*/"32768",
+           "Threads of the first stage to aim for">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def MapLinalgToGpuPass
     : Pass<"amp-map-linalg-to-gpu", "::mlir::func::FuncOp"> {
   let summary = "Turn each buffer-level linalg op into a gpu.launch";

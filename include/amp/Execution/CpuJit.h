@@ -35,6 +35,8 @@ struct CpuCompileOptions {
   /// Convolutions as GEMMs on im2col column matrices (the CUDA lowering's
   /// form) instead of the runtime's convolutions.
   bool convAsGemm = false;
+  /// Wide reductions in two stages (amp-lower-cuda's amp-split-reductions).
+  bool splitReductions = false;
 };
 
 /// The kind of an MLIR element type, if it is one of the five.

@@ -92,6 +92,11 @@ struct CpuLoweringOptions
       llvm::cl::desc("Convolutions as GEMMs on im2col column matrices (the "
                      "CUDA lowering's form) instead of the runtime's"),
       llvm::cl::init(false)};
+  Option<bool> splitReductions{
+      *this, "split-reductions",
+      llvm::cl::desc("Wide reductions in two stages (amp-lower-cuda's "
+                     "amp-split-reductions)"),
+      llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
@@ -99,11 +104,13 @@ struct CpuLoweringOptions
 /// (unless `blas` is false), train -> linalg on tensors -> one-shot
 /// bufferization (results become caller-provided out-parameters) -> loops ->
 /// LLVM dialect. docs/Passes.md lists and explains each step.
-std::string getCpuLoweringPipeline(bool blas = true, bool convAsGemm = false);
+std::string getCpuLoweringPipeline(bool blas = true, bool convAsGemm = false,
+                                   bool splitReductions = false);
 
 /// Appends `amp-lower-cpu` to a module-level pass manager.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool blas = true,
-                              bool convAsGemm = false);
+                              bool convAsGemm = false,
+                              bool splitReductions = false);
 
 /// Options of `amp-lower-cuda`.
 struct CudaLoweringOptions

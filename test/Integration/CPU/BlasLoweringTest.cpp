@@ -77,6 +77,8 @@ struct Case {
   const char *model, *optLevel, *dtype;
   /// Convolutions as im2col GEMMs (amp-lower-cuda's form) on the BLAS side.
   bool convAsGemm = false;
+  /// amp-lower-cuda's two-stage reductions on the BLAS side.
+  bool splitReductions = false;
 };
 
 class BlasLowering : public ::testing::TestWithParam<Case> {};
@@ -97,6 +99,7 @@ TEST_P(BlasLowering, StepMatchesLoops) {
   CpuCompileOptions blas, loops;
   loops.blas = false;
   blas.convAsGemm = c.convAsGemm;
+  blas.splitReductions = c.splitReductions;
   auto fast = CpuFunction::compile(*module, "train_step", blas);
   ASSERT_TRUE(bool(fast)) << llvm::toString(fast.takeError());
   auto slow = CpuFunction::compile(*module, "train_step", loops);
@@ -118,6 +121,13 @@ TEST_P(BlasLowering, StepMatchesLoops) {
   double tol = std::string(c.optLevel) == "O0" ? 5e-5
                : std::string(c.dtype) == "f16" ? 2e-3
                                                : 1e-2;
+  // The loop lowering sums the CNN's batch-norm statistics (100 352 terms a
+  // channel) sequentially in f32, which drifts by ~1e-3 relative; the split
+  // reductions sum chunks and are closer to exact
+  // (test/Conversion/amp-split-reductions-run.mlir), so the two steps
+  // differ by that drift, not by rounding.
+  if (c.splitReductions && std::string(c.model) == "cnn")
+    tol = 2e-2;
   double worst = 0;
   for (size_t r = 0; r < a->size(); ++r) {
     const HostTensor &x = (*a)[r], &y = (*b)[r];
@@ -152,10 +162,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mlp", "O1", "bf16"}, Case{"cnn", "O0", "f16"},
                       Case{"cnn", "O1", "f16"}, Case{"cnn", "O0", "f16", true},
                       Case{"cnn", "O1", "f16", true},
-                      Case{"cnn", "O1", "bf16", true}),
+                      Case{"cnn", "O1", "bf16", true},
+                      Case{"mlp", "O1", "f16", false, true},
+                      Case{"cnn", "O1", "f16", true, true},
+                      Case{"cnn", "O0", "f16", false, true}),
     [](const ::testing::TestParamInfo<Case> &info) {
       return std::string(info.param.model) + "_" + info.param.optLevel + "_" +
-             info.param.dtype + (info.param.convAsGemm ? "_im2col" : "");
+             info.param.dtype + (info.param.convAsGemm ? "_im2col" : "") +
+             (info.param.splitReductions ? "_split" : "");
     });
 
 } // namespace

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Compile-time scaling of amp on generated deep MLPs (bench/gen_model.py).
+
+  bench/compile_time.py [--repeats 5] [--layers 10,100,1000,10000]
+                        [--lower-layers 10,30,100,300]
+
+For each depth: the median wall time and peak RSS over --repeats runs of
+  parse       amp-opt MODEL -o /dev/null            (the baseline: parse + print)
+  pipeline    amp-opt MODEL --amp-pipeline          (autocast, autodiff, Adam, loss scaling, cleanup)
+  lower       amp-opt MODEL --amp-pipeline --amp-lower-cpu   (to the LLVM dialect; --lower-layers)
+and train ops per second of the pipeline (input train ops / (pipeline - parse)).
+Writes bench/results/compile_time.{json,md,svg}. The MLPs are 64 wide, batch
+32: compile time does not depend on tensor sizes.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPT = os.path.join(ROOT, "build", "bin", "amp-opt")
+OUT = os.path.join(ROOT, "bench", "results")
+
+
+def run(cmd):
+    """Wall seconds and peak RSS (MiB) of one run of `cmd`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"failed: {' '.join(cmd)}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def measure(cmd, repeats):
+    runs = [run(cmd) for _ in range(repeats)]
+    return statistics.median(w for w, _ in runs), max(m for _, m in runs)
+
+
+def svg(rows):
+    """Log-log plot of seconds against train ops, one line per stage."""
+    import math
+    w, h, pad = 560, 360, 60
+    pts = [(r["ops"], r[k]) for r in rows for k in ("pipeline_s", "lower_s") if r.get(k)]
+    xs = [math.log10(p[0]) for p in pts]
+    ys = [math.log10(max(p[1], 1e-3)) for p in pts]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    sx = lambda x: pad + (math.log10(x) - x0) / max(x1 - x0, 1e-9) * (w - 2 * pad)
+    sy = lambda y: h - pad - (math.log10(max(y, 1e-3)) - y0) / max(y1 - y0, 1e-9) * (h - 2 * pad)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<text x="{w/2}" y="20" text-anchor="middle">amp-opt compile time vs train ops (log-log)</text>',
+           f'<line x1="{pad}" y1="{h-pad}" x2="{w-pad}" y2="{h-pad}" stroke="black"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h-pad}" stroke="black"/>',
+           f'<text x="{w/2}" y="{h-20}" text-anchor="middle">train ops in the model</text>',
+           f'<text x="15" y="{h/2}" transform="rotate(-90 15 {h/2})" text-anchor="middle">seconds</text>']
+    for key, color in (("pipeline_s", "#1f77b4"), ("lower_s", "#d62728")):
+        line = [(sx(r["ops"]), sy(r[key])) for r in rows if r.get(key)]
+        if len(line) > 1:
+            out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                       % (color, " ".join(f"{x:.1f},{y:.1f}" for x, y in line)))
+        for (x, y), r in zip(line, [r for r in rows if r.get(key)]):
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>')
+            out.append(f'<text x="{x+5:.1f}" y="{y-5:.1f}" fill="{color}">{r[key]:.2f}s</text>')
+    out.append(f'<text x="{w-pad}" y="{pad}" text-anchor="end" fill="#1f77b4">amp-pipeline</text>')
+    out.append(f'<text x="{w-pad}" y="{pad+16}" text-anchor="end" fill="#d62728">+ amp-lower-cpu</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--layers", default="10,100,1000,10000")
+    parser.add_argument("--lower-layers", default="10,30,100,300")
+    a = parser.parse_args()
+    if not os.access(OPT, os.X_OK):
+        sys.exit("build first: ninja -C build")
+    os.makedirs(OUT, exist_ok=True)
+    depths = sorted({int(x) for x in a.layers.split(",")} | {int(x) for x in a.lower_layers.split(",")})
+    lower = {int(x) for x in a.lower_layers.split(",")}
+    rows = []
+    tmp = os.path.join(OUT, "compile_time_model.mlir")
+    for n in depths:
+        text = subprocess.check_output([sys.executable, os.path.join(ROOT, "bench", "gen_model.py"), "mlp",
+                                        "--layers", str(n), "--width", "64", "--batch", "32"], text=True)
+        open(tmp, "w").write(text)
+        ops = int(re.search(r": (\d+) train ops", text).group(1))
+        row = {"layers": n, "ops": ops}
+        row["parse_s"], row["parse_mib"] = measure([OPT, tmp, "-o", "/dev/null"], a.repeats)
+        if n in {int(x) for x in a.layers.split(",")}:
+            row["pipeline_s"], row["pipeline_mib"] = measure([OPT, tmp, "--amp-pipeline", "-o", "/dev/null"], a.repeats)
+            row["ops_per_s"] = ops / max(row["pipeline_s"] - row["parse_s"], 1e-9)
+        if n in lower:
+            reps = a.repeats if n <= 100 else 1
+            row["lower_s"], row["lower_mib"] = measure([OPT, tmp, "--amp-pipeline", "--amp-lower-cpu", "-o", "/dev/null"], reps)
+            row["lower_repeats"] = reps
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    os.remove(tmp)
+    json.dump({"machine": os.uname().machine, "cpus": os.cpu_count(), "rows": rows},
+              open(os.path.join(OUT, "compile_time.json"), "w"), indent=2)
+    lines = ["| layers | train ops | parse s | amp-pipeline s (MiB) | ops/s | + amp-lower-cpu s (MiB) |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        p = f"{r['pipeline_s']:.3f} ({r['pipeline_mib']:.0f})" if "pipeline_s" in r else "-"
+        o = f"{r['ops_per_s']:,.0f}" if "ops_per_s" in r else "-"
+        l = f"{r['lower_s']:.2f} ({r['lower_mib']:.0f})" if "lower_s" in r else "-"
+        lines.append(f"| {r['layers']} | {r['ops']} | {r['parse_s']:.3f} | {p} | {o} | {l} |")
+    open(os.path.join(OUT, "compile_time.md"), "w").write("\n".join(lines) + "\n")
+    open(os.path.join(OUT, "compile_time.svg"), "w").write(svg(rows))
+    print("\n".join(lines))
+
+
+main()

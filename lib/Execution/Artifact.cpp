@@ -248,28 +248,12 @@ namespace {
 
 using PackedEntry = void (*)(void **);
 
-/// A function whose arguments and results live in host memory (the CPU
-/// backend).
-class HostArtifactFunction final : public CompiledFunction {
+/// A function of an artifact: its types and packed entry point.
+class ArtifactFunction : public CompiledFunction {
 public:
-  HostArtifactFunction(ArtifactFunctionInfo info, PackedEntry entry)
+  ArtifactFunction(ArtifactFunctionInfo info, PackedEntry entry)
       : info(std::move(info)), entry(entry) {}
 
-  llvm::Expected<std::vector<HostTensor>>
-  call(llvm::ArrayRef<const HostTensor *> inputs) override {
-    if (llvm::Error error = checkInputs(info.name, info.arguments, inputs))
-      return std::move(error);
-    std::vector<HostTensor> outputs;
-    for (const TensorSpec &spec : info.results)
-      outputs.emplace_back(spec.kind, spec.shape);
-    PackedDescriptors packed;
-    for (const HostTensor *input : inputs)
-      packed.add(input->data(), input->getShape());
-    for (HostTensor &output : outputs)
-      packed.add(output.data(), output.getShape());
-    entry(packed.get().data());
-    return outputs;
-  }
   llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
     return info.arguments;
   }
@@ -277,9 +261,25 @@ public:
     return info.results;
   }
 
-private:
+protected:
   ArtifactFunctionInfo info;
   PackedEntry entry;
+};
+
+/// A function whose arguments and results live in host memory (the CPU
+/// backend).
+class HostArtifactFunction final : public ArtifactFunction {
+public:
+  using ArtifactFunction::ArtifactFunction;
+
+  llvm::Expected<std::vector<HostTensor>>
+  call(llvm::ArrayRef<const HostTensor *> inputs) override {
+    return callOnHost(info.name, info.arguments, info.results, inputs,
+                      [&](llvm::MutableArrayRef<void *> packed) {
+                        entry(packed.data());
+                        return llvm::Error::success();
+                      });
+  }
 };
 
 /// The runtime entry points a CUDA artifact exports (its runtime is linked
@@ -303,11 +303,11 @@ struct CudaEntryPoints {
 
 /// A function whose arguments and results live in device memory: inputs are
 /// copied to the device, results back, on the runtime's one stream.
-class CudaArtifactFunction final : public CompiledFunction {
+class CudaArtifactFunction final : public ArtifactFunction {
 public:
   CudaArtifactFunction(ArtifactFunctionInfo info, PackedEntry entry,
                        const CudaEntryPoints &cuda, void *stream)
-      : info(std::move(info)), entry(entry), cuda(cuda), stream(stream) {}
+      : ArtifactFunction(std::move(info), entry), cuda(cuda), stream(stream) {}
 
   llvm::Expected<std::vector<HostTensor>>
   call(llvm::ArrayRef<const HostTensor *> inputs) override {
@@ -347,16 +347,8 @@ public:
           "@" + info.name + " on the GPU: " + llvm::toString(std::move(error)));
     return outputs;
   }
-  llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
-    return info.arguments;
-  }
-  llvm::ArrayRef<TensorSpec> getResultSpecs() const override {
-    return info.results;
-  }
 
 private:
-  ArtifactFunctionInfo info;
-  PackedEntry entry;
   CudaEntryPoints cuda;
   void *stream;
 };

@@ -65,3 +65,25 @@ CompiledFunction::checkInputs(llvm::StringRef name,
   }
   return llvm::Error::success();
 }
+
+llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
+    llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
+    llvm::ArrayRef<TensorSpec> results,
+    llvm::ArrayRef<const HostTensor *> inputs,
+    llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke) {
+  if (llvm::Error error = checkInputs(name, arguments, inputs))
+    return std::move(error);
+  std::vector<HostTensor> outputs;
+  for (const TensorSpec &spec : results)
+    outputs.emplace_back(spec.kind, spec.shape);
+  // Arguments, then results (the lowering made them trailing
+  // out-parameters).
+  PackedDescriptors packed;
+  for (const HostTensor *input : inputs)
+    packed.add(input->data(), input->getShape());
+  for (HostTensor &output : outputs)
+    packed.add(output.data(), output.getShape());
+  if (llvm::Error error = invoke(packed.get()))
+    return std::move(error);
+  return outputs;
+}

@@ -197,20 +197,9 @@ CpuFunction::compile(ModuleOp module, StringRef name,
 
 llvm::Expected<std::vector<HostTensor>>
 CpuFunction::call(llvm::ArrayRef<const HostTensor *> inputs) {
-  if (llvm::Error error = checkInputs(entry, arguments, inputs))
-    return std::move(error);
-  std::vector<HostTensor> outputs;
-  for (const TensorSpec &spec : results)
-    outputs.emplace_back(spec.kind, spec.shape);
-  // Arguments, then results (the lowering made them trailing
-  // out-parameters).
-  PackedDescriptors packed;
-  for (const HostTensor *input : inputs)
-    packed.add(input->data(), input->getShape());
-  for (HostTensor &output : outputs)
-    packed.add(output.data(), output.getShape());
-  if (llvm::Error error =
-          engine->invokePacked("_mlir_ciface_" + entry, packed.get()))
-    return std::move(error);
-  return outputs;
+  return callOnHost(entry, arguments, results, inputs,
+                    [&](llvm::MutableArrayRef<void *> packed) {
+                      return engine->invokePacked("_mlir_ciface_" + entry,
+                                                  packed);
+                    });
 }

@@ -10,7 +10,10 @@
 #include "amp/Training/Evaluation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
 using namespace amp;
@@ -58,4 +61,40 @@ amp::buildTrainingModule(OwningOpRef<ModuleOp> model,
   }
   result.module = std::move(model);
   return result;
+}
+
+ArtifactManifest
+TrainingModule::getManifest(llvm::StringRef modelPath,
+                            const AmpPipelineOptions &options) const {
+  ArtifactManifest manifest;
+  manifest.model = modelPath.str();
+  manifest.optLevel = options.optLevel;
+  manifest.dtype = options.dtype;
+  manifest.optimizer = options.optimizer;
+  manifest.step.name = stepName;
+  manifest.logits.name = logitsName;
+  manifest.abi = abi;
+  manifest.inits = inits;
+  return manifest;
+}
+
+llvm::Expected<TrainingModule>
+amp::loadTrainingModule(MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                        llvm::StringRef path,
+                        const AmpPipelineOptions &options) {
+  auto err = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  std::string message;
+  auto file = openInputFile(path, &message);
+  if (!file)
+    return err(message);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> model = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!model)
+    return err("cannot parse " + path);
+  auto training = buildTrainingModule(std::move(model), options);
+  if (!training)
+    return err(path + ": " + llvm::toString(training.takeError()));
+  return training;
 }

@@ -13,18 +13,16 @@
 
 #include "amp/Execution/ArtifactCompiler.h"
 #include "amp/InitAll.h"
+#include "amp/Training/CompileFlags.h"
 #include "amp/Training/TrainingModule.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <cmath>
 
 using namespace mlir;
 using namespace amp;
@@ -40,17 +38,6 @@ cl::opt<std::string> outputPath("o", cl::desc("The artifact to write (.so)"),
                                 cl::cat(category));
 cl::opt<std::string> backend("backend", cl::desc("cpu or cuda"),
                              cl::init("cuda"), cl::cat(category));
-cl::opt<std::string> optLevel("opt-level", cl::desc("O0, O1, O2 or O3"),
-                              cl::init("O1"), cl::cat(category));
-cl::opt<std::string> dtype("dtype", cl::desc("f16 or bf16"), cl::init("f16"),
-                           cl::cat(category));
-cl::opt<std::string> optimizer("optimizer",
-                               cl::desc("sgd, momentum, adam or adamw"),
-                               cl::init("adam"), cl::cat(category));
-cl::opt<double> initScale(
-    "init-scale",
-    cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
-    cl::init(0.0), cl::cat(category));
 cl::opt<std::string>
     cpu("cpu",
         cl::desc("Host CPU of the code (LLVM name; default: this machine's "
@@ -68,18 +55,14 @@ int fail(const llvm::Twine &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &getCompileFlagsCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "amp-compile: compile a model's mixed-precision training step to a "
       "shared object\n");
-  if (optLevel != "O0" && optLevel != "O1" && optLevel != "O2" &&
-      optLevel != "O3")
-    return fail("--opt-level must be O0, O1, O2 or O3, got '" + optLevel + "'");
-  if (dtype != "f16" && dtype != "bf16")
-    return fail("--dtype must be f16 or bf16, got '" + dtype + "'");
-  if (!(initScale >= 0) || !std::isfinite(initScale))
-    return fail("--init-scale must be positive and finite (0: the default)");
+  AmpPipelineOptions options;
+  if (llvm::Error e = readCompileFlags(options))
+    return fail(llvm::toString(std::move(e)));
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
 
@@ -89,39 +72,17 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
-  std::string errorMessage;
-  auto file = openInputFile(modelPath, &errorMessage);
-  if (!file)
-    return fail(errorMessage);
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> model = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!model)
-    return fail("cannot parse " + modelPath);
-
-  AmpPipelineOptions options;
-  options.optLevel = optLevel;
-  options.dtype = dtype;
-  options.optimizer = optimizer;
-  options.initScale = initScale;
-  auto training = buildTrainingModule(std::move(model), options);
+  auto training = loadTrainingModule(context, sourceMgr, modelPath, options);
   if (!training)
-    return fail(modelPath + ": " + llvm::toString(training.takeError()));
+    return fail(llvm::toString(training.takeError()));
 
-  ArtifactManifest manifest;
-  manifest.model = modelPath;
-  manifest.optLevel = optLevel;
-  manifest.dtype = dtype;
-  manifest.optimizer = optimizer;
-  manifest.step.name = training->stepName;
-  manifest.logits.name = training->logitsName;
-  manifest.abi = training->abi;
-  manifest.inits = training->inits;
   ArtifactOptions artifactOptions;
   artifactOptions.backend = backend;
   artifactOptions.cpu = cpu;
   artifactOptions.chip = chip;
-  if (llvm::Error e = compileArtifact(*training->module, std::move(manifest),
+  if (llvm::Error e = compileArtifact(*training->module,
+                                      training->getManifest(modelPath, options),
                                       artifactOptions, outputPath))
     return fail(llvm::toString(std::move(e)));
   return 0;

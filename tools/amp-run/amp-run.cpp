@@ -15,21 +15,19 @@
 #include "amp/Execution/ArtifactCompiler.h"
 #include "amp/Execution/CpuJit.h"
 #include "amp/InitAll.h"
+#include "amp/Training/CompileFlags.h"
 #include "amp/Training/TrainingFlags.h"
 #include "amp/Training/TrainingModule.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <cmath>
 
 #include <chrono>
 
@@ -42,17 +40,6 @@ namespace {
 cl::OptionCategory category("amp-run options");
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
                                cl::Required, cl::cat(category));
-cl::opt<std::string> optLevel("opt-level", cl::desc("O0, O1, O2 or O3"),
-                              cl::init("O1"), cl::cat(category));
-cl::opt<std::string> dtype("dtype", cl::desc("f16 or bf16"), cl::init("f16"),
-                           cl::cat(category));
-cl::opt<std::string> optimizer("optimizer",
-                               cl::desc("sgd, momentum, adam or adamw"),
-                               cl::init("adam"), cl::cat(category));
-cl::opt<double> initScale(
-    "init-scale",
-    cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
-    cl::init(0.0), cl::cat(category));
 cl::opt<std::string> backend(
     "backend",
     cl::desc("cpu (JIT, CBLAS GEMMs), cpu-loops (GEMMs and convolutions "
@@ -69,26 +56,23 @@ int fail(const llvm::Twine &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&category, &getTrainingFlagsCategory()});
+  cl::HideUnrelatedOptions(
+      {&category, &getCompileFlagsCategory(), &getTrainingFlagsCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "amp-run: train a model with its compiled mixed-precision step\n");
 
-  if (optLevel != "O0" && optLevel != "O1" && optLevel != "O2" &&
-      optLevel != "O3")
-    return fail("--opt-level must be O0, O1, O2 or O3, got '" + optLevel + "'");
-  if (dtype != "f16" && dtype != "bf16")
-    return fail("--dtype must be f16 or bf16, got '" + dtype + "'");
-  if (!(initScale >= 0) || !std::isfinite(initScale))
-    return fail("--init-scale must be positive and finite (0: the default)");
+  AmpPipelineOptions options;
+  if (llvm::Error e = readCompileFlags(options))
+    return fail(llvm::toString(std::move(e)));
   if (backend != "cpu" && backend != "cpu-loops" && backend != "cuda")
     return fail("--backend must be cpu, cpu-loops or cuda, got '" + backend +
                 "'");
   TrainingConfig config = readTrainingFlags("amp-run");
   config.model = modelPath;
-  config.optLevel = optLevel;
-  config.dtype = dtype;
-  config.optimizer = optimizer;
+  config.optLevel = options.optLevel;
+  config.dtype = options.dtype;
+  config.optimizer = options.optimizer;
   config.backend = backend;
   if (llvm::Error e = validateConfig(config))
     return fail(llvm::toString(std::move(e)));
@@ -100,23 +84,10 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
-  std::string errorMessage;
-  auto file = openInputFile(modelPath, &errorMessage);
-  if (!file)
-    return fail(errorMessage);
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> model = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!model)
-    return fail("cannot parse " + modelPath);
-  AmpPipelineOptions options;
-  options.optLevel = optLevel;
-  options.dtype = dtype;
-  options.optimizer = optimizer;
-  options.initScale = initScale;
-  auto training = buildTrainingModule(std::move(model), options);
+  auto training = loadTrainingModule(context, sourceMgr, modelPath, options);
   if (!training)
-    return fail(modelPath + ": " + llvm::toString(training.takeError()));
+    return fail(llvm::toString(training.takeError()));
 
   CompiledStep compiled;
   std::unique_ptr<CpuFunction> step, logits;
@@ -129,19 +100,11 @@ int main(int argc, char **argv) {
             llvm::sys::fs::createTemporaryFile("amp-run-step", "so", path))
       return fail("cannot create a temporary file: " + ec.message());
     llvm::FileRemover remover(path);
-    ArtifactManifest manifest;
-    manifest.model = modelPath;
-    manifest.optLevel = optLevel;
-    manifest.dtype = dtype;
-    manifest.optimizer = optimizer;
-    manifest.step.name = training->stepName;
-    manifest.logits.name = training->logitsName;
-    manifest.abi = training->abi;
-    manifest.inits = training->inits;
     ArtifactOptions artifactOptions;
     artifactOptions.backend = "cuda";
-    if (llvm::Error e = compileArtifact(*training->module, std::move(manifest),
-                                        artifactOptions, path))
+    if (llvm::Error e = compileArtifact(
+            *training->module, training->getManifest(modelPath, options),
+            artifactOptions, path))
       return fail(llvm::toString(std::move(e)));
     auto loaded = Artifact::load(path);
     if (!loaded)

@@ -17,6 +17,7 @@
 #include "amp/Execution/HostTensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -74,6 +75,15 @@ protected:
   static llvm::Error checkInputs(llvm::StringRef name,
                                  llvm::ArrayRef<TensorSpec> specs,
                                  llvm::ArrayRef<const HostTensor *> inputs);
+
+  /// A call on host memory: checks `inputs` against `arguments`, allocates
+  /// tensors of `results`, packs their descriptors (arguments, then results)
+  /// and runs `invoke` on them.
+  static llvm::Expected<std::vector<HostTensor>> callOnHost(
+      llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
+      llvm::ArrayRef<TensorSpec> results,
+      llvm::ArrayRef<const HostTensor *> inputs,
+      llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke);
 };
 
 } // namespace amp

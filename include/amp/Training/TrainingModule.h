@@ -7,6 +7,7 @@
 #ifndef AMP_TRAINING_TRAININGMODULE_H
 #define AMP_TRAINING_TRAININGMODULE_H
 
+#include "amp/Execution/Artifact.h"
 #include "amp/Pipelines/Pipelines.h"
 #include "amp/Training/Initializers.h"
 #include "amp/Training/StepAbi.h"
@@ -17,6 +18,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
 
 namespace amp {
 
@@ -29,6 +34,11 @@ struct TrainingModule {
   StepAbi abi;
   /// The initializer of each #train.init argument, in argument order.
   std::vector<std::pair<unsigned, InitSpec>> inits;
+
+  /// The artifact manifest of this step, compiled from `modelPath` with
+  /// `options` (function types and backend are filled by compileArtifact).
+  ArtifactManifest getManifest(llvm::StringRef modelPath,
+                               const AmpPipelineOptions &options) const;
 };
 
 /// Runs amp-pipeline with `options` on `model` (one function: the forward),
@@ -38,6 +48,13 @@ struct TrainingModule {
 llvm::Expected<TrainingModule>
 buildTrainingModule(mlir::OwningOpRef<mlir::ModuleOp> model,
                     const AmpPipelineOptions &options);
+
+/// Parses the model at `path` (diagnostics go to `sourceMgr`'s handler on
+/// the context) and builds its training module. Errors: the file cannot be
+/// opened, does not parse, or the pipeline fails ("PATH: ...").
+llvm::Expected<TrainingModule>
+loadTrainingModule(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                   llvm::StringRef path, const AmpPipelineOptions &options);
 
 } // namespace amp
 

@@ -73,6 +73,23 @@ bool runtimeCanCompute(Operation *op, Type accumulator) {
          llvm::all_of(op->getResults(), valueOk);
 }
 
+/// Declares runtime function `callee` (an index per input and one for the
+/// result, then an i64 per param) in `op`'s module, unless it is there.
+void declareCallee(PatternRewriter &rewriter, Operation *op, StringRef callee,
+                   size_t numInputs, size_t numParams) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol(callee))
+    return;
+  MLIRContext *ctx = op->getContext();
+  SmallVector<Type> argTypes(numInputs + 1, IndexType::get(ctx));
+  argTypes.append(numParams, IntegerType::get(ctx, 64));
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  func::FuncOp::create(rewriter, module.getLoc(), callee,
+                       FunctionType::get(ctx, argTypes, {}))
+      .setPrivate();
+}
+
 /// Replaces `op` by a runtime call of `callee` on `inputs` with `params`,
 /// producing a tensor of the op's shape: f32, then rounded once to the op's
 /// result type, when `f32Result`, else the op's type directly; declares
@@ -80,17 +97,8 @@ bool runtimeCanCompute(Operation *op, Type accumulator) {
 void replaceWithRuntimeCall(PatternRewriter &rewriter, Operation *op,
                             StringRef callee, ValueRange inputs,
                             ArrayRef<int64_t> params, bool f32Result = true) {
-  auto module = op->getParentOfType<ModuleOp>();
   MLIRContext *ctx = op->getContext();
-  if (!module.lookupSymbol(callee)) {
-    SmallVector<Type> argTypes(inputs.size() + 1, IndexType::get(ctx));
-    argTypes.append(params.size(), IntegerType::get(ctx, 64));
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    auto fn = func::FuncOp::create(rewriter, module.getLoc(), callee,
-                                   FunctionType::get(ctx, argTypes, {}));
-    fn.setPrivate();
-  }
+  declareCallee(rewriter, op, callee, inputs.size(), params.size());
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   auto accType =
       f32Result ? RankedTensorType::get(type.getShape(), Float32Type::get(ctx))
@@ -209,7 +217,6 @@ Value buildRuntimeGemm(PatternRewriter &rewriter, Operation *anchor,
                        Type resultElement) {
   Location loc = anchor->getLoc();
   MLIRContext *ctx = anchor->getContext();
-  auto module = anchor->getParentOfType<ModuleOp>();
   bool cuda = target == RuntimeTarget::Cuda;
   StringRef callee = cuda ? "amp_cuda_gemm" : "amp_cpu_gemm";
   SmallVector<int64_t> params;
@@ -218,15 +225,7 @@ Value buildRuntimeGemm(PatternRewriter &rewriter, Operation *anchor,
         *runtimeDTypeOf(lhs), *runtimeDType(resultElement), 1, m, n, k, ta, tb};
   else
     params = {*runtimeDTypeOf(lhs), *runtimeDTypeOf(rhs), 1, m, n, k, ta, tb};
-  if (!module.lookupSymbol(callee)) {
-    SmallVector<Type> argTypes(3, IndexType::get(ctx));
-    argTypes.append(params.size(), IntegerType::get(ctx, 64));
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    func::FuncOp::create(rewriter, module.getLoc(), callee,
-                         FunctionType::get(ctx, argTypes, {}))
-        .setPrivate();
-  }
+  declareCallee(rewriter, anchor, callee, 2, params.size());
   auto type = RankedTensorType::get({m, n}, resultElement);
   auto callType = cuda ? type : type.clone(Float32Type::get(ctx));
   Value acc = RuntimeCallOp::create(rewriter, loc, callType, callee,

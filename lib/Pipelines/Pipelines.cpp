@@ -137,10 +137,11 @@ void amp::registerAmpPipelines() {
       });
   PassPipelineRegistration<CudaLoweringOptions>(
       "amp-lower-cuda",
-      "Lower a train-dialect module for CUDA: GEMMs -> cuBLASLt runtime "
-      "calls, everything else -> one kernel per linalg op -> PTX embedded in "
-      "the module; host code -> LLVM (first version: kernels are simple, "
-      "the AOT artifact is not built yet)",
+      "Lower a train-dialect module for CUDA: GEMMs and im2col "
+      "convolutions -> cuBLASLt runtime calls, everything else -> kernels "
+      "(independent ones fused into multi-tensor launches) -> PTX embedded "
+      "in the module; host code -> LLVM with one stream and one wait per "
+      "function (amp-compile links it into a shared object)",
       [](OpPassManager &pm, const CudaLoweringOptions &options) {
         if (failed(parsePassPipeline(getCudaLoweringPipeline(options), pm)))
           llvm::report_fatal_error("amp: the amp-lower-cuda pipeline does "

@@ -134,9 +134,11 @@ struct CudaLoweringOptions
       llvm::cl::init("isa")};
 };
 
-/// The `amp-lower-cuda` pipeline as text: GEMMs -> cuBLASLt runtime calls,
-/// the rest -> linalg -> one-shot bufferization -> one gpu.launch per linalg
-/// op (amp-map-linalg-to-gpu) -> NVVM -> embedded PTX, host code -> LLVM.
+/// The `amp-lower-cuda` pipeline as text: GEMMs and im2col convolutions ->
+/// cuBLASLt runtime calls, the rest -> linalg -> two-stage wide reductions
+/// (amp-split-reductions) -> one-shot bufferization -> kernels with
+/// independent ones fused and one async chain (amp-map-linalg-to-gpu) ->
+/// NVVM -> embedded PTX, host code -> LLVM.
 std::string getCudaLoweringPipeline(const CudaLoweringOptions &options);
 
 /// Registers `amp-pipeline`, `amp-lower-cpu` and `amp-lower-cuda` as named

@@ -34,8 +34,8 @@ amp::initialValues(const InitSpec &init, int64_t count, std::mt19937_64 &rng) {
   enum { FanIn = 1, FanOut = 2 };
   int needs =
       llvm::StringSwitch<int>(init.kind)
-          .Cases("fan_in_uniform", "kaiming_uniform", "kaiming_normal", FanIn)
-          .Cases("xavier_uniform", "xavier_normal", FanIn | FanOut)
+          .Cases({"fan_in_uniform", "kaiming_uniform", "kaiming_normal"}, FanIn)
+          .Cases({"xavier_uniform", "xavier_normal"}, FanIn | FanOut)
           .Default(0);
   if (((needs & FanIn) && init.fanIn <= 0) ||
       ((needs & FanOut) && init.fanOut <= 0))

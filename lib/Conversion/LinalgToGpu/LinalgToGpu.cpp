@@ -339,7 +339,7 @@ void fuseIndependentLaunches(func::FuncOp func) {
   // safe), so that they do not split it.
   SmallVector<Operation *> deallocs;
   auto flush = [&](Operation *end) {
-    auto moveDeallocs = llvm::make_scope_exit([&] {
+    llvm::scope_exit moveDeallocs([&] {
       for (Operation *dealloc : deallocs)
         dealloc->moveBefore(end);
       deallocs.clear();

@@ -151,8 +151,12 @@ CpuFunction::compile(ModuleOp module, StringRef name,
       return success();
     });
     PassManager pm(module.getContext());
-    buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm,
-                             options.splitReductions);
+    CpuLoweringOptions lowering;
+    lowering.blas = options.blas;
+    lowering.convAsGemm = options.convAsGemm;
+    lowering.splitReductions = options.splitReductions;
+    lowering.copyBeforeWrite = preferCopyBeforeWrite(*copy);
+    buildCpuLoweringPipeline(pm, lowering);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);

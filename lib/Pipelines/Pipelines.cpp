@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Pipelines/Pipelines.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -20,27 +21,30 @@ static constexpr const char *kToLinalg =
     "linalg-fuse-elementwise-ops,canonicalize,";
 /// ... then tensors -> buffers. Function results become out-parameters the
 /// caller allocates, so a compiled step writes into given memory.
-static constexpr const char *kBufferize =
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs=true "
-    "modify-public-functions=true},"
-    "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-    "canonicalize,";
+static std::string bufferizePipeline(bool copyBeforeWrite) {
+  return std::string("one-shot-bufferize{bufferize-function-boundaries "
+                     "function-boundary-type-conversion=identity-layout-map") +
+         (copyBeforeWrite ? " copy-before-write=true" : "") +
+         "},"
+         "buffer-results-to-out-params{hoist-static-allocs=true "
+         "modify-public-functions=true},"
+         "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+         "canonicalize,";
+}
 /// Wide reductions with few outputs in two stages (amp-lower-cuda's).
 static constexpr const char *kSplitReductions =
     "func.func(amp-split-reductions),";
 
-std::string amp::getCpuLoweringPipeline(bool blas, bool convAsGemm,
-                                        bool splitReductions) {
+std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
   return std::string(
              // GEMMs and convolutions -> CBLAS runtime calls (the target-
              // specific part).
-             !blas ? ""
-             : convAsGemm
+             !options.blas ? ""
+             : options.convAsGemm
                  ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
                  : "amp-convert-train-to-cpu-runtime,") +
-         kToLinalg + (splitReductions ? kSplitReductions : "") + kBufferize +
+         kToLinalg + (options.splitReductions ? kSplitReductions : "") +
+         bufferizePipeline(options.copyBeforeWrite) +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out.
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
@@ -53,7 +57,7 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
       // GEMMs -> cuBLASLt calls, then the shared middle.
       std::string("amp-convert-train-to-cuda-runtime,") + kToLinalg +
-      kSplitReductions + kBufferize +
+      kSplitReductions + bufferizePipeline(options.copyBeforeWrite) +
       // One kernel per linalg op, device buffers; then the passes of
       // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into
       // the kernels: outlining, NVVM, PTX embedded in a gpu.binary, host code
@@ -75,12 +79,22 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
       "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
 }
 
-void amp::buildCpuLoweringPipeline(OpPassManager &pm, bool blas,
-                                   bool convAsGemm, bool splitReductions) {
-  if (failed(parsePassPipeline(
-          getCpuLoweringPipeline(blas, convAsGemm, splitReductions), pm)))
+void amp::buildCpuLoweringPipeline(OpPassManager &pm,
+                                   const CpuLoweringOptions &options) {
+  if (failed(parsePassPipeline(getCpuLoweringPipeline(options), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
                              "not parse; are the passes registered?");
+}
+
+bool amp::preferCopyBeforeWrite(Operation *module) {
+  constexpr int64_t kLargeModule = 2000;
+  int64_t trainOps = 0;
+  module->walk([&](Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() ==
+                                train::TrainDialect::getDialectNamespace())
+      ++trainOps;
+  });
+  return trainOps >= kLargeModule;
 }
 
 std::string amp::resolveLossScaleMode(const AmpPipelineOptions &options) {
@@ -132,8 +146,7 @@ void amp::registerAmpPipelines() {
       "(GEMMs/convolutions -> CBLAS calls, the rest -> linalg -> bufferize "
       "-> loops -> LLVM)",
       [](OpPassManager &pm, const CpuLoweringOptions &options) {
-        buildCpuLoweringPipeline(pm, options.blas, options.convAsGemm,
-                                 options.splitReductions);
+        buildCpuLoweringPipeline(pm, options);
       });
   PassPipelineRegistration<CudaLoweringOptions>(
       "amp-lower-cuda",

@@ -17,6 +17,7 @@
 
 namespace mlir {
 class OpPassManager;
+class Operation;
 } // namespace mlir
 
 namespace amp {
@@ -97,6 +98,12 @@ struct CpuLoweringOptions
       llvm::cl::desc("Wide reductions in two stages (amp-lower-cuda's "
                      "amp-split-reductions)"),
       llvm::cl::init(false)};
+  Option<bool> copyBeforeWrite{
+      *this, "copy-before-write",
+      llvm::cl::desc("One-shot bufferization without its analysis (a copy "
+                     "before each in-place write): linear compile time for "
+                     "large models, some extra copies"),
+      llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
@@ -104,13 +111,16 @@ struct CpuLoweringOptions
 /// (unless `blas` is false), train -> linalg on tensors -> one-shot
 /// bufferization (results become caller-provided out-parameters) -> loops ->
 /// LLVM dialect. docs/Passes.md lists and explains each step.
-std::string getCpuLoweringPipeline(bool blas = true, bool convAsGemm = false,
-                                   bool splitReductions = false);
+std::string getCpuLoweringPipeline(const CpuLoweringOptions &options);
 
 /// Appends `amp-lower-cpu` to a module-level pass manager.
-void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool blas = true,
-                              bool convAsGemm = false,
-                              bool splitReductions = false);
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const CpuLoweringOptions &options = {});
+
+/// Whether `module` is large enough (2 000 train ops: a 100-layer MLP's
+/// step) for bufferization's analysis to dominate compile time; the JIT and
+/// amp-compile then lower it with `copy-before-write`.
+bool preferCopyBeforeWrite(mlir::Operation *module);
 
 /// Options of `amp-lower-cuda`.
 struct CudaLoweringOptions
@@ -132,6 +142,12 @@ struct CudaLoweringOptions
       llvm::cl::desc("Embedded kernels: isa (PTX), bin (cubin, needs "
                      "ptxas) or fatbin"),
       llvm::cl::init("isa")};
+  Option<bool> copyBeforeWrite{
+      *this, "copy-before-write",
+      llvm::cl::desc("One-shot bufferization without its analysis (a copy "
+                     "before each in-place write): linear compile time for "
+                     "large models, some extra copies"),
+      llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cuda` pipeline as text: GEMMs and im2col convolutions ->

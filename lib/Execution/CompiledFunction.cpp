@@ -8,19 +8,9 @@
 
 using namespace amp;
 
-int64_t TensorSpec::getNumElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t TensorSpec::getNumElements() const { return numElements(shape); }
 
-std::string TensorSpec::str() const {
-  std::string s = "tensor<";
-  for (int64_t d : shape)
-    s += std::to_string(d) + "x";
-  return s + elementName(kind).str() + ">";
-}
+std::string TensorSpec::str() const { return tensorTypeString(kind, shape); }
 
 void PackedDescriptors::add(const void *data, llvm::ArrayRef<int64_t> shape) {
   std::vector<int64_t> d;

@@ -57,12 +57,25 @@ HostTensor::HostTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape)
   std::memset(storage.data(), 0, storage.size() * sizeof(Block));
 }
 
-int64_t HostTensor::getNumElements() const {
+int64_t amp::numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
 }
+
+std::string amp::tensorTypeString(ElementKind kind,
+                                  llvm::ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "tensor<";
+  for (int64_t d : shape)
+    os << d << 'x';
+  os << elementName(kind) << '>';
+  return s;
+}
+
+int64_t HostTensor::getNumElements() const { return numElements(shape); }
 
 HostTensor HostTensor::fromFloats(ElementKind kind,
                                   llvm::ArrayRef<int64_t> shape,
@@ -122,11 +135,5 @@ std::vector<float> HostTensor::toFloats() const {
 }
 
 std::string HostTensor::typeString() const {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "tensor<";
-  for (int64_t d : shape)
-    os << d << 'x';
-  os << elementName(kind) << '>';
-  return s;
+  return tensorTypeString(kind, shape);
 }

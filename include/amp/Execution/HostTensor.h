@@ -28,6 +28,11 @@ enum class ElementKind { F32, F16, BF16, I32, I1 };
 unsigned elementBytes(ElementKind kind);
 /// "f32", "f16", "bf16", "i32" or "i1".
 llvm::StringRef elementName(ElementKind kind);
+/// The number of elements of a tensor of `shape`.
+int64_t numElements(llvm::ArrayRef<int64_t> shape);
+/// "tensor<2x3xf16>" for `kind` and `shape`.
+std::string tensorTypeString(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+
 /// The kind named "f32", "f16", "bf16", "i32" or "i1".
 std::optional<ElementKind> elementKindNamed(llvm::StringRef name);
 

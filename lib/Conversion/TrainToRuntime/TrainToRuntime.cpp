@@ -90,22 +90,29 @@ void declareCallee(PatternRewriter &rewriter, Operation *op, StringRef callee,
       .setPrivate();
 }
 
-/// Replaces `op` by a runtime call of `callee` on `inputs` with `params`,
-/// producing a tensor of the op's shape: f32, then rounded once to the op's
-/// result type, when `f32Result`, else the op's type directly; declares
-/// `callee` in the module on first use.
+/// A runtime call of `callee` on `inputs` with `params` at `anchor`,
+/// producing a tensor of `type`: f32, then rounded once to `type`, when
+/// `f32Result`, else `type` directly; declares `callee` in the module on
+/// first use.
+Value buildRuntimeCall(PatternRewriter &rewriter, Operation *anchor,
+                       StringRef callee, ValueRange inputs,
+                       ArrayRef<int64_t> params, RankedTensorType type,
+                       bool f32Result) {
+  declareCallee(rewriter, anchor, callee, inputs.size(), params.size());
+  auto callType =
+      f32Result ? type.clone(Float32Type::get(anchor->getContext())) : type;
+  Value acc = RuntimeCallOp::create(rewriter, anchor->getLoc(), callType,
+                                    callee, inputs, params);
+  return roundTo(rewriter, anchor->getLoc(), acc, type);
+}
+
+/// Replaces `op` by buildRuntimeCall's value of the op's result type.
 void replaceWithRuntimeCall(PatternRewriter &rewriter, Operation *op,
                             StringRef callee, ValueRange inputs,
                             ArrayRef<int64_t> params, bool f32Result = true) {
-  MLIRContext *ctx = op->getContext();
-  declareCallee(rewriter, op, callee, inputs.size(), params.size());
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  auto accType =
-      f32Result ? RankedTensorType::get(type.getShape(), Float32Type::get(ctx))
-                : type;
-  Value acc = RuntimeCallOp::create(rewriter, op->getLoc(), accType, callee,
-                                    inputs, params);
-  rewriter.replaceOp(op, roundTo(rewriter, op->getLoc(), acc, type));
+  rewriter.replaceOp(op, buildRuntimeCall(rewriter, op, callee, inputs, params,
+                                          type, f32Result));
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -215,22 +222,17 @@ Value buildRuntimeGemm(PatternRewriter &rewriter, Operation *anchor,
                        RuntimeTarget target, Value lhs, Value rhs, int64_t m,
                        int64_t n, int64_t k, bool ta, bool tb,
                        Type resultElement) {
-  Location loc = anchor->getLoc();
-  MLIRContext *ctx = anchor->getContext();
   bool cuda = target == RuntimeTarget::Cuda;
-  StringRef callee = cuda ? "amp_cuda_gemm" : "amp_cpu_gemm";
   SmallVector<int64_t> params;
   if (cuda)
     params = {
         *runtimeDTypeOf(lhs), *runtimeDType(resultElement), 1, m, n, k, ta, tb};
   else
     params = {*runtimeDTypeOf(lhs), *runtimeDTypeOf(rhs), 1, m, n, k, ta, tb};
-  declareCallee(rewriter, anchor, callee, 2, params.size());
-  auto type = RankedTensorType::get({m, n}, resultElement);
-  auto callType = cuda ? type : type.clone(Float32Type::get(ctx));
-  Value acc = RuntimeCallOp::create(rewriter, loc, callType, callee,
-                                    ValueRange{lhs, rhs}, params);
-  return roundTo(rewriter, loc, acc, type);
+  return buildRuntimeCall(rewriter, anchor,
+                          cuda ? "amp_cuda_gemm" : "amp_cpu_gemm", {lhs, rhs},
+                          params, RankedTensorType::get({m, n}, resultElement),
+                          /*f32Result=*/!cuda);
 }
 
 /// The geometry of a 2-D convolution.

@@ -3,6 +3,7 @@
 
   gen_model.py mlp --layers N [--width W] [--batch B] [--inputs I] [--classes C]
   gen_model.py transformer --blocks N [--d D] [--heads H] [--seq S] [--batch B] [--vocab V]
+  gen_model.py vgg16 [--batch B]
 
 mlp: N linear layers (matmul with bias + ReLU; the last without ReLU) from
 I inputs through width W to C classes, cross-entropy loss, nn.Linear's
@@ -11,7 +12,8 @@ default init. transformer: token + position embeddings, N pre-LN blocks
 output projection, residual; layer_norm, GELU MLP d-4d-d, residual), a
 final layer_norm and an LM head with cross-entropy (examples/
 transformer_block.mlir is --blocks 1 --d 256 --heads 4 --seq 128 --batch 8
---vocab 1024). Writes the model to stdout; the first line is a comment with
+--vocab 1024). vgg16: VGG16 with batch norm on CIFAR-10-shaped inputs, as
+examples/vgg16_cifar.mlir (which is --batch 128). Writes the model to stdout; the first line is a comment with
 the command and the number of train ops.
 """
 import argparse
@@ -95,6 +97,47 @@ def transformer(a):
     return args, body
 
 
+VGG16_STAGES = [[64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512]]
+
+
+def vgg16(a):
+    b = a.batch
+    conv_init = "{train.param, train.init = #train.init<kaiming_normal>}"
+    ones = "{train.param, train.init = #train.init<ones>}"
+    zeros = "{train.param, train.init = #train.init<zeros>}"
+    args = [f"%x: {t(b, 3, 32, 32)}", f"%labels: {t(b, ty='i32')}"]
+    body, results = [], []
+    x, cin, hw, n = "%x", 3, 32, 0
+    for stage, widths in enumerate(VGG16_STAGES):
+        for cout in widths:
+            n += 1
+            args += [f"%conv{n}: {t(cout, cin, 3, 3)} {conv_init}",
+                     f"%bn{n}_g: {t(cout)} {ones}", f"%bn{n}_b: {t(cout)} {zeros}",
+                     f"%bn{n}_m: {t(cout)} {{train.state, train.init = #train.init<zeros>}}",
+                     f"%bn{n}_v: {t(cout)} {{train.state, train.init = #train.init<ones>}}"]
+            act = t(b, cout, hw, hw)
+            body += [f"  %y{n} = train.conv2d {x}, %conv{n} padding [1, 1] : {t(b, cin, hw, hw)}, {t(cout, cin, 3, 3)} -> {act}",
+                     f"  %n{n}, %m{n}, %v{n} = train.batch_norm %y{n}, %bn{n}_g, %bn{n}_b, %bn{n}_m, %bn{n}_v : {act}, {t(cout)}",
+                     f"  %r{n} = train.relu %n{n} : {act}"]
+            results += [(f"%m{n}", t(cout)), (f"%v{n}", t(cout))]
+            x, cin = f"%r{n}", cout
+        body.append(f"  %p{stage + 1} = train.max_pool2d {x} kernel [2, 2] strides [2, 2] : {t(b, cin, hw, hw)} -> {t(b, cin, hw // 2, hw // 2)}")
+        x, hw = f"%p{stage + 1}", hw // 2
+    for i, (fin, fout) in enumerate([(512, 512), (512, 512), (512, 10)], 1):
+        args += [f"%fc{i}_w: {t(fin, fout)} {{train.param, train.init = #train.init<fan_in_uniform>}}",
+                 f"%fc{i}_b: {t(fout)} {{train.param, train.init = #train.init<fan_in_uniform(fan_in = {fin})>}}"]
+    body += [f"  %flat = train.reshape {x} : {t(b, 512, 1, 1)} -> {t(b, 512)}",
+             f"  %d1 = train.dropout %flat rate 0.5 seed 1 : {t(b, 512)}",
+             f"  %fc1b = train.matmul %d1, %fc1_w, %fc1_b : {t(b, 512)}, {t(512, 512)}, {t(512)} -> {t(b, 512)}",
+             f"  %fc1r = train.relu %fc1b : {t(b, 512)}",
+             f"  %d2 = train.dropout %fc1r rate 0.5 seed 2 : {t(b, 512)}",
+             f"  %fc2b = train.matmul %d2, %fc2_w, %fc2_b : {t(b, 512)}, {t(512, 512)}, {t(512)} -> {t(b, 512)}",
+             f"  %fc2r = train.relu %fc2b : {t(b, 512)}",
+             f"  %fc3b = train.matmul %fc2r, %fc3_w, %fc3_b : {t(b, 512)}, {t(512, 10)}, {t(10)} -> {t(b, 10)}",
+             f"  %loss = train.cross_entropy %fc3b, %labels : {t(b, 10)}, {t(b, ty='i32')} -> {t()}"]
+    return args, body, results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -111,15 +154,26 @@ def main():
     tr.add_argument("--seq", type=int, default=128)
     tr.add_argument("--batch", type=int, default=8)
     tr.add_argument("--vocab", type=int, default=1024)
+    vg = sub.add_parser("vgg16")
+    vg.add_argument("--batch", type=int, default=128)
     a = parser.parse_args()
     if (a.kind == "mlp" and a.layers < 1) or (a.kind == "transformer" and a.blocks < 1):
         parser.error("at least one layer or block")
-    args, body = mlp(a) if a.kind == "mlp" else transformer(a)
+    if a.batch < 1:
+        parser.error("--batch must be at least 1")
+    results = []
+    if a.kind == "vgg16":
+        args, body, results = vgg16(a)
+    else:
+        args, body = mlp(a) if a.kind == "mlp" else transformer(a)
     ops = sum(1 for line in body if "= train." in line)
     out = sys.stdout
     out.write(f"// gen_model.py {' '.join(sys.argv[1:])}: {ops} train ops\n")
-    out.write("func.func @forward(\n    " + ",\n    ".join(args) + "\n  ) -> tensor<f32> {\n")
-    out.write("\n".join(body) + "\n  return %loss : tensor<f32>\n}\n")
+    values = ["%loss"] + [v for v, _ in results]
+    types = [t()] + [ty for _, ty in results]
+    ret = types[0] if len(types) == 1 else "(" + ", ".join(types) + ")"
+    out.write("func.func @forward(\n    " + ",\n    ".join(args) + f"\n  ) -> {ret} {{\n")
+    out.write("\n".join(body) + f"\n  return {', '.join(values)} : {', '.join(types)}\n}}\n")
 
 
 main()

@@ -291,6 +291,7 @@ struct CudaEntryPoints {
   void (*memFree)(void *, void *);
   void (*memcpy)(void *, void *, size_t, void *);
   int (*takeError)(char *, size_t);
+  void (*memoryStats)(uint64_t *); // optional
 
   /// The runtime's first recorded failure, as an error; success if none.
   llvm::Error takeError_() const {
@@ -348,10 +349,184 @@ public:
     return outputs;
   }
 
+  /// A session whose arguments live in device memory (this the step,
+  /// `logitsFn` its logits function).
+  llvm::Expected<std::unique_ptr<StepSession>>
+  openSession(CudaArtifactFunction &logitsFn);
+
 private:
+  friend class CudaSession;
   CudaEntryPoints cuda;
   void *stream;
 };
+
+/// The step's arguments in device buffers. A result routed to an argument
+/// is written into that argument's second buffer, and the two swap after
+/// the step: the state never crosses the bus and no step reads a buffer it
+/// writes (the price: two buffers per state tensor).
+class CudaSession final : public StepSession {
+public:
+  CudaSession(CudaArtifactFunction &stepFn, CudaArtifactFunction &logitsFn)
+      : stepFn(stepFn), logitsFn(logitsFn), cuda(stepFn.cuda),
+        stream(stepFn.stream) {}
+
+  ~CudaSession() override {
+    for (void *ptr : buffers)
+      cuda.memFree(ptr, stream);
+    for (void *ptr : spares)
+      cuda.memFree(ptr, stream);
+  }
+
+  /// Allocates a buffer per argument.
+  llvm::Error allocate() {
+    for (const TensorSpec &spec : specs()) {
+      buffers.push_back(alloc(spec));
+      spares.push_back(nullptr);
+    }
+    return cuda.takeError_();
+  }
+
+  llvm::Error set(unsigned i, const HostTensor &value) override {
+    if (i >= buffers.size())
+      return llvm::createStringError("no argument #" + std::to_string(i));
+    const TensorSpec &spec = specs()[i];
+    if (value.getKind() != spec.kind ||
+        value.getShape() != llvm::ArrayRef<int64_t>(spec.shape))
+      return llvm::createStringError("argument #" + std::to_string(i) + " is " +
+                                     spec.str() + ", got " +
+                                     value.typeString());
+    // From pageable memory the copy is staged before it returns: `value`
+    // may go away at once.
+    cuda.memcpy(buffers[i], const_cast<void *>(value.data()),
+                value.getSizeInBytes(), stream);
+    return cuda.takeError_();
+  }
+
+  llvm::Expected<HostTensor> get(unsigned i) override {
+    if (i >= buffers.size())
+      return llvm::createStringError("no argument #" + std::to_string(i));
+    HostTensor value(specs()[i].kind, specs()[i].shape);
+    cuda.memcpy(value.data(), buffers[i], value.getSizeInBytes(), stream);
+    cuda.streamSynchronize(stream);
+    if (llvm::Error e = cuda.takeError_())
+      return std::move(e);
+    return value;
+  }
+
+  llvm::Expected<std::vector<HostTensor>>
+  step(llvm::ArrayRef<ResultRoute> routes) override {
+    if (llvm::Error e = checkRoutes(stepFn, routes))
+      return std::move(e);
+    llvm::ArrayRef<TensorSpec> results = stepFn.getResultSpecs();
+    std::vector<void *> out(results.size(), nullptr), temps;
+    for (auto [r, route] : llvm::enumerate(routes)) {
+      if (route.toArgument < 0) {
+        out[r] = alloc(results[r]);
+        temps.push_back(out[r]);
+        continue;
+      }
+      void *&spare = spares[route.toArgument];
+      if (!spare)
+        spare = alloc(results[r]);
+      out[r] = spare;
+    }
+    std::vector<HostTensor> toHost;
+    llvm::Error error = run(stepFn, out);
+    if (!error) {
+      for (auto [r, route] : llvm::enumerate(routes))
+        if (route.toHost) {
+          toHost.emplace_back(results[r].kind, results[r].shape);
+          cuda.memcpy(toHost.back().data(), out[r],
+                      toHost.back().getSizeInBytes(), stream);
+        }
+      cuda.streamSynchronize(stream);
+      error = cuda.takeError_();
+    }
+    for (void *ptr : temps)
+      cuda.memFree(ptr, stream);
+    if (error)
+      return onGpu(stepFn, std::move(error));
+    for (const ResultRoute &route : routes)
+      if (route.toArgument >= 0)
+        std::swap(buffers[route.toArgument], spares[route.toArgument]);
+    return toHost;
+  }
+
+  llvm::Expected<std::vector<HostTensor>> logits() override {
+    llvm::ArrayRef<TensorSpec> results = logitsFn.getResultSpecs();
+    std::vector<void *> out;
+    for (const TensorSpec &spec : results)
+      out.push_back(alloc(spec));
+    std::vector<HostTensor> values;
+    llvm::Error error = run(logitsFn, out);
+    if (!error) {
+      for (auto [r, spec] : llvm::enumerate(results)) {
+        values.emplace_back(spec.kind, spec.shape);
+        cuda.memcpy(values.back().data(), out[r],
+                    values.back().getSizeInBytes(), stream);
+      }
+      cuda.streamSynchronize(stream);
+      error = cuda.takeError_();
+    }
+    for (void *ptr : out)
+      cuda.memFree(ptr, stream);
+    if (error)
+      return onGpu(logitsFn, std::move(error));
+    return values;
+  }
+
+  std::optional<MemoryStats> getDeviceMemory() override {
+    if (!cuda.memoryStats)
+      return std::nullopt;
+    uint64_t stats[4] = {0, 0, 0, 0};
+    cuda.memoryStats(stats);
+    return MemoryStats{stats[0], stats[1], stats[2], stats[3]};
+  }
+
+private:
+  llvm::ArrayRef<TensorSpec> specs() const { return stepFn.getArgumentSpecs(); }
+
+  void *alloc(const TensorSpec &spec) {
+    size_t bytes = spec.getNumElements() * elementBytes(spec.kind);
+    return cuda.memAlloc(std::max<size_t>(bytes, 1), stream, false);
+  }
+
+  static llvm::Error onGpu(const CudaArtifactFunction &fn, llvm::Error e) {
+    return llvm::createStringError(
+        "@" + fn.info.name + " on the GPU: " + llvm::toString(std::move(e)));
+  }
+
+  /// Runs `fn` on the first arguments and the result buffers `out`.
+  llvm::Error run(CudaArtifactFunction &fn, llvm::ArrayRef<void *> out) {
+    if (llvm::Error e = cuda.takeError_())
+      return e;
+    PackedDescriptors packed;
+    llvm::ArrayRef<TensorSpec> args = fn.getArgumentSpecs();
+    for (auto [i, spec] : llvm::enumerate(args))
+      packed.add(buffers[i], spec.shape);
+    for (auto [r, spec] : llvm::enumerate(fn.getResultSpecs()))
+      packed.add(out[r], spec.shape);
+    fn.entry(packed.get().data());
+    return llvm::Error::success();
+  }
+
+  CudaArtifactFunction &stepFn, &logitsFn;
+  CudaEntryPoints cuda;
+  void *stream;
+  std::vector<void *> buffers, spares;
+};
+
+llvm::Expected<std::unique_ptr<StepSession>>
+CudaArtifactFunction::openSession(CudaArtifactFunction &logitsFn) {
+  if (llvm::Error e = StepSession::checkFunctions(*this, logitsFn))
+    return std::move(e);
+  auto session = std::make_unique<CudaSession>(*this, logitsFn);
+  if (llvm::Error e = session->allocate())
+    return llvm::createStringError("allocating the step's arguments on the "
+                                   "GPU: " +
+                                   llvm::toString(std::move(e)));
+  return session;
+}
 
 } // namespace
 
@@ -416,6 +591,8 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
   symbol(cuda.memFree, "mgpuMemFree");
   symbol(cuda.memcpy, "mgpuMemcpy");
   symbol(cuda.takeError, "amp_cuda_take_error");
+  cuda.memoryStats = reinterpret_cast<void (*)(uint64_t *)>(
+      dlsym(handle, "amp_cuda_memory_stats"));
   if (!found)
     return err("a CUDA artifact without the CUDA runtime's entry points");
   if (!openDevice)
@@ -436,5 +613,10 @@ CompiledStep Artifact::getCompiledStep() {
   compiled.logits = logits.get();
   compiled.abi = manifest.abi;
   compiled.inits = manifest.inits;
+  if (manifest.backend == "cuda" && step)
+    compiled.openSession = [this]() {
+      return static_cast<CudaArtifactFunction &>(*step).openSession(
+          static_cast<CudaArtifactFunction &>(*logits));
+    };
   return compiled;
 }

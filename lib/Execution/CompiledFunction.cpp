@@ -77,3 +77,123 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
     return std::move(error);
   return outputs;
 }
+
+StepSession::~StepSession() = default;
+
+llvm::Error StepSession::checkFunctions(const CompiledFunction &step,
+                                        const CompiledFunction &logits) {
+  llvm::ArrayRef<TensorSpec> s = step.getArgumentSpecs(),
+                             l = logits.getArgumentSpecs();
+  if (l.size() > s.size())
+    return llvm::createStringError(
+        "the logits function takes " + std::to_string(l.size()) +
+        " arguments, more than the step's " + std::to_string(s.size()));
+  for (auto [i, spec] : llvm::enumerate(l))
+    if (spec.kind != s[i].kind || spec.shape != s[i].shape)
+      return llvm::createStringError(
+          "argument #" + std::to_string(i) + " of the logits function is " +
+          spec.str() + ", the step's is " + s[i].str());
+  return llvm::Error::success();
+}
+
+llvm::Error StepSession::checkRoutes(const CompiledFunction &step,
+                                     llvm::ArrayRef<ResultRoute> routes) {
+  llvm::ArrayRef<TensorSpec> args = step.getArgumentSpecs(),
+                             results = step.getResultSpecs();
+  if (routes.size() != results.size())
+    return llvm::createStringError(
+        "routes for " + std::to_string(routes.size()) +
+        " results of a step with " + std::to_string(results.size()));
+  std::vector<bool> routed(args.size(), false);
+  for (auto [r, route] : llvm::enumerate(routes)) {
+    if (route.toArgument < 0)
+      continue;
+    if (size_t(route.toArgument) < args.size() && routed[route.toArgument])
+      return llvm::createStringError("two results routed to argument #" +
+                                     std::to_string(route.toArgument));
+    if (size_t(route.toArgument) < args.size())
+      routed[route.toArgument] = true;
+    if (size_t(route.toArgument) >= args.size())
+      return llvm::createStringError("result #" + std::to_string(r) +
+                                     " routed to argument #" +
+                                     std::to_string(route.toArgument) + " of " +
+                                     std::to_string(args.size()));
+    const TensorSpec &a = args[route.toArgument];
+    if (a.kind != results[r].kind || a.shape != results[r].shape)
+      return llvm::createStringError(
+          "result #" + std::to_string(r) + " is " + results[r].str() +
+          ", argument #" + std::to_string(route.toArgument) + " is " + a.str());
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+/// Arguments in host memory; each call passes them by pointer.
+class HostSession final : public StepSession {
+public:
+  HostSession(CompiledFunction &stepFn, CompiledFunction &logitsFn)
+      : stepFn(stepFn), logitsFn(logitsFn) {
+    for (const TensorSpec &spec : stepFn.getArgumentSpecs())
+      args.emplace_back(spec.kind, spec.shape);
+  }
+
+  llvm::Error set(unsigned i, const HostTensor &value) override {
+    if (i >= args.size())
+      return llvm::createStringError("no argument #" + std::to_string(i));
+    if (value.getKind() != args[i].getKind() ||
+        value.getShape() != args[i].getShape())
+      return llvm::createStringError("argument #" + std::to_string(i) + " is " +
+                                     args[i].typeString() + ", got " +
+                                     value.typeString());
+    args[i] = value;
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<HostTensor> get(unsigned i) override {
+    if (i >= args.size())
+      return llvm::createStringError("no argument #" + std::to_string(i));
+    return args[i];
+  }
+
+  llvm::Expected<std::vector<HostTensor>>
+  step(llvm::ArrayRef<ResultRoute> routes) override {
+    if (llvm::Error e = checkRoutes(stepFn, routes))
+      return std::move(e);
+    auto out = stepFn.call(pointers(args.size()));
+    if (!out)
+      return out.takeError();
+    std::vector<HostTensor> toHost;
+    for (auto [r, route] : llvm::enumerate(routes)) {
+      if (route.toHost && route.toArgument >= 0)
+        toHost.push_back((*out)[r]);
+      else if (route.toHost)
+        toHost.push_back(std::move((*out)[r]));
+      if (route.toArgument >= 0)
+        args[route.toArgument] = std::move((*out)[r]);
+    }
+    return toHost;
+  }
+
+  llvm::Expected<std::vector<HostTensor>> logits() override {
+    return logitsFn.call(pointers(logitsFn.getArgumentSpecs().size()));
+  }
+
+private:
+  std::vector<const HostTensor *> pointers(size_t count) const {
+    std::vector<const HostTensor *> p;
+    for (size_t i = 0; i < count; ++i)
+      p.push_back(&args[i]);
+    return p;
+  }
+
+  CompiledFunction &stepFn, &logitsFn;
+  std::vector<HostTensor> args;
+};
+} // namespace
+
+llvm::Expected<std::unique_ptr<StepSession>>
+amp::openHostSession(CompiledFunction &step, CompiledFunction &logits) {
+  if (llvm::Error e = StepSession::checkFunctions(step, logits))
+    return std::move(e);
+  return std::make_unique<HostSession>(step, logits);
+}

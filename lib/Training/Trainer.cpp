@@ -40,6 +40,8 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
     return err("--epochs must be at least 1");
   if (config.trainExamples < 0 || config.testExamples < 0)
     return err("--train-examples and --test-examples must not be negative");
+  if (config.benchSteps < 0 || config.benchWarmup < 0)
+    return err("--bench-steps and --bench-warmup must not be negative");
   if (config.maxConsecutiveSkips < 1)
     return err("--max-consecutive-skips must be at least 1");
   return llvm::Error::success();
@@ -67,6 +69,53 @@ static double scheduledRate(const TrainingConfig &config, int64_t step,
   return lr;
 }
 
+llvm::Expected<std::vector<HostTensor>>
+amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
+  llvm::ArrayRef<TensorSpec> specs = compiled.step->getArgumentSpecs();
+  const StepAbi &abi = compiled.abi;
+  auto err = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  std::mt19937_64 rng(seed);
+  std::vector<HostTensor> args;
+  for (const TensorSpec &spec : specs)
+    args.emplace_back(spec.kind, spec.shape);
+  unsigned nextMaster = 0;
+  // In argument order: the draws from `rng` follow it.
+  for (const auto &[i, init] : compiled.inits) {
+    if (i >= specs.size())
+      return err("initializer for argument #" + llvm::Twine(i) +
+                 " of a step with " + llvm::Twine(specs.size()));
+    auto values = initialValues(init, specs[i].getNumElements(), rng);
+    if (!values)
+      return err("argument #" + llvm::Twine(i) + ": " +
+                 llvm::toString(values.takeError()));
+    args[i] = HostTensor::fromFloats(specs[i].kind, specs[i].shape, *values);
+    if (specs[i].kind != ElementKind::F32 &&
+        llvm::is_contained(abi.params, i)) {
+      if (nextMaster >= abi.masters.size())
+        return err("a low-precision parameter has no f32 master");
+      unsigned m = abi.masters[nextMaster++];
+      args[m] =
+          HostTensor::fromFloats(ElementKind::F32, specs[m].shape, *values);
+    }
+  }
+  return args;
+}
+
+std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
+  const StepAbi &abi = compiled.abi;
+  std::vector<ResultRoute> routes(compiled.step->getResultSpecs().size());
+  unsigned r = 1;
+  for (unsigned i : abi.state)
+    if (r < routes.size())
+      routes[r++] = {int(i), false};
+  for (auto [k, i] : llvm::enumerate(abi.scaler))
+    if (r < routes.size())
+      routes[r++] = {int(i), k == 0};
+  return routes;
+}
+
 int amp::runTraining(const TrainingConfig &config,
                      const CompiledStep &compiled) {
   auto fail = [&](const llvm::Twine &message) {
@@ -75,6 +124,8 @@ int amp::runTraining(const TrainingConfig &config,
   };
   if (llvm::Error e = validateConfig(config))
     return fail(llvm::toString(std::move(e)));
+  if (config.benchSteps > 0)
+    return runBenchmark(config, compiled);
   const StepAbi *abi = &compiled.abi;
   CompiledFunction *step = compiled.step, *logitsFn = compiled.logits;
   const std::string &modelPath = config.model;
@@ -131,30 +182,10 @@ int amp::runTraining(const TrainingConfig &config,
                 llvm::Twine(trainSet.features));
 
   // State, initialised from the attributes.
-  std::mt19937_64 rng(seed);
-  std::vector<HostTensor> args;
-  for (const TensorSpec &spec : specs)
-    args.emplace_back(spec.kind, spec.shape);
-  unsigned nextMaster = 0;
-  // In argument order: the draws from `rng` follow it.
-  for (const auto &[i, init] : compiled.inits) {
-    if (i >= specs.size())
-      return fail("initializer for argument #" + llvm::Twine(i) +
-                  " of a step with " + llvm::Twine(specs.size()));
-    auto values = initialValues(init, specs[i].getNumElements(), rng);
-    if (!values)
-      return fail("argument #" + llvm::Twine(i) + ": " +
-                  llvm::toString(values.takeError()));
-    args[i] = HostTensor::fromFloats(specs[i].kind, specs[i].shape, *values);
-    if (specs[i].kind != ElementKind::F32 &&
-        llvm::is_contained(abi->params, i)) {
-      if (nextMaster >= abi->masters.size())
-        return fail("a low-precision parameter has no f32 master");
-      unsigned m = abi->masters[nextMaster++];
-      args[m] =
-          HostTensor::fromFloats(ElementKind::F32, specs[m].shape, *values);
-    }
-  }
+  auto initial = initialArguments(compiled, seed);
+  if (!initial)
+    return fail(llvm::toString(initial.takeError()));
+  std::vector<HostTensor> args = std::move(*initial);
   if (abi->scaler.size() == 2 && args[abi->scaler[0]].getAsDouble(0) == 0)
     return fail("the loss scale has no initial value");
 
@@ -208,10 +239,27 @@ int amp::runTraining(const TrainingConfig &config,
         startStep < 0)
       return fail(loadPath + ": no valid 'step' in its metadata");
   }
+  // The arguments move to where the step runs (device memory for CUDA).
+  auto opened = compiled.openSession ? compiled.openSession()
+                                     : openHostSession(*step, *logitsFn);
+  if (!opened)
+    return fail(llvm::toString(opened.takeError()));
+  std::unique_ptr<StepSession> session = std::move(*opened);
+  for (auto [i, value] : llvm::enumerate(args))
+    if (llvm::Error e = session->set(i, value))
+      return fail(llvm::toString(std::move(e)));
+  double finalScale =
+      abi->scaler.size() == 2 ? args[abi->scaler[0]].getAsDouble(0) : 1.0;
+  args.clear();
+
   auto save = [&](int64_t done) -> llvm::Error {
     Checkpoint checkpoint;
-    for (auto &[name, index] : abi->persistent)
-      checkpoint.tensors.emplace_back(name, args[index]);
+    for (auto &[name, index] : abi->persistent) {
+      auto value = session->get(index);
+      if (!value)
+        return value.takeError();
+      checkpoint.tensors.emplace_back(name, std::move(*value));
+    }
     for (const char *key : configKeys)
       checkpoint.metadata[key] = configValue(key);
     checkpoint.metadata["step"] = std::to_string(done);
@@ -236,16 +284,14 @@ int amp::runTraining(const TrainingConfig &config,
       std::vector<float> x(batch * features, 0.0f);
       std::copy_n(testSet.images.begin() + start * features, n * features,
                   x.begin());
-      std::vector<HostTensor> evalArgs;
-      evalArgs.push_back(
-          HostTensor::fromFloats(evalSpecs[0].kind, evalSpecs[0].shape, x));
-      evalArgs.emplace_back(ElementKind::I32, evalSpecs[1].shape);
-      std::vector<const HostTensor *> pointers;
-      for (const HostTensor &t : evalArgs)
-        pointers.push_back(&t);
-      for (unsigned i = 2; i < evalSpecs.size(); ++i)
-        pointers.push_back(&args[i]);
-      auto out = logitsFn->call(pointers);
+      if (llvm::Error e =
+              session->set(0, HostTensor::fromFloats(evalSpecs[0].kind,
+                                                     evalSpecs[0].shape, x)))
+        return std::move(e);
+      if (llvm::Error e =
+              session->set(1, HostTensor(ElementKind::I32, evalSpecs[1].shape)))
+        return std::move(e);
+      auto out = session->logits();
       if (!out)
         return out.takeError();
       std::vector<float> logits = (*out)[0].toFloats();
@@ -273,6 +319,7 @@ int amp::runTraining(const TrainingConfig &config,
   double accuracy = -1;
   bool hasScaler = abi->scaler.size() == 2;
   bool hasFound = abi->numResults > 1 + abi->state.size();
+  std::vector<ResultRoute> routes = stepResultRoutes(compiled);
   llvm::outs() << config.tool << ": " << modelPath << " at " << optLevel << " "
                << dtype << ", " << optimizer << " lr " << learningRate << " ("
                << config.lrSchedule << "), " << totalSteps << " steps of batch "
@@ -307,33 +354,35 @@ int amp::runTraining(const TrainingConfig &config,
     }
     if (llvm::is_contained(config.injectNonfinite, s))
       x[0] = std::nanf("");
-    args[abi->input] = HostTensor::fromFloats(specs[abi->input].kind,
-                                              specs[abi->input].shape, x);
-    args[abi->labels] = HostTensor::fromInts({batch}, y);
-    args[*abi->lr] = HostTensor::fromFloats(
-        ElementKind::F32, {}, {float(scheduledRate(config, s, totalSteps))});
-    std::vector<const HostTensor *> pointers;
-    for (const HostTensor &a : args)
-      pointers.push_back(&a);
     auto t0 = std::chrono::steady_clock::now();
-    auto out = step->call(pointers);
+    // The batch and learning rate, in argument order.
+    llvm::Error setError = session->set(
+        abi->input, HostTensor::fromFloats(specs[abi->input].kind,
+                                           specs[abi->input].shape, x));
+    if (!setError)
+      setError = session->set(abi->labels, HostTensor::fromInts({batch}, y));
+    if (!setError)
+      setError = session->set(
+          *abi->lr, HostTensor::fromFloats(
+                        ElementKind::F32, {},
+                        {float(scheduledRate(config, s, totalSteps))}));
+    if (setError)
+      return fail("step " + llvm::Twine(s) + ": " +
+                  llvm::toString(std::move(setError)));
+    auto out = session->step(routes);
     stepTimes.push_back(std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - t0)
                             .count());
     if (!out)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(out.takeError()));
+    // On the host: the loss, the loss scale, found-inf and collapsed.
     double loss = (*out)[0].getAsDouble(0);
     unsigned r = 1;
-    for (unsigned i : abi->state)
-      args[i] = std::move((*out)[r++]);
     double scale = 1.0;
     bool wasSkipped = false, collapsed = false;
-    if (hasScaler) {
-      args[abi->scaler[0]] = std::move((*out)[r++]);
-      args[abi->scaler[1]] = std::move((*out)[r++]);
-      scale = args[abi->scaler[0]].getAsDouble(0);
-    }
+    if (hasScaler)
+      finalScale = scale = (*out)[r++].getAsDouble(0);
     if (hasFound)
       wasSkipped = (*out)[r++].getAsDouble(0) != 0;
     if (hasScaler)
@@ -417,7 +466,6 @@ int amp::runTraining(const TrainingConfig &config,
   std::vector<double> sorted = stepTimes;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-  double finalScale = hasScaler ? args[abi->scaler[0]].getAsDouble(0) : 1.0;
   llvm::outs() << "summary: test accuracy "
                << llvm::format("%.2f%%", 100 * accuracy) << ", " << skipped
                << " skipped steps, final scale " << finalScale

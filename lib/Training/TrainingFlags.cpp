@@ -79,6 +79,15 @@ cl::opt<int64_t> maxConsecutiveSkips(
 cl::opt<int64_t> logEvery("log-every", cl::desc("Print the loss every N steps"),
                           cl::init(100), cl::cat(trainingCategory));
 
+cl::opt<int64_t> benchSteps(
+    "bench-steps",
+    cl::desc("Benchmark: time this many steps on one fixed random batch "
+             "instead of training (0: train)"),
+    cl::init(0), cl::cat(trainingCategory));
+cl::opt<int64_t> benchWarmup("bench-warmup",
+                             cl::desc("Benchmark: untimed steps first"),
+                             cl::init(5), cl::cat(trainingCategory));
+
 } // namespace
 
 TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
@@ -103,5 +112,7 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.injectNonfinite.assign(injectNonfinite.begin(), injectNonfinite.end());
   config.maxConsecutiveSkips = maxConsecutiveSkips;
   config.logEvery = logEvery;
+  config.benchSteps = benchSteps;
+  config.benchWarmup = benchWarmup;
   return config;
 }

@@ -9,11 +9,14 @@
 // allocator, argument packing of launches) runs on a machine without a GPU.
 // AMP_FAKE_CUDA_MODE selects cuInit's behaviour: "no-device" fails with
 // CUDA_ERROR_NO_DEVICE, "zero" reports no devices, anything else works.
+// With AMP_FAKE_CUDA_TRACE set, launches and copies are printed on stderr
+// ("fake-cuda: launch NAME", "fake-cuda: memcpy BYTES").
 //
 //===----------------------------------------------------------------------===//
 
 #include <cuda.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -22,6 +25,10 @@ namespace {
 std::string mode() {
   const char *m = std::getenv("AMP_FAKE_CUDA_MODE");
   return m ? m : "";
+}
+bool tracing() {
+  static bool on = std::getenv("AMP_FAKE_CUDA_TRACE") != nullptr;
+  return on;
 }
 int allocations = 0;
 struct Launch {
@@ -73,11 +80,14 @@ FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule,
   *function = reinterpret_cast<CUfunction>(const_cast<char *>(name));
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned gy,
-                                    unsigned gz, unsigned bx, unsigned by,
-                                    unsigned bz, unsigned smem, CUstream,
-                                    void **params, void **) {
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx,
+                                    unsigned gy, unsigned gz, unsigned bx,
+                                    unsigned by, unsigned bz, unsigned smem,
+                                    CUstream, void **params, void **) {
   lastLaunch = {{gx, gy, gz}, {bx, by, bz}, smem, params};
+  if (tracing())
+    std::fprintf(stderr, "fake-cuda: launch %s\n",
+                 reinterpret_cast<const char *>(function));
   return bx * by * bz > 1024 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int) {
@@ -91,7 +101,8 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   if (bytes > (size_t(1) << 30))
     return CUDA_ERROR_OUT_OF_MEMORY;
   ++allocations;
-  *ptr = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  // Zeroed, so that results of kernels that do not run are deterministic.
+  *ptr = reinterpret_cast<CUdeviceptr>(std::calloc(1, bytes));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
@@ -100,6 +111,8 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
 }
 FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
                                    size_t bytes, CUstream) {
+  if (tracing())
+    std::fprintf(stderr, "fake-cuda: memcpy %zu\n", bytes);
   std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
               bytes);
   return CUDA_SUCCESS;

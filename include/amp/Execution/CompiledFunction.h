@@ -22,6 +22,8 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,54 @@ protected:
       llvm::ArrayRef<const HostTensor *> inputs,
       llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke);
 };
+
+/// Where a result of a step goes: back into an argument for the next call
+/// (`toArgument`), to the host (`toHost`), or both.
+struct ResultRoute {
+  int toArgument = -1;
+  bool toHost = true;
+};
+
+/// A training run's view of a compiled step and its logits function (whose
+/// arguments are a prefix of the step's): the step's arguments live where
+/// the code runs between calls, and results routed back into arguments
+/// never leave it. For the CUDA backend that is device memory, so a step
+/// copies only its per-step inputs in and its scalars out.
+class StepSession {
+public:
+  virtual ~StepSession();
+
+  /// Sets argument `i` of the step (checked against its type).
+  virtual llvm::Error set(unsigned i, const HostTensor &value) = 0;
+  /// The current value of argument `i`.
+  virtual llvm::Expected<HostTensor> get(unsigned i) = 0;
+  /// Runs the step on the current arguments. `routes` has one entry per
+  /// result; returns the results routed to the host, in order.
+  virtual llvm::Expected<std::vector<HostTensor>>
+  step(llvm::ArrayRef<ResultRoute> routes) = 0;
+  /// Runs the logits function on the current arguments; returns its
+  /// results.
+  virtual llvm::Expected<std::vector<HostTensor>> logits() = 0;
+
+  /// Device memory of the session's code, if it has any: bytes in use now
+  /// and at most so far (allocations, not counting cached free blocks).
+  struct MemoryStats {
+    uint64_t inUse = 0, peakInUse = 0, held = 0, peakHeld = 0;
+  };
+  virtual std::optional<MemoryStats> getDeviceMemory() { return std::nullopt; }
+
+  /// Checks that the logits function's arguments are a prefix of the step's
+  /// and `routes` fits the step's results.
+  static llvm::Error checkFunctions(const CompiledFunction &step,
+                                    const CompiledFunction &logits);
+  static llvm::Error checkRoutes(const CompiledFunction &step,
+                                 llvm::ArrayRef<ResultRoute> routes);
+};
+
+/// A session keeping the arguments in host memory, calling `call` (the CPU
+/// backend, and a fallback for any function).
+llvm::Expected<std::unique_ptr<StepSession>>
+openHostSession(CompiledFunction &step, CompiledFunction &logits);
 
 } // namespace amp
 

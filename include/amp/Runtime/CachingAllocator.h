@@ -52,6 +52,8 @@ public:
   size_t bytesCached() const;
   /// The largest bytesInUse() + bytesCached() so far: device memory held.
   size_t peakBytesHeld() const;
+  /// The most bytes in use (allocated, not cached) at any time.
+  size_t peakBytesInUse() const;
 
 private:
   AllocateFn backingAllocate;
@@ -59,7 +61,7 @@ private:
   mutable std::mutex mutex;
   std::map<size_t, std::vector<void *>> cached;
   std::unordered_map<void *, size_t> inUse;
-  size_t inUseBytes = 0, cachedBytes = 0, peak = 0;
+  size_t inUseBytes = 0, cachedBytes = 0, peak = 0, peakInUse = 0;
 };
 
 } // namespace amp

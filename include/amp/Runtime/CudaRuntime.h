@@ -45,6 +45,10 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 /// failed with CUDA_ERROR_...") into `buffer` (NUL-terminated, truncated to
 /// `size`), clears it and returns 1; returns 0 when nothing failed.
 int amp_cuda_take_error(char *buffer, size_t size);
+
+/// The device allocator's bytes: stats[0] in use now, [1] the most in use
+/// at once, [2] held now (in use + cached free blocks), [3] the most held.
+void amp_cuda_memory_stats(uint64_t *stats);
 }
 
 namespace amp {

@@ -19,6 +19,7 @@
 #include "amp/Training/StepAbi.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,9 @@ struct TrainingConfig {
   int64_t maxConsecutiveSkips = 20;
   int64_t logEvery = 100;
   double compileSeconds = 0.0;
+  /// Benchmark mode (> 0): this many timed steps on one fixed random batch
+  /// after `benchWarmup` untimed ones; no data set, evaluation or checkpoint.
+  int64_t benchSteps = 0, benchWarmup = 5;
 };
 
 /// Checks the flags `TrainingConfig` holds (schedule, dataset, counts),
@@ -62,7 +66,28 @@ struct CompiledStep {
   CompiledFunction *logits = nullptr;
   StepAbi abi;
   std::vector<std::pair<unsigned, InitSpec>> inits;
+  /// Where the run keeps the step's arguments; null: in host memory
+  /// (openHostSession).
+  std::function<llvm::Expected<std::unique_ptr<StepSession>>()> openSession;
 };
+
+/// The step's arguments with their initial values (from `inits`, drawn in
+/// argument order from one generator seeded with `seed`; zeros elsewhere),
+/// with the f32 master of each low-precision parameter.
+llvm::Expected<std::vector<HostTensor>>
+initialArguments(const CompiledStep &compiled, uint64_t seed);
+
+/// Where each step result goes: the loss to the host; the new state back
+/// into its arguments; the new loss scale into its argument and to the host,
+/// the growth tracker into its argument; found-inf and collapsed to the
+/// host.
+std::vector<ResultRoute> stepResultRoutes(const CompiledStep &compiled);
+
+/// Benchmark mode: times `config.benchSteps` steps on one random batch (i32
+/// inputs in [0, 10)) held on the device, after `config.benchWarmup`
+/// untimed steps; prints the median, the spread and the device memory, and
+/// writes them to `config.metricsPath` as JSON. Returns the exit status.
+int runBenchmark(const TrainingConfig &config, const CompiledStep &compiled);
 
 /// Trains as `config` says, printing progress to stdout; returns the exit
 /// status (errors are printed as "<tool>: error: ..." on stderr and return

@@ -41,6 +41,7 @@ void *CachingAllocator::allocate(size_t bytes) {
   inUse[block] = size;
   inUseBytes += size;
   peak = std::max(peak, inUseBytes + cachedBytes);
+  peakInUse = std::max(peakInUse, inUseBytes);
   return block;
 }
 
@@ -80,4 +81,9 @@ size_t CachingAllocator::bytesCached() const {
 size_t CachingAllocator::peakBytesHeld() const {
   std::lock_guard<std::mutex> lock(mutex);
   return peak;
+}
+
+size_t CachingAllocator::peakBytesInUse() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return peakInUse;
 }

@@ -221,17 +221,26 @@ extern "C" int amp_cuda_take_error(char *buffer, size_t size) {
   return 1;
 }
 
+extern "C" void amp_cuda_memory_stats(uint64_t *stats) {
+  const CachingAllocator &a = deviceAllocator();
+  stats[0] = a.bytesInUse();
+  stats[1] = a.peakBytesInUse();
+  stats[2] = a.bytesInUse() + a.bytesCached();
+  stats[3] = a.peakBytesHeld();
+}
+
 size_t amp::getCudaPeakBytesHeld() { return deviceAllocator().peakBytesHeld(); }
 
 std::vector<std::pair<const char *, void *>> amp::getCudaRuntimeSymbols() {
 #define AMP_SYMBOL(name)                                                       \
   { #name, reinterpret_cast < void *>(&name) }
-  return {AMP_SYMBOL(mgpuModuleLoad),    AMP_SYMBOL(mgpuModuleLoadJIT),
-          AMP_SYMBOL(mgpuModuleUnload),  AMP_SYMBOL(mgpuModuleGetFunction),
-          AMP_SYMBOL(mgpuLaunchKernel),  AMP_SYMBOL(mgpuStreamCreate),
-          AMP_SYMBOL(mgpuStreamDestroy), AMP_SYMBOL(mgpuStreamSynchronize),
-          AMP_SYMBOL(mgpuMemAlloc),      AMP_SYMBOL(mgpuMemFree),
-          AMP_SYMBOL(mgpuMemcpy),        AMP_SYMBOL(mgpuMemset32),
-          AMP_SYMBOL(mgpuMemset16),      AMP_SYMBOL(amp_cuda_take_error)};
+  return {AMP_SYMBOL(mgpuModuleLoad),       AMP_SYMBOL(mgpuModuleLoadJIT),
+          AMP_SYMBOL(mgpuModuleUnload),     AMP_SYMBOL(mgpuModuleGetFunction),
+          AMP_SYMBOL(mgpuLaunchKernel),     AMP_SYMBOL(mgpuStreamCreate),
+          AMP_SYMBOL(mgpuStreamDestroy),    AMP_SYMBOL(mgpuStreamSynchronize),
+          AMP_SYMBOL(mgpuMemAlloc),         AMP_SYMBOL(mgpuMemFree),
+          AMP_SYMBOL(mgpuMemcpy),           AMP_SYMBOL(mgpuMemset32),
+          AMP_SYMBOL(mgpuMemset16),         AMP_SYMBOL(amp_cuda_take_error),
+          AMP_SYMBOL(amp_cuda_memory_stats)};
 #undef AMP_SYMBOL
 }

@@ -131,6 +131,18 @@ FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value,
     p[i] = value;
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuEventCreate(CUevent *event, unsigned int) {
+  static int e;
+  *event = reinterpret_cast<CUevent>(&e);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) {
+  *ms = 0.0f;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent) { return CUDA_SUCCESS; }
 /// Test hooks.
 FAKE_EXPORT int fakeAllocations() { return allocations; }
 FAKE_EXPORT const void *fakeLastLaunch() { return &lastLaunch; }

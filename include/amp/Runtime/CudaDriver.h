@@ -54,7 +54,13 @@ struct DriverApi {
   X(memsetD32Async, "cuMemsetD32Async", CUresult, CUdeviceptr, unsigned int,   \
     size_t, CUstream)                                                          \
   X(memsetD16Async, "cuMemsetD16Async", CUresult, CUdeviceptr, unsigned short, \
-    size_t, CUstream)
+    size_t, CUstream)                                                          \
+  X(eventCreate, "cuEventCreate", CUresult, CUevent *, unsigned int)           \
+  X(eventRecord, "cuEventRecord", CUresult, CUevent, CUstream)                 \
+  X(eventSynchronize, "cuEventSynchronize", CUresult, CUevent)                 \
+  X(eventElapsedTime, "cuEventElapsedTime_v2", CUresult, float *, CUevent,     \
+    CUevent)                                                                   \
+  X(eventDestroy, "cuEventDestroy_v2", CUresult, CUevent)
 
 #define AMP_CUDA_DECLARE(member, symbol, ret, ...)                             \
   ret (*member)(__VA_ARGS__) = nullptr;

@@ -8,7 +8,12 @@
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaRuntime.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <vector>
 
 using namespace amp::cuda;
 
@@ -202,6 +207,90 @@ void recordGemmError(const std::string &message) {
   recordRuntimeError("amp_cuda_gemm: " + message);
 }
 
+/// AMP_CUDA_GEMM_PROFILE=FILE: every GEMM is timed between two events on
+/// the stream, and at exit FILE receives one JSON object per distinct GEMM
+/// (its key, the number of calls and the median and total milliseconds):
+/// bench/gpu/roofline.py compares them with cuBLASLt called directly on the
+/// same shapes. Off (no events, no cost) without the variable.
+class GemmProfiler {
+public:
+  static GemmProfiler *get() {
+    static GemmProfiler *profiler = [] {
+      const char *path = std::getenv("AMP_CUDA_GEMM_PROFILE");
+      static GemmProfiler instance(path ? path : "");
+      return path && *path ? &instance : nullptr;
+    }();
+    return profiler;
+  }
+
+  /// Records an event on `stream`; null when events are unavailable.
+  CUevent record(CUstream stream) {
+    const DriverApi *api = getDriver();
+    CUevent event = nullptr;
+    if (!api || api->eventCreate(&event, 0) != CUDA_SUCCESS)
+      return nullptr;
+    api->eventRecord(event, stream);
+    return event;
+  }
+
+  void add(const GemmKey &key, CUevent start, CUevent end) {
+    if (!start || !end)
+      return;
+    std::lock_guard<std::mutex> lock(mutex);
+    calls.push_back({key, start, end});
+  }
+
+  ~GemmProfiler() {
+    const DriverApi *api = getDriver();
+    if (path.empty() || !api)
+      return;
+    std::map<std::string, std::pair<GemmKey, std::vector<float>>> byKey;
+    for (Call &call : calls) {
+      float ms = 0;
+      api->eventSynchronize(call.end);
+      api->eventElapsedTime(&ms, call.start, call.end);
+      api->eventDestroy(call.start);
+      api->eventDestroy(call.end);
+      auto &entry = byKey[call.key.str()];
+      entry.first = call.key;
+      entry.second.push_back(ms);
+    }
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f)
+      return;
+    for (auto &[name, entry] : byKey) {
+      const GemmKey &k = entry.first;
+      std::vector<float> &t = entry.second;
+      std::sort(t.begin(), t.end());
+      double total = 0;
+      for (float v : t)
+        total += v;
+      std::fprintf(
+          f,
+          "{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld, "
+          "\"transpose_a\": %d, \"transpose_b\": %d, \"dtype_ab\": \"%s\", "
+          "\"dtype_d\": \"%s\", \"epilogue\": \"%s\", \"calls\": %zu, "
+          "\"median_ms\": %.6f, \"total_ms\": %.6f}\n",
+          (long long)k.m, (long long)k.n, (long long)k.k, (long long)k.batch,
+          int(k.transposeA), int(k.transposeB), dtypeName(k.dtypeAB),
+          dtypeName(k.dtypeD), epilogueName(k.epilogue), t.size(),
+          t[t.size() / 2], total);
+    }
+    std::fclose(f);
+  }
+
+private:
+  explicit GemmProfiler(std::string path) : path(std::move(path)) {}
+
+  struct Call {
+    GemmKey key;
+    CUevent start, end;
+  };
+  std::string path;
+  std::mutex mutex;
+  std::vector<Call> calls;
+};
+
 } // namespace
 
 namespace {
@@ -247,13 +336,18 @@ void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key) {
     cublasLtMatmulDescSetAttribute(
         g.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
   float alpha = 1.0f, beta = 0.0f;
+  auto stream = static_cast<CUstream>(getStream());
+  GemmProfiler *profiler = GemmProfiler::get();
+  CUevent start = profiler ? profiler->record(stream) : nullptr;
   // Column-major: cuBLASLt's A is our B and its B our A.
   if (cublasStatus_t s = cublasLtMatmul(
           context->handle, g.operation, &alpha, b, g.a, a, g.b, &beta, d, g.d,
           d, g.d, &plan->algo, context->workspace, kGemmWorkspaceBytes,
-          static_cast<cudaStream_t>(getStream())))
+          reinterpret_cast<cudaStream_t>(stream)))
     recordGemmError(std::string("cublasLtMatmul failed with ") +
                     cublasLtGetStatusName(s) + " for " + key.str());
+  if (profiler)
+    profiler->add(key, start, profiler->record(stream));
 }
 } // namespace
 

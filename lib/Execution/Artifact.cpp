@@ -573,6 +573,11 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
     return err("no entry point " + llvm::Twine(kArtifactEntryPrefix) +
                (stepEntry ? m.logits.name : m.step.name));
   if (m.backend == "cpu") {
+    // The CPU runtime's process set-up (malloc keeps freed step buffers),
+    // where the artifact links the runtime.
+    if (auto init =
+            reinterpret_cast<void (*)()>(dlsym(handle, "amp_cpu_runtime_init")))
+      init();
     artifact->step = std::make_unique<HostArtifactFunction>(m.step, stepEntry);
     artifact->logits =
         std::make_unique<HostArtifactFunction>(m.logits, logitsEntry);

@@ -15,6 +15,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -177,9 +178,13 @@ CpuFunction::compile(ModuleOp module, StringRef name,
 
   ExecutionEngineOptions engineOptions;
   engineOptions.enablePerfNotificationListener = getenv("AMP_PERF") != nullptr;
-  auto transformer =
+  auto optimize =
       makeOptimizingTransformer(options.optLevel, 0, targetMachine->get());
-  engineOptions.transformer = transformer;
+  std::string entryName = name.str();
+  engineOptions.transformer = [optimize, entryName](llvm::Module *m) {
+    markEntryArgumentsNoAlias(*m, {entryName});
+    return optimize(m);
+  };
   static constexpr llvm::StringRef runnerUtils = AMP_MLIR_C_RUNNER_UTILS;
   engineOptions.sharedLibPaths = runnerUtils;
   auto engine =
@@ -197,6 +202,18 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     return symbols;
   });
   return fn;
+}
+
+void amp::markEntryArgumentsNoAlias(llvm::Module &module,
+                                    llvm::ArrayRef<std::string> entries) {
+  for (const std::string &name : entries) {
+    llvm::Function *f = module.getFunction(name);
+    if (!f || f->isDeclaration())
+      continue;
+    for (llvm::Argument &arg : f->args())
+      if (arg.getType()->isPointerTy())
+        arg.addAttr(llvm::Attribute::NoAlias);
+  }
 }
 
 llvm::Expected<std::vector<HostTensor>>

@@ -49,7 +49,8 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // to an ulp); f16/bf16 conversions are expanded or called out.
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
          "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
-         "finalize-memref-to-llvm,convert-math-to-llvm,convert-to-llvm,"
+         "finalize-memref-to-llvm{use-aligned-alloc=true},convert-math-to-llvm,"
+         "convert-to-llvm,"
          "reconcile-unrealized-casts";
 }
 

@@ -21,6 +21,10 @@ class FuncOp;
 } // namespace func
 } // namespace mlir
 
+namespace llvm {
+class Module;
+} // namespace llvm
+
 namespace amp {
 
 /// How a function is compiled for the CPU.
@@ -54,6 +58,15 @@ llvm::Expected<TensorSpec> tensorSpecOf(mlir::Type type, llvm::StringRef what,
 llvm::Error readFunctionSpecs(mlir::func::FuncOp func,
                               llvm::SmallVectorImpl<TensorSpec> &arguments,
                               llvm::SmallVectorImpl<TensorSpec> &results);
+
+/// Marks the pointer parameters of the lowered functions `entries` noalias
+/// in `module`. Sound because an entry's arguments are read-only (see
+/// prepareEntryPoints) and its out-parameters are buffers of their own: no
+/// memory one writes is reached through another. It lets LLVM keep
+/// reduction accumulators in registers and vectorize without run-time alias
+/// checks.
+void markEntryArgumentsNoAlias(llvm::Module &module,
+                               llvm::ArrayRef<std::string> entries);
 
 /// Readies a module copy for lowering with the functions `entries` as entry
 /// points: drops the train.* argument attributes, gives the entries a C

@@ -23,6 +23,9 @@
 
 extern "C" {
 
+/// Process set-up a loader of CPU artifacts calls once: retainFreedMemory.
+void amp_cpu_runtime_init(void);
+
 /// c[i] = op(a[i]) x op(b[i]) for each of `batch` matrices: op(a) is m x k,
 /// op(b) is k x n, c is m x n f32. Element-type codes: amp::RuntimeDType.
 void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c, int64_t dtypeA,

@@ -290,6 +290,8 @@ extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
   });
 }
 
+extern "C" void amp_cpu_runtime_init(void) { amp::retainFreedMemory(); }
+
 void amp::retainFreedMemory() {
 #if defined(__GLIBC__)
   static const bool done = [] {

@@ -7,6 +7,10 @@
 // 2 000 train ops and more): the same functions, fully lowered.
 // RUN: amp-opt %examples/cnn.mlir --amp-pipeline --amp-lower-cpu="copy-before-write=true" | FileCheck %s --check-prefix=LLVM-ONLY
 // RUN: amp-opt %s --amp-lower-cpu="copy-before-write=true" | FileCheck %s
+// Buffers come from aligned_alloc, never malloc plus pointer arithmetic
+// (which hides them from LLVM's alias analysis).
+// RUN: amp-opt %examples/cnn.mlir --amp-pipeline --amp-lower-cpu | FileCheck %s --check-prefix=ALLOC --implicit-check-not=@malloc
+// ALLOC: llvm.call @aligned_alloc
 
 // The whole CPU pipeline ends in the LLVM dialect; the function's result
 // becomes a trailing out-parameter (two more pointers in the expanded memref

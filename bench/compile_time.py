@@ -8,7 +8,10 @@ For each depth: the median wall time and peak RSS over --repeats runs of
   parse       amp-opt MODEL -o /dev/null            (the baseline: parse + print)
   pipeline    amp-opt MODEL --amp-pipeline          (autocast, autodiff, Adam, loss scaling, cleanup)
   lower       amp-opt MODEL --amp-pipeline --amp-lower-cpu   (to the LLVM dialect; --lower-layers)
-and train ops per second of the pipeline (input train ops / (pipeline - parse)).
+and train ops per second of the train-level passes: input train ops over the
+passes' own time (--mlir-timing's rows for the five passes, the median over
+--repeats runs; with the verifier after each pass as amp-opt runs by default,
+and without it: --verify-each=false).
 Writes bench/results/compile_time.{json,md,svg}. The MLPs are 64 wide, batch
 32: compile time does not depend on tensor sizes.
 """
@@ -40,6 +43,19 @@ def run(cmd):
 def measure(cmd, repeats):
     runs = [run(cmd) for _ in range(repeats)]
     return statistics.median(w for w, _ in runs), max(m for _, m in runs)
+
+
+PASS_ROW = re.compile(r"^\s+([\d.]+) \(\s*[\d.]+%\)\s+(\w+Pass)$")
+
+
+def pass_seconds(cmd, repeats):
+    """Median over `repeats` runs of the summed --mlir-timing pass rows."""
+    totals = []
+    for _ in range(repeats):
+        err = subprocess.run(cmd + ["--mlir-timing"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, check=True).stderr
+        totals.append(sum(float(m.group(1)) for m in map(PASS_ROW.match, err.splitlines()) if m))
+    return statistics.median(totals)
 
 
 def svg(rows):
@@ -94,7 +110,11 @@ def main():
         row["parse_s"], row["parse_mib"] = measure([OPT, tmp, "-o", "/dev/null"], a.repeats)
         if n in {int(x) for x in a.layers.split(",")}:
             row["pipeline_s"], row["pipeline_mib"] = measure([OPT, tmp, "--amp-pipeline", "-o", "/dev/null"], a.repeats)
-            row["ops_per_s"] = ops / max(row["pipeline_s"] - row["parse_s"], 1e-9)
+            cmd = [OPT, tmp, "--amp-pipeline", "-o", "/dev/null"]
+            row["passes_s"] = pass_seconds(cmd, a.repeats)
+            row["passes_noverify_s"] = pass_seconds(cmd + ["--verify-each=false"], a.repeats)
+            row["ops_per_s"] = ops / max(row["passes_s"], 1e-9)
+            row["ops_per_s_noverify"] = ops / max(row["passes_noverify_s"], 1e-9)
         if n in lower:
             reps = a.repeats if n <= 100 else 1
             row["lower_s"], row["lower_mib"] = measure([OPT, tmp, "--amp-pipeline", "--amp-lower-cpu", "-o", "/dev/null"], reps)
@@ -104,13 +124,17 @@ def main():
     os.remove(tmp)
     json.dump({"machine": os.uname().machine, "cpus": os.cpu_count(), "rows": rows},
               open(os.path.join(OUT, "compile_time.json"), "w"), indent=2)
-    lines = ["| layers | train ops | parse s | amp-pipeline s (MiB) | ops/s | + amp-lower-cpu s (MiB) |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| layers | train ops | parse s | amp-pipeline s (MiB) | passes s | ops/s | "
+             "passes s, no verify-each | ops/s | + amp-lower-cpu s (MiB) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p = f"{r['pipeline_s']:.3f} ({r['pipeline_mib']:.0f})" if "pipeline_s" in r else "-"
+        ps = f"{r['passes_s']:.3f}" if "passes_s" in r else "-"
         o = f"{r['ops_per_s']:,.0f}" if "ops_per_s" in r else "-"
+        pn = f"{r['passes_noverify_s']:.3f}" if "passes_noverify_s" in r else "-"
+        on = f"{r['ops_per_s_noverify']:,.0f}" if "ops_per_s_noverify" in r else "-"
         l = f"{r['lower_s']:.2f} ({r['lower_mib']:.0f})" if "lower_s" in r else "-"
-        lines.append(f"| {r['layers']} | {r['ops']} | {r['parse_s']:.3f} | {p} | {o} | {l} |")
+        lines.append(f"| {r['layers']} | {r['ops']} | {r['parse_s']:.3f} | {p} | {ps} | {o} | {pn} | {on} | {l} |")
     open(os.path.join(OUT, "compile_time.md"), "w").write("\n".join(lines) + "\n")
     open(os.path.join(OUT, "compile_time.svg"), "w").write(svg(rows))
     print("\n".join(lines))

@@ -35,9 +35,15 @@ struct CastCleanupPass
     : public amp::train::impl::CastCleanupPassBase<CastCleanupPass> {
   void runOnOperation() override {
     // Exact folds first: round trips, widening chains, constants.
+    // Only the casts (and the ops their folds create) are visited: a walk
+    // of every op of a large step costs more than the casts' folds.
     RewritePatternSet patterns(&getContext());
     CastOp::getCanonicalizationPatterns(patterns, &getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    SmallVector<Operation *> seeds;
+    getOperation()->walk([&](CastOp cast) { seeds.push_back(cast); });
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyOpPatternsGreedily(seeds, std::move(patterns), config)))
       return signalPassFailure();
 
     // Then one cast per (value, type), right after the value's definition,

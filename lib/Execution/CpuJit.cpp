@@ -181,10 +181,13 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   auto optimize =
       makeOptimizingTransformer(options.optLevel, 0, targetMachine->get());
   std::string entryName = name.str();
-  engineOptions.transformer = [optimize, entryName](llvm::Module *m) {
+  // ExecutionEngineOptions::transformer is a function_ref: the callable
+  // must outlive ExecutionEngine::create.
+  auto transform = [&](llvm::Module *m) {
     markEntryArgumentsNoAlias(*m, {entryName});
     return optimize(m);
   };
+  engineOptions.transformer = transform;
   static constexpr llvm::StringRef runnerUtils = AMP_MLIR_C_RUNNER_UTILS;
   engineOptions.sharedLibPaths = runnerUtils;
   auto engine =

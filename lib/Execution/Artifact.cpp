@@ -430,22 +430,12 @@ public:
         spare = alloc(results[r]);
       out[r] = spare;
     }
-    std::vector<HostTensor> toHost;
-    llvm::Error error = run(stepFn, out);
-    if (!error) {
-      for (auto [r, route] : llvm::enumerate(routes))
-        if (route.toHost) {
-          toHost.emplace_back(results[r].kind, results[r].shape);
-          cuda.memcpy(toHost.back().data(), out[r],
-                      toHost.back().getSizeInBytes(), stream);
-        }
-      cuda.streamSynchronize(stream);
-      error = cuda.takeError_();
-    }
+    auto toHost =
+        runAndFetch(stepFn, out, [&](size_t r) { return routes[r].toHost; });
     for (void *ptr : temps)
       cuda.memFree(ptr, stream);
-    if (error)
-      return onGpu(stepFn, std::move(error));
+    if (!toHost)
+      return toHost.takeError();
     for (const ResultRoute &route : routes)
       if (route.toArgument >= 0)
         std::swap(buffers[route.toArgument], spares[route.toArgument]);
@@ -457,21 +447,9 @@ public:
     std::vector<void *> out;
     for (const TensorSpec &spec : results)
       out.push_back(alloc(spec));
-    std::vector<HostTensor> values;
-    llvm::Error error = run(logitsFn, out);
-    if (!error) {
-      for (auto [r, spec] : llvm::enumerate(results)) {
-        values.emplace_back(spec.kind, spec.shape);
-        cuda.memcpy(values.back().data(), out[r],
-                    values.back().getSizeInBytes(), stream);
-      }
-      cuda.streamSynchronize(stream);
-      error = cuda.takeError_();
-    }
+    auto values = runAndFetch(logitsFn, out, [](size_t) { return true; });
     for (void *ptr : out)
       cuda.memFree(ptr, stream);
-    if (error)
-      return onGpu(logitsFn, std::move(error));
     return values;
   }
 
@@ -494,6 +472,28 @@ private:
   static llvm::Error onGpu(const CudaArtifactFunction &fn, llvm::Error e) {
     return llvm::createStringError(
         "@" + fn.info.name + " on the GPU: " + llvm::toString(std::move(e)));
+  }
+
+  /// Runs `fn` with result buffers `out`, copies the results `fetch` picks
+  /// to the host and waits for the stream; errors name `fn`.
+  llvm::Expected<std::vector<HostTensor>>
+  runAndFetch(CudaArtifactFunction &fn, llvm::ArrayRef<void *> out,
+              llvm::function_ref<bool(size_t)> fetch) {
+    std::vector<HostTensor> values;
+    llvm::Error error = run(fn, out);
+    if (!error) {
+      for (auto [r, spec] : llvm::enumerate(fn.getResultSpecs()))
+        if (fetch(r)) {
+          values.emplace_back(spec.kind, spec.shape);
+          cuda.memcpy(values.back().data(), out[r],
+                      values.back().getSizeInBytes(), stream);
+        }
+      cuda.streamSynchronize(stream);
+      error = cuda.takeError_();
+    }
+    if (error)
+      return onGpu(fn, std::move(error));
+    return values;
   }
 
   /// Runs `fn` on the first arguments and the result buffers `out`.

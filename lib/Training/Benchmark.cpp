@@ -66,15 +66,10 @@ int amp::runBenchmark(const TrainingConfig &config,
   if (abi.scaler.size() == 2 && args[abi.scaler[0]].getAsDouble(0) == 0)
     return fail("the loss scale has no initial value");
 
-  auto opened = compiled.openSession
-                    ? compiled.openSession()
-                    : openHostSession(*compiled.step, *compiled.logits);
+  auto opened = openStepSession(compiled, args);
   if (!opened)
     return fail(llvm::toString(opened.takeError()));
   std::unique_ptr<StepSession> session = std::move(*opened);
-  for (auto [i, value] : llvm::enumerate(args))
-    if (llvm::Error e = session->set(i, value))
-      return fail(llvm::toString(std::move(e)));
   int64_t batch =
       specs[abi.input].shape.empty() ? 1 : specs[abi.input].shape[0];
   args.clear();

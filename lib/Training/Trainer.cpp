@@ -103,6 +103,20 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
   return args;
 }
 
+llvm::Expected<std::unique_ptr<StepSession>>
+amp::openStepSession(const CompiledStep &compiled,
+                     llvm::ArrayRef<HostTensor> args) {
+  auto opened = compiled.openSession
+                    ? compiled.openSession()
+                    : openHostSession(*compiled.step, *compiled.logits);
+  if (!opened)
+    return opened.takeError();
+  for (auto [i, value] : llvm::enumerate(args))
+    if (llvm::Error e = (*opened)->set(i, value))
+      return std::move(e);
+  return opened;
+}
+
 std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
   const StepAbi &abi = compiled.abi;
   std::vector<ResultRoute> routes(compiled.step->getResultSpecs().size());
@@ -240,14 +254,10 @@ int amp::runTraining(const TrainingConfig &config,
       return fail(loadPath + ": no valid 'step' in its metadata");
   }
   // The arguments move to where the step runs (device memory for CUDA).
-  auto opened = compiled.openSession ? compiled.openSession()
-                                     : openHostSession(*step, *logitsFn);
+  auto opened = openStepSession(compiled, args);
   if (!opened)
     return fail(llvm::toString(opened.takeError()));
   std::unique_ptr<StepSession> session = std::move(*opened);
-  for (auto [i, value] : llvm::enumerate(args))
-    if (llvm::Error e = session->set(i, value))
-      return fail(llvm::toString(std::move(e)));
   double finalScale =
       abi->scaler.size() == 2 ? args[abi->scaler[0]].getAsDouble(0) : 1.0;
   args.clear();

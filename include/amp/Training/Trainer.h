@@ -77,6 +77,11 @@ struct CompiledStep {
 llvm::Expected<std::vector<HostTensor>>
 initialArguments(const CompiledStep &compiled, uint64_t seed);
 
+/// Opens the step's session (`compiled.openSession`, or host memory) and
+/// sets its arguments to `args`.
+llvm::Expected<std::unique_ptr<StepSession>>
+openStepSession(const CompiledStep &compiled, llvm::ArrayRef<HostTensor> args);
+
 /// Where each step result goes: the loss to the host; the new state back
 /// into its arguments; the new loss scale into its argument and to the host,
 /// the growth tracker into its argument; found-inf and collapsed to the

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/SourceMgr.h"
@@ -28,10 +29,16 @@ amp::buildTrainingModule(OwningOpRef<ModuleOp> model,
   if (forwards.size() != 1)
     return err("the model must hold one function (the forward), it holds " +
                llvm::Twine(forwards.size()));
+  // The module is verified once, after the whole pipeline, not after each
+  // pass (amp-opt's default, kept for testing the passes): on large models
+  // the verifier costs more than the passes themselves.
   PassManager pm(model->getContext());
+  pm.enableVerifier(false);
   buildAmpPipeline(pm, options);
   if (failed(pm.run(*model)))
     return err("amp-pipeline failed");
+  if (failed(verify(*model)))
+    return err("amp-pipeline produced invalid IR");
   // Evaluation runs the forward as autocast left it, up to the logits.
   if (failed(addLogitsFunction(*model, forwards.front())))
     return err("no logits function for evaluation");

@@ -145,6 +145,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     CudaLoweringOptions lowering;
     lowering.chip = options.chip;
     lowering.features = options.features;
+    lowering.format = options.kernelFormat;
     lowering.copyBeforeWrite = copyBeforeWrite;
     if (failed(parsePassPipeline(getCudaLoweringPipeline(lowering), pm)))
       return error("the amp-lower-cuda pipeline does not parse");

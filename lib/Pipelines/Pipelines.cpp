@@ -54,6 +54,14 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          "reconcile-unrealized-casts";
 }
 
+std::string amp::getDefaultLibdevicePath() {
+#ifdef AMP_CUDA_LIBDEVICE
+  return AMP_CUDA_LIBDEVICE;
+#else
+  return "";
+#endif
+}
+
 std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
       // GEMMs -> cuBLASLt calls, then the shared middle.

@@ -45,6 +45,12 @@ cl::opt<std::string>
         cl::init(""), cl::cat(category));
 cl::opt<std::string> chip("chip", cl::desc("GPU architecture (cuda)"),
                           cl::init("sm_90"), cl::cat(category));
+cl::opt<std::string> kernelFormat(
+    "kernel-format",
+    cl::desc("How the kernels are embedded (cuda): fatbin (SASS for --chip "
+             "plus PTX), bin (SASS) or isa (PTX, compiled by the driver at "
+             "load)"),
+    cl::init("fatbin"), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "amp-compile: error: " << message << "\n";
@@ -81,6 +87,11 @@ int main(int argc, char **argv) {
   artifactOptions.backend = backend;
   artifactOptions.cpu = cpu;
   artifactOptions.chip = chip;
+  if (kernelFormat != "fatbin" && kernelFormat != "bin" &&
+      kernelFormat != "isa")
+    return fail("--kernel-format must be fatbin, bin or isa, got '" +
+                kernelFormat + "'");
+  artifactOptions.kernelFormat = kernelFormat;
   if (llvm::Error e = compileArtifact(*training->module,
                                       training->getManifest(modelPath, options),
                                       artifactOptions, outputPath))

@@ -26,6 +26,11 @@ struct ArtifactOptions {
   std::string cpu;
   /// The kernels' target (cuda).
   std::string chip = "sm_90", features = "+ptx80";
+  /// How the kernels are embedded (cuda): "fatbin" (SASS for `chip`,
+  /// assembled here by ptxas, plus the PTX for other GPUs: nothing to
+  /// JIT-compile at load), "bin" (SASS only) or "isa" (PTX only; the driver
+  /// compiles it when the artifact loads).
+  std::string kernelFormat = "fatbin";
   /// Link the C++ runtime and libgcc statically. Off by default: static
   /// libstdc++ needs glibc 2.36 (arc4random), the shared one GLIBCXX_3.4.30
   /// (GCC 12's, which Ubuntu 22.04 has too).

@@ -11,10 +11,6 @@
 
 #include <string>
 
-#ifndef AMP_CUDA_LIBDEVICE
-#define AMP_CUDA_LIBDEVICE ""
-#endif
-
 namespace mlir {
 class OpPassManager;
 class Operation;
@@ -122,6 +118,11 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
 /// amp-compile then lower it with `copy-before-write`.
 bool preferCopyBeforeWrite(mlir::Operation *module);
 
+/// The toolkit's libdevice found when amp was configured ("" if none). A
+/// function, not a macro in this header: the definition is the pipelines
+/// library's, and every user of CudaLoweringOptions must see the same path.
+std::string getDefaultLibdevicePath();
+
 /// Options of `amp-lower-cuda`.
 struct CudaLoweringOptions
     : public mlir::PassPipelineOptions<CudaLoweringOptions> {
@@ -136,7 +137,7 @@ struct CudaLoweringOptions
       llvm::cl::desc("CUDA's libdevice bitcode, linked into the kernels "
                      "(exp, log, tanh, erf); default: the toolkit's found at "
                      "configure time"),
-      llvm::cl::init(AMP_CUDA_LIBDEVICE)};
+      llvm::cl::init(getDefaultLibdevicePath())};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("Embedded kernels: isa (PTX), bin (cubin, needs "

@@ -75,3 +75,36 @@ func.func @left_alone(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %a: tens
   %m = train.matmul %a, %b accumulate f16 : tensor<4x8xf16>, tensor<8x3xf16> -> tensor<4x3xf16>
   return %y, %m : tensor<2x4x6x6xf16>, tensor<4x3xf16>
 }
+
+// -----
+
+// A linear layer's weight and bias gradients: x^T dy and the column sums of
+// dy become one call with cuBLASLt's bias-gradient epilogue and two results,
+// where the first of the two ops was.
+// CHECK: func.func private @amp_cuda_gemm_bgrad(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @weight_and_bias_gradients
+// CHECK-NEXT: %[[G:.*]]:2 = train.runtime_call @amp_cuda_gemm_bgrad(%arg0, %arg1) [1, 1, 1, 784, 256, 128, 1, 0] : (tensor<128x784xf16>, tensor<128x256xf16>) -> (tensor<784x256xf16>, tensor<256xf16>)
+// CHECK-NOT: train.reduce_sum
+// CHECK: return %[[G]]#1, %[[G]]#0
+func.func @weight_and_bias_gradients(%x: tensor<128x784xf16>, %dy: tensor<128x256xf16>) -> (tensor<256xf16>, tensor<784x256xf16>) {
+  %db = train.reduce_sum %dy axes [0] : tensor<128x256xf16> -> tensor<256xf16>
+  %dw = train.matmul %x, %dy transpose_lhs accumulate f32 : tensor<128x784xf16>, tensor<128x256xf16> -> tensor<784x256xf16>
+  return %db, %dw : tensor<256xf16>, tensor<784x256xf16>
+}
+
+// -----
+
+// Not fused: a sum over the other axis, and a GEMM whose dy is transposed.
+// CHECK-LABEL: func.func @not_bias_gradients
+// CHECK-NOT: amp_cuda_gemm_bgrad
+// CHECK: train.reduce_sum %arg1 axes [1]
+// CHECK: train.runtime_call @amp_cuda_gemm(%arg0, %arg1)
+// CHECK: train.reduce_sum %arg2 axes [0]
+// CHECK-NOT: amp_cuda_gemm_bgrad
+func.func @not_bias_gradients(%x: tensor<128x784xf16>, %dy: tensor<128x256xf16>, %dyt: tensor<256x128xf16>) -> (tensor<128xf16>, tensor<128xf16>, tensor<784x256xf16>, tensor<784x256xf16>) {
+  %s1 = train.reduce_sum %dy axes [1] : tensor<128x256xf16> -> tensor<128xf16>
+  %dw = train.matmul %x, %dy transpose_lhs accumulate f32 : tensor<128x784xf16>, tensor<128x256xf16> -> tensor<784x256xf16>
+  %s3 = train.reduce_sum %dyt axes [0] : tensor<256x128xf16> -> tensor<128xf16>
+  %dw2 = train.matmul %x, %dyt transpose_lhs transpose_rhs accumulate f32 : tensor<128x784xf16>, tensor<256x128xf16> -> tensor<784x256xf16>
+  return %s1, %s3, %dw, %dw2 : tensor<128xf16>, tensor<128xf16>, tensor<784x256xf16>, tensor<784x256xf16>
+}

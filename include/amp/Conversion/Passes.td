@@ -97,7 +97,12 @@ def ConvertTrainToCudaRuntimePass
     `conv2d` is `[F, C*KH*KW] x im2col(x)`, `conv2d_grad_filter`
     `dY' x im2col(x)^T`, `conv2d_grad_input` `col2im(W^T x dY')` with the
     product kept in f32; im2col, col2im and the layout transposes are
-    generated kernels (linalg generics with gathers).
+    generated kernels (linalg generics with gathers). A linear layer's
+    weight gradient `matmul %x, %dy transpose_lhs` and bias gradient
+    `reduce_sum %dy axes [0]` become one call,
+    `runtime_call @amp_cuda_gemm_bgrad` with both results (cuBLASLt's
+    BGRADA epilogue; the runtime falls back to a second GEMM with a row of
+    ones where cuBLASLt has no algorithm for it).
 
     ```
     amp-opt step.mlir --amp-convert-train-to-cuda-runtime

@@ -41,6 +41,17 @@ void amp_cuda_gemm_bias(void *a, void *b, void *bias, void *d, int64_t dtypeAB,
                         int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
                         int64_t k, int64_t transposeA, int64_t transposeB,
                         int64_t epilogue);
+
+/// The weight gradient of a linear layer and its bias gradient in one call:
+/// D (m x n) = op(A) B as amp_cuda_gemm (batch 1, B not transposed), and
+/// dbias (n elements of D's type) = the column sums of B, f32-accumulated:
+/// cuBLASLt's BGRADA epilogue. Where cuBLASLt has no algorithm for it (it
+/// depends on the GPU and layout), the plain GEMM and a second GEMM of a
+/// row of ones by B give the same values.
+void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
+                         int64_t dtypeAB, int64_t dtypeD, int64_t batch,
+                         int64_t m, int64_t n, int64_t k, int64_t transposeA,
+                         int64_t transposeB);
 }
 
 namespace amp {
@@ -50,7 +61,9 @@ enum class Epilogue : int64_t {
   None = 0,
   Bias = 1,
   ReluBias = 2,
-  GeluBias = 3
+  GeluBias = 3,
+  /// The bias gradient (column sums of B) written to the bias pointer.
+  BgradA = 4
 };
 
 /// Everything the descriptors and the algorithm choice depend on.

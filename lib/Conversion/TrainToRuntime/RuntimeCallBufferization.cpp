@@ -76,19 +76,22 @@ struct RuntimeCallOpInterface
       operands.push_back(
           memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, dense));
     }
-    auto resultType = call.getResult().getType();
-    auto memrefType =
-        MemRefType::get(resultType.getShape(), resultType.getElementType());
-    Value result = memref::AllocOp::create(rewriter, loc, memrefType,
-                                           rewriter.getI64IntegerAttr(64));
-    operands.push_back(
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, result));
+    SmallVector<Value> results;
+    for (Value value : call.getResults()) {
+      auto resultType = cast<RankedTensorType>(value.getType());
+      auto memrefType =
+          MemRefType::get(resultType.getShape(), resultType.getElementType());
+      results.push_back(memref::AllocOp::create(
+          rewriter, loc, memrefType, rewriter.getI64IntegerAttr(64)));
+      operands.push_back(memref::ExtractAlignedPointerAsIndexOp::create(
+          rewriter, loc, results.back()));
+    }
     for (int64_t param : call.getParams())
       operands.push_back(arith::ConstantOp::create(
           rewriter, loc, rewriter.getI64IntegerAttr(param)));
     func::CallOp::create(rewriter, loc, call.getCallee(), TypeRange{},
                          operands);
-    replaceOpWithBufferizedValues(rewriter, op, result);
+    replaceOpWithBufferizedValues(rewriter, op, results);
     return success();
   }
 };

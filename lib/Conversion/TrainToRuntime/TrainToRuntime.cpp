@@ -73,15 +73,15 @@ bool runtimeCanCompute(Operation *op, Type accumulator) {
          llvm::all_of(op->getResults(), valueOk);
 }
 
-/// Declares runtime function `callee` (an index per input and one for the
-/// result, then an i64 per param) in `op`'s module, unless it is there.
-void declareCallee(PatternRewriter &rewriter, Operation *op, StringRef callee,
-                   size_t numInputs, size_t numParams) {
+/// Declares runtime function `callee` (an index per input and per result,
+/// then an i64 per param) in `op`'s module, unless it is there.
+void declareCallee(OpBuilder &rewriter, Operation *op, StringRef callee,
+                   size_t numInputs, size_t numParams, size_t numResults = 1) {
   auto module = op->getParentOfType<ModuleOp>();
   if (module.lookupSymbol(callee))
     return;
   MLIRContext *ctx = op->getContext();
-  SmallVector<Type> argTypes(numInputs + 1, IndexType::get(ctx));
+  SmallVector<Type> argTypes(numInputs + numResults, IndexType::get(ctx));
   argTypes.append(numParams, IntegerType::get(ctx, 64));
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
@@ -101,8 +101,10 @@ Value buildRuntimeCall(PatternRewriter &rewriter, Operation *anchor,
   declareCallee(rewriter, anchor, callee, inputs.size(), params.size());
   auto callType =
       f32Result ? type.clone(Float32Type::get(anchor->getContext())) : type;
-  Value acc = RuntimeCallOp::create(rewriter, anchor->getLoc(), callType,
-                                    callee, inputs, params);
+  Value acc = RuntimeCallOp::create(rewriter, anchor->getLoc(),
+                                    TypeRange{callType}, callee, inputs,
+                                    params)
+                  .getResult(0);
   return roundTo(rewriter, anchor->getLoc(), acc, type);
 }
 
@@ -470,6 +472,60 @@ template <typename OpTy> struct ConvAsGemm : OpRewritePattern<OpTy> {
   RuntimeTarget target;
 };
 
+/// The weight and bias gradients of a linear layer as one cuBLASLt call
+/// with the bias-gradient epilogue: `reduce_sum %dy axes [0]` and
+/// `matmul %x, %dy` (dy not transposed, no bias, one operand type) become
+/// `runtime_call @amp_cuda_gemm_bgrad(%x, %dy)` with both results, placed
+/// where the earlier of the two was. Runs before the GEMM patterns, which
+/// would otherwise take the matmul alone.
+void fuseBiasGradients(ModuleOp module) {
+  SmallVector<ReduceSumOp> sums;
+  module.walk([&](ReduceSumOp sum) { sums.push_back(sum); });
+  IRRewriter rewriter(module.getContext());
+  for (ReduceSumOp sum : sums) {
+    Value dy = sum.getInput();
+    auto dyType = cast<RankedTensorType>(dy.getType());
+    auto sumType = cast<RankedTensorType>(sum.getType());
+    if (dyType.getRank() != 2 || sum.getKeepDims() ||
+        sum.getAxes() != ArrayRef<int64_t>{0})
+      continue;
+    MatmulOp gemm;
+    for (Operation *user : dy.getUsers()) {
+      auto m = dyn_cast<MatmulOp>(user);
+      if (!m || m.getRhs() != dy || m.getBias() || m.getTransposeRhs() ||
+          m->getBlock() != sum->getBlock() ||
+          cast<RankedTensorType>(m.getType()).getRank() != 2 ||
+          !runtimeCanCompute(m, m.getAccumulatorType()) ||
+          runtimeDTypeOf(m.getLhs()) != runtimeDTypeOf(dy) ||
+          cast<RankedTensorType>(m.getType()).getElementType() !=
+              sumType.getElementType())
+        continue;
+      gemm = m;
+      break;
+    }
+    if (!gemm || !runtimeDType(sumType.getElementType()))
+      continue;
+    Operation *first =
+        gemm->isBeforeInBlock(sum) ? gemm.getOperation() : sum.getOperation();
+    rewriter.setInsertionPoint(first);
+    ArrayRef<int64_t> out = shapeOf(gemm.getResult()),
+                      lhs = shapeOf(gemm.getLhs());
+    bool ta = gemm.getTransposeLhs();
+    int64_t k = ta ? lhs[0] : lhs[1];
+    int64_t dtypeAB = *runtimeDTypeOf(dy),
+            dtypeD = *runtimeDType(sumType.getElementType());
+    SmallVector<int64_t> params = {dtypeAB, dtypeD, 1, out[0], out[1], k, ta,
+                                   0};
+    declareCallee(rewriter, first, "amp_cuda_gemm_bgrad", 2, params.size(),
+                  /*numResults=*/2);
+    auto call = RuntimeCallOp::create(
+        rewriter, first->getLoc(), TypeRange{gemm.getType(), sumType},
+        "amp_cuda_gemm_bgrad", ValueRange{gemm.getLhs(), dy}, params);
+    rewriter.replaceOp(gemm, call.getResult(0));
+    rewriter.replaceOp(sum, call.getResult(1));
+  }
+}
+
 /// Applies the runtime patterns of one target to a module.
 LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target,
                                bool convAsGemm = false) {
@@ -495,6 +551,7 @@ struct ConvertTrainToCudaRuntimePass
     : public amp::impl::ConvertTrainToCudaRuntimePassBase<
           ConvertTrainToCudaRuntimePass> {
   void runOnOperation() override {
+    fuseBiasGradients(getOperation());
     if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cuda)))
       signalPassFailure();
   }

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <unordered_set>
 #include <vector>
 
 using namespace amp::cuda;
@@ -31,6 +32,8 @@ const char *epilogueName(Epilogue e) {
     return "relu_bias";
   case Epilogue::GeluBias:
     return "gelu_bias";
+  case Epilogue::BgradA:
+    return "bgrad";
   }
   return "?";
 }
@@ -117,6 +120,11 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
   case Epilogue::GeluBias:
     epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
     break;
+  case Epilogue::BgradA:
+    // Column-major, cuBLASLt's A is our B: the sums over k of its rows are
+    // our B's column sums, one per column of D.
+    epilogue = CUBLASLT_EPILOGUE_BGRADA;
+    break;
   }
   auto set = [&](cublasLtMatmulDescAttributes_t attr, const void *value,
                  size_t size) {
@@ -129,6 +137,10 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
   if (cublasStatus_t s =
           set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)))
     return fail("cublasLtMatmulDescSetAttribute(EPILOGUE)", s);
+  if (key.epilogue == Epilogue::BgradA)
+    if (cublasStatus_t s = set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dType,
+                               sizeof(dType)))
+      return fail("cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", s);
 
   // Row-major X (r x c) is column-major X^T (c x r, ld c).
   auto layout = [&](cublasLtMatrixLayout_t &l, cudaDataType_t type,
@@ -174,6 +186,11 @@ struct Context {
   void *workspace = nullptr;
   std::string error;
   GemmPlanCache<GemmPlan> plans;
+  /// A row of ones per (element type, length): the bias-gradient fallback.
+  std::mutex onesMutex;
+  std::map<std::pair<int64_t, int64_t>, void *> ones;
+  /// Epilogue GEMMs cuBLASLt has no algorithm for (asked once).
+  std::unordered_set<GemmKey, GemmKeyHash> unsupported;
 };
 
 /// The handle and workspace, created once; null (error recorded by the
@@ -294,6 +311,36 @@ private:
 } // namespace
 
 namespace {
+/// The descriptors and algorithm of `key`, built and cached on first use;
+/// null with `error` set when cuBLASLt has none.
+GemmPlan *planFor(Context *context, const GemmKey &key, std::string &error) {
+  return context->plans.getOrBuild(key, [&]() -> std::unique_ptr<GemmPlan> {
+    auto plan = std::make_unique<GemmPlan>();
+    plan->descriptors = GemmDescriptors::create(key, &error);
+    if (!plan->descriptors)
+      return nullptr;
+    cublasLtMatmulPreference_t preference = nullptr;
+    cublasLtMatmulPreferenceCreate(&preference);
+    size_t workspace = kGemmWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+        sizeof(workspace));
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    GemmDescriptors &g = *plan->descriptors;
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
+        context->handle, g.operation, g.a, g.b, g.d, g.d, preference, 1,
+        &result, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+      error = "no cuBLASLt algorithm for " + key.str();
+      return nullptr;
+    }
+    plan->algo = result.algo;
+    return plan;
+  });
+}
+
 void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key) {
   std::string error;
   Context *context = getContext(error);
@@ -301,32 +348,7 @@ void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key) {
     recordGemmError(error);
     return;
   }
-  GemmPlan *plan =
-      context->plans.getOrBuild(key, [&]() -> std::unique_ptr<GemmPlan> {
-        auto plan = std::make_unique<GemmPlan>();
-        plan->descriptors = GemmDescriptors::create(key, &error);
-        if (!plan->descriptors)
-          return nullptr;
-        cublasLtMatmulPreference_t preference = nullptr;
-        cublasLtMatmulPreferenceCreate(&preference);
-        size_t workspace = kGemmWorkspaceBytes;
-        cublasLtMatmulPreferenceSetAttribute(
-            preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-            sizeof(workspace));
-        cublasLtMatmulHeuristicResult_t result;
-        int found = 0;
-        GemmDescriptors &g = *plan->descriptors;
-        cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
-            context->handle, g.operation, g.a, g.b, g.d, g.d, preference, 1,
-            &result, &found);
-        cublasLtMatmulPreferenceDestroy(preference);
-        if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
-          error = "no cuBLASLt algorithm for " + key.str();
-          return nullptr;
-        }
-        plan->algo = result.algo;
-        return plan;
-      });
+  GemmPlan *plan = planFor(context, key, error);
   if (!plan) {
     recordGemmError(error);
     return;
@@ -373,4 +395,67 @@ extern "C" void amp_cuda_gemm_bias(void *a, void *b, void *bias, void *d,
   gemm(a, b, bias, d,
        GemmKey{m, n, k, batch, transposeA != 0, transposeB != 0, dtypeAB,
                dtypeD, Epilogue(epilogue)});
+}
+
+namespace {
+/// A device row of `length` ones of element type `dtype`, kept for reuse.
+void *onesRow(Context *context, int64_t dtype, int64_t length) {
+  std::lock_guard<std::mutex> lock(context->onesMutex);
+  void *&row = context->ones[{dtype, length}];
+  if (row)
+    return row;
+  row = mgpuMemAlloc(uint64_t(length) * (dtype == 0 ? 4 : 2), nullptr, false);
+  if (!row)
+    return nullptr;
+  void *stream = getStream();
+  if (dtype == 0)
+    mgpuMemset32(row, 0x3f800000u, size_t(length), stream);
+  else // 1.0 in f16 and bf16
+    mgpuMemset16(row, dtype == 1 ? 0x3c00 : 0x3f80, size_t(length), stream);
+  return row;
+}
+} // namespace
+
+extern "C" void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
+                                    int64_t dtypeAB, int64_t dtypeD,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t transposeA,
+                                    int64_t transposeB) {
+  if (batch != 1 || transposeB) {
+    recordGemmError("the bias-gradient epilogue needs batch 1 and B not "
+                    "transposed");
+    return;
+  }
+  GemmKey key{m, n, k, 1, transposeA != 0, false, dtypeAB, dtypeD,
+              Epilogue::BgradA};
+  std::string error;
+  Context *context = getContext(error);
+  if (!context) {
+    recordGemmError(error);
+    return;
+  }
+  bool supported;
+  {
+    std::lock_guard<std::mutex> lock(context->onesMutex);
+    supported = !context->unsupported.count(key);
+  }
+  if (supported && planFor(context, key, error)) {
+    gemm(a, b, dbias, d, key);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(context->onesMutex);
+    context->unsupported.insert(key);
+  }
+  // No algorithm with the epilogue: the GEMM, then dbias (1 x n) = ones
+  // (1 x k) B (k x n), f32-accumulated like the epilogue.
+  key.epilogue = Epilogue::None;
+  gemm(a, b, nullptr, d, key);
+  void *ones = onesRow(context, dtypeAB, k);
+  if (!ones) {
+    recordGemmError("cannot allocate the bias-gradient row of ones");
+    return;
+  }
+  gemm(ones, b, nullptr, dbias,
+       GemmKey{1, n, k, 1, false, false, dtypeAB, dtypeD, Epilogue::None});
 }

@@ -1061,7 +1061,7 @@ func.func @runtime_call_undeclared(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 func.func private @callee(index, index, i64)
 func.func @runtime_call_signature(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  // expected-error @+1 {{'train.runtime_call' op calls @callee of type '(index, index, i64) -> ()'; its 1 inputs and 2 params need '(index, index, i64, i64) -> ()'}}
+  // expected-error @+1 {{'train.runtime_call' op calls @callee of type '(index, index, i64) -> ()'; its 1 inputs, 1 results and 2 params need '(index, index, i64, i64) -> ()'}}
   %0 = train.runtime_call @callee(%a) [1, 2] : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
@@ -1070,7 +1070,25 @@ func.func @runtime_call_signature(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 func.func private @callee(index, index)
 func.func @runtime_call_result(%a: tensor<2x3xf32>) -> tensor<2x3xi32> {
-  // expected-error @+1 {{'train.runtime_call' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<2x3xi32>'}}
+  // expected-error @+1 {{'train.runtime_call' op result #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<2x3xi32>'}}
   %0 = train.runtime_call @callee(%a) [] : (tensor<2x3xf32>) -> tensor<2x3xi32>
   return %0 : tensor<2x3xi32>
+}
+
+// -----
+
+func.func private @callee(index)
+func.func @runtime_call_no_result(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'train.runtime_call' op has no result: a runtime call fills at least one new tensor}}
+  train.runtime_call @callee(%a) [] : (tensor<2x3xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func private @callee(index, index, index, i64)
+func.func @runtime_call_two_results_signature(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'train.runtime_call' op calls @callee of type '(index, index, index, i64) -> ()'; its 1 inputs, 2 results and 2 params need '(index, index, index, i64, i64) -> ()'}}
+  %0, %1 = train.runtime_call @callee(%a) [1, 2] : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>)
+  return %0 : tensor<2x3xf32>
 }

@@ -99,4 +99,66 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
   mgpuStreamDestroy(stream);
 }
 
+// The weight and bias gradients of a linear layer in one call (the BGRAD
+// epilogue, or its fallback): D = x^T dy as amp_cpu_gemm computes it, and
+// the column sums of dy, both within an ulp of the output type plus 1e-5 k.
+TEST(CudaDevice, GemmBiasGradientMatchesCpu) {
+  std::string driverError;
+  char error[512];
+  if (!cuda::getDriver(&driverError)) {
+    amp_cuda_gemm_bgrad(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 4, 4, 4,
+                        1, 0);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+    EXPECT_EQ(std::string(error), "amp_cuda_gemm: " + driverError);
+    return;
+  }
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  void *stream = mgpuStreamCreate();
+  for (int64_t dtype : {1, 2}) {
+    const int64_t m = 96, n = 80, k = 200; // x is k x m, dy k x n
+    auto toBits = [&](float v) {
+      return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
+    };
+    auto toFloat = [&](uint16_t b) {
+      return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
+    };
+    std::vector<uint16_t> x(k * m), dy(k * n), d(m * n), db(n);
+    for (auto *v : {&x, &dy})
+      for (uint16_t &e : *v)
+        e = toBits(uniform(rng));
+    std::vector<float> reference(m * n), sums(n, 0.0f);
+    amp_cpu_gemm(intptr_t(x.data()), intptr_t(dy.data()),
+                 intptr_t(reference.data()), dtype, dtype, 1, m, n, k, 1, 0);
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        sums[c] += toFloat(dy[r * n + c]);
+    auto upload = [&](const std::vector<uint16_t> &host) {
+      void *p = mgpuMemAlloc(host.size() * 2, stream, false);
+      mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
+                 stream);
+      return p;
+    };
+    void *dx = upload(x), *ddy = upload(dy), *dd = upload(d),
+         *ddb = upload(db);
+    amp_cuda_gemm_bgrad(dx, ddy, dd, ddb, dtype, dtype, 1, m, n, k, 1, 0);
+    mgpuMemcpy(d.data(), dd, d.size() * 2, stream);
+    mgpuMemcpy(db.data(), ddb, db.size() * 2, stream);
+    mgpuStreamSynchronize(stream);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+    double ulp = dtype == 1 ? 1.0 / 1024 : 1.0 / 128;
+    for (size_t i = 0; i < d.size(); ++i)
+      ASSERT_LE(std::abs(toFloat(d[i]) - reference[i]),
+                ulp * std::abs(reference[i]) + 1e-5 * k + 6e-8)
+          << "dtype " << dtype << " weight gradient element " << i;
+    for (int64_t c = 0; c < n; ++c)
+      ASSERT_LE(std::abs(toFloat(db[c]) - sums[c]),
+                ulp * std::abs(sums[c]) + 1e-5 * k + 6e-8)
+          << "dtype " << dtype << " bias gradient element " << c;
+    for (void *p : {dx, ddy, dd, ddb})
+      mgpuMemFree(p, stream);
+  }
+  mgpuStreamDestroy(stream);
+}
+
 } // namespace

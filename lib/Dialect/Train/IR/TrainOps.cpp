@@ -793,6 +793,13 @@ LogicalResult CastOp::verify() {
 // RuntimeCall
 //===----------------------------------------------------------------------===//
 
+LogicalResult RuntimeCallOp::verify() {
+  if (getResults().empty())
+    return emitOpError("has no result: a runtime call fills at least one "
+                       "new tensor");
+  return success();
+}
+
 LogicalResult
 RuntimeCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto callee = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
@@ -800,16 +807,18 @@ RuntimeCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!callee)
     return emitOpError("calls @")
            << getCallee() << ", which is not a function in the module";
-  // One index per input address and the result's, one i64 per param.
+  // One index per input and result address, one i64 per param.
   MLIRContext *ctx = getContext();
-  SmallVector<Type> expected(getInputs().size() + 1, IndexType::get(ctx));
+  SmallVector<Type> expected(getInputs().size() + getResults().size(),
+                             IndexType::get(ctx));
   expected.append(getParams().size(), IntegerType::get(ctx, 64));
   auto expectedType = FunctionType::get(ctx, expected, {});
   if (callee.getFunctionType() != expectedType)
     return emitOpError("calls @")
            << getCallee() << " of type " << callee.getFunctionType() << "; its "
-           << getInputs().size() << " inputs and " << getParams().size()
-           << " params need " << expectedType;
+           << getInputs().size() << " inputs, " << getResults().size()
+           << " results and " << getParams().size() << " params need "
+           << expectedType;
   return success();
 }
 

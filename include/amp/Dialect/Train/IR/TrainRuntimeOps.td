@@ -29,9 +29,10 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
                       <each param as i64>)
     ```
 
-    The inputs are read and never written; the result is a new tensor the
+    The inputs are read and never written; each result is a new tensor the
     callee fills (f32 for the CPU runtime's accumulators, the op's type for
-    cuBLASLt). Addresses are `index` values of dense row-major
+    cuBLASLt; a GEMM with cuBLASLt's bias-gradient epilogue fills two), its
+    address passed after the inputs'. Addresses are `index` values of dense row-major
     buffers (bufferization copies a strided input first). `@callee` must be a
     function declared in the module with exactly that signature. A pure op on
     tensors: identical calls on identical inputs may be merged.
@@ -39,15 +40,18 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
     ```mlir
     %c = train.runtime_call @amp_cpu_gemm(%a, %b) [1, 1, 1, 128, 256, 784, 0, 0]
         : (tensor<128x784xf16>, tensor<784x256xf16>) -> tensor<128x256xf32>
+    %dw, %db = train.runtime_call @amp_cuda_gemm_bgrad(%x, %dy) [1, 1, 1, 784, 256, 128, 1, 0]
+        : (tensor<128x784xf16>, tensor<128x256xf16>) -> (tensor<784x256xf16>, tensor<256xf16>)
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
                        Variadic<Train_FloatTensor>:$inputs,
                        DenseI64ArrayAttr:$params);
-  let results = (outs Train_FloatTensor:$result);
+  let results = (outs Variadic<Train_FloatTensor>:$results);
   let assemblyFormat = [{
-    $callee `(` $inputs `)` $params attr-dict `:` functional-type($inputs, $result)
+    $callee `(` $inputs `)` $params attr-dict `:` functional-type($inputs, $results)
   }];
+  let hasVerifier = 1;
 }
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINRUNTIMEOPS_TD

@@ -13,6 +13,7 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Module.h"
@@ -84,6 +85,19 @@ llvm::Error amp::readFunctionSpecs(func::FuncOp func,
 
 void amp::prepareEntryPoints(ModuleOp module, ArrayRef<StringRef> entries) {
   MLIRContext *context = module.getContext();
+  // Only the entries (and what they call) are compiled: amp-pipeline's
+  // module also holds the forward and its gradient function, as large as
+  // the step, which nothing calls.
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (!f.isDeclaration() && !llvm::is_contained(entries, f.getName()) &&
+          SymbolTable::symbolKnownUseEmpty(f, module)) {
+        f.erase();
+        erased = true;
+      }
+  }
   // The train.* argument roles mean nothing to LLVM (its translation would
   // warn about each one).
   for (auto f : module.getOps<func::FuncOp>())

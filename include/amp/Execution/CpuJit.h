@@ -69,8 +69,10 @@ void markEntryArgumentsNoAlias(llvm::Module &module,
                                llvm::ArrayRef<std::string> entries);
 
 /// Readies a module copy for lowering with the functions `entries` as entry
-/// points: drops the train.* argument attributes, gives the entries a C
-/// interface (`_mlir_ciface_<name>`) and marks their arguments read-only.
+/// points: erases the function definitions that are not entries and that
+/// nothing calls, drops the train.* argument attributes, gives the entries
+/// a C interface (`_mlir_ciface_<name>`) and marks their arguments
+/// read-only.
 void prepareEntryPoints(mlir::ModuleOp module,
                         llvm::ArrayRef<llvm::StringRef> entries);
 

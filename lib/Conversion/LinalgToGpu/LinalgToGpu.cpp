@@ -33,6 +33,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/ScopeExit.h"
 
 namespace amp {
@@ -260,6 +261,19 @@ std::optional<LaunchInfo> describeLaunch(gpu::LaunchOp launch) {
   return info;
 }
 
+/// The bytes of kernel parameters a value a launch uses from outside becomes
+/// once the launch is outlined: a memref's descriptor (two pointers, the
+/// offset, sizes and strides), 8 for anything else (an upper bound).
+int64_t kernelParamBytes(Value v) {
+  if (auto type = dyn_cast<MemRefType>(v.getType()))
+    return (3 + 2 * type.getRank()) * 8;
+  return 8;
+}
+
+/// The most kernel-parameter bytes a fused launch may take: PTX before ISA
+/// 8.1 allows 4 352 (ptxas rejects more), and our target is +ptx80.
+constexpr int64_t kMaxKernelParamBytes = 4096;
+
 /// Replaces `group` (independent launches, in program order) by one launch
 /// just before `before`: its blocks are the groups' blocks one after
 /// another, and each block runs the body of the launch it belongs to, with
@@ -374,16 +388,40 @@ void fuseIndependentLaunches(func::FuncOp func) {
             run[i].level = std::min(run[i].level, run[j].level - 1);
       }
       if (levels < run.size()) {
-        for (unsigned level = 0; level < levels; ++level) {
-          SmallVector<LaunchInfo *> group;
-          for (LaunchInfo &info : run)
-            if (info.level == level)
-              group.push_back(&info);
-          if (group.size() == 1) {
+        auto emit = [&](ArrayRef<LaunchInfo *> group) {
+          if (group.size() == 1)
             group.front()->launch->moveBefore(end);
-            continue;
+          else if (!group.empty())
+            fuseLaunches(group, end);
+        };
+        for (unsigned level = 0; level < levels; ++level) {
+          // A layer's launches in groups whose kernel parameters fit.
+          SmallVector<LaunchInfo *> group;
+          llvm::SetVector<Value> captured;
+          int64_t bytes = 0;
+          for (LaunchInfo &info : run) {
+            if (info.level != level)
+              continue;
+            llvm::SetVector<Value> mine;
+            getUsedValuesDefinedAbove(info.launch.getBody(), mine);
+            auto extra = [&] {
+              int64_t sum = 0;
+              for (Value v : mine)
+                if (!captured.contains(v))
+                  sum += kernelParamBytes(v);
+              return sum;
+            };
+            if (!group.empty() && bytes + extra() > kMaxKernelParamBytes) {
+              emit(group);
+              group.clear();
+              captured.clear();
+              bytes = 0;
+            }
+            bytes += extra();
+            captured.insert(mine.begin(), mine.end());
+            group.push_back(&info);
           }
-          fuseLaunches(group, end);
+          emit(group);
         }
       }
     }

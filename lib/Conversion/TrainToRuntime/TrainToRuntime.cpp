@@ -102,8 +102,7 @@ Value buildRuntimeCall(PatternRewriter &rewriter, Operation *anchor,
   auto callType =
       f32Result ? type.clone(Float32Type::get(anchor->getContext())) : type;
   Value acc = RuntimeCallOp::create(rewriter, anchor->getLoc(),
-                                    TypeRange{callType}, callee, inputs,
-                                    params)
+                                    TypeRange{callType}, callee, inputs, params)
                   .getResult(0);
   return roundTo(rewriter, anchor->getLoc(), acc, type);
 }
@@ -514,8 +513,8 @@ void fuseBiasGradients(ModuleOp module) {
     int64_t k = ta ? lhs[0] : lhs[1];
     int64_t dtypeAB = *runtimeDTypeOf(dy),
             dtypeD = *runtimeDType(sumType.getElementType());
-    SmallVector<int64_t> params = {dtypeAB, dtypeD, 1, out[0], out[1], k, ta,
-                                   0};
+    SmallVector<int64_t> params = {dtypeAB, dtypeD, 1,  out[0],
+                                   out[1],  k,      ta, 0};
     declareCallee(rewriter, first, "amp_cuda_gemm_bgrad", 2, params.size(),
                   /*numResults=*/2);
     auto call = RuntimeCallOp::create(

@@ -138,8 +138,8 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
           set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)))
     return fail("cublasLtMatmulDescSetAttribute(EPILOGUE)", s);
   if (key.epilogue == Epilogue::BgradA)
-    if (cublasStatus_t s = set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dType,
-                               sizeof(dType)))
+    if (cublasStatus_t s =
+            set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dType, sizeof(dType)))
       return fail("cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", s);
 
   // Row-major X (r x c) is column-major X^T (c x r, ld c).
@@ -426,8 +426,8 @@ extern "C" void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
                     "transposed");
     return;
   }
-  GemmKey key{m, n, k, 1, transposeA != 0, false, dtypeAB, dtypeD,
-              Epilogue::BgradA};
+  GemmKey key{
+      m, n, k, 1, transposeA != 0, false, dtypeAB, dtypeD, Epilogue::BgradA};
   std::string error;
   Context *context = getContext(error);
   if (!context) {

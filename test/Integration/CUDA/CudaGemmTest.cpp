@@ -106,8 +106,8 @@ TEST(CudaDevice, GemmBiasGradientMatchesCpu) {
   std::string driverError;
   char error[512];
   if (!cuda::getDriver(&driverError)) {
-    amp_cuda_gemm_bgrad(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 4, 4, 4,
-                        1, 0);
+    amp_cuda_gemm_bgrad(nullptr, nullptr, nullptr, nullptr, 1, 1, 1, 4, 4, 4, 1,
+                        0);
     ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
     EXPECT_EQ(std::string(error), "amp_cuda_gemm: " + driverError);
     return;
@@ -139,8 +139,7 @@ TEST(CudaDevice, GemmBiasGradientMatchesCpu) {
                  stream);
       return p;
     };
-    void *dx = upload(x), *ddy = upload(dy), *dd = upload(d),
-         *ddb = upload(db);
+    void *dx = upload(x), *ddy = upload(dy), *dd = upload(d), *ddb = upload(db);
     amp_cuda_gemm_bgrad(dx, ddy, dd, ddb, dtype, dtype, 1, m, n, k, 1, 0);
     mgpuMemcpy(d.data(), dd, d.size() * 2, stream);
     mgpuMemcpy(db.data(), ddb, db.size() * 2, stream);

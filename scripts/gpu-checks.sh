@@ -18,7 +18,8 @@
 #              bench/accuracy.sh's settings (MLP 10 epochs, CNN 12)
 #   sanitizer  compute-sanitizer memcheck and racecheck on 3 MLP steps
 #   ncu        the GEMM kernels are Tensor Core ones (names and counters)
-#   timing     median MLP step, amp vs PyTorch autocast+GradScaler
+#   timing     median MLP step (amp-train --bench-steps), amp vs PyTorch
+#              autocast+GradScaler
 # OUT receives each phase's log and summary.txt. One device call runs at most
 # 10 minutes: run "env steps sanitizer ncu timing" in one call and each
 # accuracy configuration in its own (AMP_GPU_ACCURACY=cnn-O1-f16 ... accuracy).
@@ -154,11 +155,13 @@ PY
 }
 
 phase_timing() {
-  "$train" "$art/mlp-O1-f16.so" --dataset=synthetic --steps=400 \
-    --log-every=0 --metrics="$out/timing-amp.json" > /dev/null
-  amp="$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["step_time_ms_median"])' "$out/timing-amp.json")"
+  # One fixed batch on the device and 50 warm-up steps on both sides, as
+  # torch_mlp.py does; each amp step ends with its one host sync.
+  "$train" "$art/mlp-O1-f16.so" --bench-steps=300 --bench-warmup=50 \
+    --metrics="$out/timing-amp.json" > /dev/null
+  amp="$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["step_ms_median"])' "$out/timing-amp.json")"
   timeout 540 python3 "$here/gpu/torch_mlp.py" 300 | tee "$out/timing-torch.txt"
-  result "timing: MLP O1 f16 step" INFO "amp ${amp} ms (host copies included); $(tr '\n' ';' < "$out/timing-torch.txt")"
+  result "timing: MLP O1 f16 step" INFO "amp ${amp} ms; $(tr '\n' ';' < "$out/timing-torch.txt")"
 }
 
 for p in "${phases[@]}"; do

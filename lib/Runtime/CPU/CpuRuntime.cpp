@@ -100,30 +100,45 @@ struct ConvGeometry {
   int64_t outputSize() const { return f * oh * ow; }
 };
 
-/// Visits (row, pixel, input index or -1 for padding) of one image's column
-/// matrix: row (channel, ki, kj) and pixel (oy, ox) read input (channel, iy,
-/// ix).
-template <typename Fn> void forEachPatchElement(const ConvGeometry &g, Fn fn) {
+/// Visits the runs of one image's column matrix: fn(row, pixel, from,
+/// count, step) for `count` consecutive pixels from `pixel` reading input
+/// elements from `from` on in steps of `step` (the stride), where every one
+/// of them is inside the input; the pixels of a row no run covers read the
+/// padding (zero). One run per (row, output row): the bounds are computed
+/// once, not per element, and the copies vectorize.
+template <typename Fn> void forEachPatchRun(const ConvGeometry &g, Fn fn) {
   for (int64_t ci = 0; ci < g.c; ++ci)
     for (int64_t ki = 0; ki < g.kh; ++ki)
       for (int64_t kj = 0; kj < g.kw; ++kj) {
         int64_t row = (ci * g.kh + ki) * g.kw + kj;
+        // ix = ox * sw + shift is inside [0, w) for ox in [lo, hi).
+        int64_t shift = kj * g.dw - g.pw;
+        int64_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
+        int64_t hi = g.w - 1 - shift < 0
+                         ? 0
+                         : std::min(g.ow, (g.w - 1 - shift) / g.sw + 1);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           int64_t iy = oy * g.sh - g.ph + ki * g.dh;
-          bool rowInside = iy >= 0 && iy < g.h;
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            int64_t ix = ox * g.sw - g.pw + kj * g.dw;
-            bool inside = rowInside && ix >= 0 && ix < g.w;
-            fn(row, oy * g.ow + ox, inside ? (ci * g.h + iy) * g.w + ix : -1);
-          }
+          if (iy < 0 || iy >= g.h || lo >= hi)
+            continue;
+          fn(row, oy * g.ow + lo, (ci * g.h + iy) * g.w + lo * g.sw + shift,
+             hi - lo, g.sw);
         }
       }
 }
 
 /// Writes one image's column matrix into `col` (leading dimension `ld`).
 void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
-  forEachPatchElement(g, [&](int64_t row, int64_t pixel, int64_t from) {
-    col[row * ld + pixel] = from < 0 ? 0.0f : image[from];
+  for (int64_t row = 0; row < g.patch(); ++row)
+    std::fill_n(col + row * ld, g.pixels(), 0.0f);
+  forEachPatchRun(g, [&](int64_t row, int64_t pixel, int64_t from,
+                         int64_t count, int64_t step) {
+    float *to = col + row * ld + pixel;
+    if (step == 1)
+      std::copy_n(image + from, count, to);
+    else
+      for (int64_t i = 0; i < count; ++i)
+        to[i] = image[from + i * step];
   });
 }
 
@@ -131,9 +146,11 @@ void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
 /// input pixels each entry was read from.
 void col2im(const ConvGeometry &g, const float *col, int64_t ld, float *image) {
   std::fill(image, image + g.inputSize(), 0.0f);
-  forEachPatchElement(g, [&](int64_t row, int64_t pixel, int64_t to) {
-    if (to >= 0)
-      image[to] += col[row * ld + pixel];
+  forEachPatchRun(g, [&](int64_t row, int64_t pixel, int64_t to, int64_t count,
+                         int64_t step) {
+    const float *from = col + row * ld + pixel;
+    for (int64_t i = 0; i < count; ++i)
+      image[to + i * step] += from[i];
   });
 }
 

@@ -114,3 +114,14 @@ void amp::registerAmpPasses() {
   gpu::registerGPUToNVVMPipeline();
   registerLinalgPasses();
 }
+
+static mlir::DialectRegistry &withAmpDialects(mlir::DialectRegistry &registry) {
+  amp::registerAmpPasses();
+  amp::registerAmpDialects(registry);
+  return registry;
+}
+
+amp::ToolContext::ToolContext()
+    : context(withAmpDialects(registry)), diagnostics(sourceMgr, &context) {
+  context.loadAllAvailableDialects();
+}

@@ -7,9 +7,10 @@
 #ifndef AMP_INITALL_H
 #define AMP_INITALL_H
 
-namespace mlir {
-class DialectRegistry;
-} // namespace mlir
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/SourceMgr.h"
 
 namespace amp {
 
@@ -21,6 +22,23 @@ void registerAmpDialects(mlir::DialectRegistry &registry);
 /// Registers amp's passes and pipelines and the upstream passes they use, so
 /// that they can be named on the command line and in pipeline strings.
 void registerAmpPasses();
+
+/// What a compiling tool (amp-run, amp-compile) sets up before it reads a
+/// model: amp's passes registered, a context with every dialect amp uses
+/// loaded, and a source manager whose diagnostics print as file:line:col.
+class ToolContext {
+public:
+  ToolContext();
+
+  mlir::MLIRContext &getContext() { return context; }
+  llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
+
+private:
+  mlir::DialectRegistry registry;
+  mlir::MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics;
+};
 
 } // namespace amp
 

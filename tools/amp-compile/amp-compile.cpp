@@ -72,14 +72,9 @@ int main(int argc, char **argv) {
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
 
-  registerAmpPasses();
-  DialectRegistry registry;
-  registerAmpDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  auto training = loadTrainingModule(context, sourceMgr, modelPath, options);
+  ToolContext tool;
+  auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
+                                     modelPath, options);
   if (!training)
     return fail(llvm::toString(training.takeError()));
 

@@ -78,14 +78,9 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(std::move(e)));
 
   auto compileStart = std::chrono::steady_clock::now();
-  registerAmpPasses();
-  DialectRegistry registry;
-  registerAmpDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  auto training = loadTrainingModule(context, sourceMgr, modelPath, options);
+  ToolContext tool;
+  auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
+                                     modelPath, options);
   if (!training)
     return fail(llvm::toString(training.takeError()));
 

@@ -104,7 +104,7 @@ def roofline_tables(ours, roof, models):
     if not roof:
         return []
     p = roof["peaks"]
-    lines = [f"Measured peaks ({roof['device']}, same run): "
+    lines = [f"Measured peaks ({roof['device']}, the last run; each model's floor uses its own run's): "
              + ", ".join(f"{k} {v:.1f}" for k, v in p.items() if k != "gemm_n")
              + f" (GEMM {p['gemm_n']}^3)", "",
              "| model | GEMM GFLOP/step | min bytes/step (MB) | floor (ms) | amp O1-f16 (ms) | fraction of floor |",
@@ -113,10 +113,11 @@ def roofline_tables(ours, roof, models):
         c = roof["models"].get(m)
         if not c:
             continue
-        peak = p.get("gemm_f16_tflops") or p.get("gemm_bf16_tflops")
+        mp = c.get("peaks", p)  # the peaks measured in the model's own run
+        peak = mp.get("gemm_f16_tflops") or mp.get("gemm_bf16_tflops")
         floor = None
         if c["gemm_flops"] is not None and peak:
-            floor = max(c["gemm_flops"] / (peak * 1e9), c["min_bytes"] / (p["copy_gb_per_s"] * 1e6))
+            floor = max(c["gemm_flops"] / (peak * 1e9), c["min_bytes"] / (mp["copy_gb_per_s"] * 1e6))
         o = ms(ours.get((m, "O1-f16")))
         frac = floor / o if floor and o else None
         gf = None if c["gemm_flops"] is None else c["gemm_flops"] / 1e9

@@ -14,7 +14,8 @@ bytes of a step: 28 bytes per parameter (Adam on f32 masters: read the
 parameter, its gradient and two moments, write the parameter, the moments
 and the f16 copy) plus the batch; activations are not counted, so this is a
 floor. The floor time is max(FLOPs / GEMM peak, bytes / copy bandwidth);
-report.py divides it by amp's measured step time.
+report.py divides it by amp's measured step time. Runs add their models to
+an existing --out file; each model keeps the peaks of its own run.
 With --gemm DIR (the AMP_CUDA_GEMM_PROFILE files of run.sh's ours phase,
 DIR/MODEL.jsonl): each GEMM shape amp ran, timed again calling cuBLASLt
 directly through torch (same shape, transposes, input type and bias/ReLU/
@@ -142,12 +143,18 @@ def main():
     a = p.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("roofline.py: no CUDA device (--device cpu for a smoke test)")
-    result = {"device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
-              "torch": torch.__version__, "peaks": peaks(a.device, a.tiny),
-              "models": {}, "gemms": {}}
-    print(json.dumps(result["peaks"]))
+    # Several runs (one per device call) add their models to one file; each
+    # model keeps the peaks measured in its own run.
+    result = {"models": {}, "gemms": {}}
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            result = json.load(f)
+    measured = peaks(a.device, a.tiny)
+    result.update(device=torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
+                  torch=torch.__version__, peaks=measured)
+    print(json.dumps(measured))
     for name in a.models:
-        result["models"][name] = model_costs(name, a.device, a.tiny)
+        result["models"][name] = dict(model_costs(name, a.device, a.tiny), peaks=measured)
         print(name, json.dumps(result["models"][name]))
         path = os.path.join(a.gemm, name + ".jsonl") if a.gemm else None
         if path and os.path.exists(path):

@@ -24,8 +24,8 @@
 # $AMP_BENCH_PYTHON: the Python with PyTorch (default python3).
 # A device call runs at most 10 minutes: split by models, e.g.
 #   AMP_BENCH_MODELS="mlp transformer" ... env ours torch roofline
-#   AMP_BENCH_MODELS="vgg16-b128 vgg16-b256 vgg16-b512" ... ours torch
-#   AMP_BENCH_MODELS="vgg16-b1024 vgg16-b2048" ... ours torch
+#   AMP_BENCH_MODELS="vgg16-b128 vgg16-b256 vgg16-b512" ... ours torch roofline
+#   AMP_BENCH_MODELS="vgg16-b1024 vgg16-b2048" ... ours torch roofline
 # and the report phase anywhere afterwards (it reads only OUT).
 #
 #===----------------------------------------------------------------------===#

@@ -140,7 +140,8 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   prepareEntryPoints(*copy, {manifest.step.name, manifest.logits.name});
   PassManager pm(module.getContext());
-  bool copyBeforeWrite = preferCopyBeforeWrite(*copy);
+  // Judged on amp-pipeline's whole module, as the threshold was set.
+  bool copyBeforeWrite = preferCopyBeforeWrite(module);
   if (cuda) {
     CudaLoweringOptions lowering;
     lowering.chip = options.chip;

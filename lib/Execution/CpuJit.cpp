@@ -170,7 +170,9 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.blas = options.blas;
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
-    lowering.copyBeforeWrite = preferCopyBeforeWrite(*copy);
+    // Judged on amp-pipeline's whole module, as the threshold was set,
+    // not on the pruned copy.
+    lowering.copyBeforeWrite = preferCopyBeforeWrite(module);
     buildCpuLoweringPipeline(pm, lowering);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +

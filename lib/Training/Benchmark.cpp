@@ -63,8 +63,6 @@ int amp::runBenchmark(const TrainingConfig &config,
   if (abi.lr)
     args[*abi.lr] = HostTensor::fromFloats(ElementKind::F32, {},
                                            {float(config.learningRate)});
-  if (abi.scaler.size() == 2 && args[abi.scaler[0]].getAsDouble(0) == 0)
-    return fail("the loss scale has no initial value");
 
   auto opened = openStepSession(compiled, args);
   if (!opened)
@@ -75,7 +73,6 @@ int amp::runBenchmark(const TrainingConfig &config,
   args.clear();
 
   std::vector<ResultRoute> routes = stepResultRoutes(compiled);
-  bool hasScaler = abi.scaler.size() == 2;
   bool hasFound = abi.numResults > 1 + abi.state.size();
   std::vector<double> times;
   int64_t skipped = 0;
@@ -89,14 +86,12 @@ int amp::runBenchmark(const TrainingConfig &config,
     if (!out)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(out.takeError()));
-    loss = (*out)[0].getAsDouble(0);
-    unsigned r = 1;
-    if (hasScaler)
-      scale = (*out)[r++].getAsDouble(0);
-    bool wasSkipped = hasFound && (*out)[r++].getAsDouble(0) != 0;
+    StepScalars scalars = readStepScalars(abi, *out);
+    loss = scalars.loss;
+    scale = scalars.scale;
     if (s >= config.benchWarmup) {
       times.push_back(ms);
-      skipped += wasSkipped;
+      skipped += scalars.skipped;
     }
   }
   std::vector<double> sorted = times;

@@ -100,6 +100,8 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
           HostTensor::fromFloats(ElementKind::F32, specs[m].shape, *values);
     }
   }
+  if (abi.scaler.size() == 2 && args[abi.scaler[0]].getAsDouble(0) == 0)
+    return err("the loss scale has no initial value");
   return args;
 }
 
@@ -128,6 +130,22 @@ std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
     if (r < routes.size())
       routes[r++] = {int(i), k == 0};
   return routes;
+}
+
+StepScalars amp::readStepScalars(const StepAbi &abi,
+                                 llvm::ArrayRef<HostTensor> toHost) {
+  bool hasScaler = abi.scaler.size() == 2;
+  bool hasFound = abi.numResults > 1 + abi.state.size();
+  StepScalars scalars;
+  scalars.loss = toHost[0].getAsDouble(0);
+  unsigned r = 1;
+  if (hasScaler)
+    scalars.scale = toHost[r++].getAsDouble(0);
+  if (hasFound)
+    scalars.skipped = toHost[r++].getAsDouble(0) != 0;
+  if (hasScaler)
+    scalars.collapsed = toHost[r++].getAsDouble(0) != 0;
+  return scalars;
 }
 
 int amp::runTraining(const TrainingConfig &config,
@@ -200,8 +218,6 @@ int amp::runTraining(const TrainingConfig &config,
   if (!initial)
     return fail(llvm::toString(initial.takeError()));
   std::vector<HostTensor> args = std::move(*initial);
-  if (abi->scaler.size() == 2 && args[abi->scaler[0]].getAsDouble(0) == 0)
-    return fail("the loss scale has no initial value");
 
   // Resume: every persistent tensor must be there with its type and shape,
   // and the run must be the same configuration.
@@ -386,17 +402,11 @@ int amp::runTraining(const TrainingConfig &config,
     if (!out)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(out.takeError()));
-    // On the host: the loss, the loss scale, found-inf and collapsed.
-    double loss = (*out)[0].getAsDouble(0);
-    unsigned r = 1;
-    double scale = 1.0;
-    bool wasSkipped = false, collapsed = false;
+    StepScalars scalars = readStepScalars(*abi, *out);
+    double loss = scalars.loss, scale = scalars.scale;
+    bool wasSkipped = scalars.skipped, collapsed = scalars.collapsed;
     if (hasScaler)
-      finalScale = scale = (*out)[r++].getAsDouble(0);
-    if (hasFound)
-      wasSkipped = (*out)[r++].getAsDouble(0) != 0;
-    if (hasScaler)
-      collapsed = (*out)[r++].getAsDouble(0) != 0;
+      finalScale = scale;
     skipped += wasSkipped;
     plotLosses.push_back(loss);
     plotScales.push_back(scale);

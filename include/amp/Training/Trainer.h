@@ -73,7 +73,8 @@ struct CompiledStep {
 
 /// The step's arguments with their initial values (from `inits`, drawn in
 /// argument order from one generator seeded with `seed`; zeros elsewhere),
-/// with the f32 master of each low-precision parameter.
+/// with the f32 master of each low-precision parameter. An error if the
+/// loss scale has no initial value.
 llvm::Expected<std::vector<HostTensor>>
 initialArguments(const CompiledStep &compiled, uint64_t seed);
 
@@ -87,6 +88,17 @@ openStepSession(const CompiledStep &compiled, llvm::ArrayRef<HostTensor> args);
 /// the growth tracker into its argument; found-inf and collapsed to the
 /// host.
 std::vector<ResultRoute> stepResultRoutes(const CompiledStep &compiled);
+
+/// The scalars a step returns to the host (the results stepResultRoutes
+/// sends there, in order): the loss, the loss scale (1 without dynamic loss
+/// scaling), whether the step was skipped for non-finite gradients, and
+/// whether the loss scale collapsed.
+struct StepScalars {
+  double loss = 0.0, scale = 1.0;
+  bool skipped = false, collapsed = false;
+};
+StepScalars readStepScalars(const StepAbi &abi,
+                            llvm::ArrayRef<HostTensor> toHost);
 
 /// Benchmark mode: times `config.benchSteps` steps on one random batch (i32
 /// inputs in [0, 10)) held on the device, after `config.benchWarmup`

@@ -314,39 +314,56 @@ public:
   call(llvm::ArrayRef<const HostTensor *> inputs) override {
     if (llvm::Error error = checkInputs(info.name, info.arguments, inputs))
       return std::move(error);
-    std::vector<HostTensor> outputs;
-    for (const TensorSpec &spec : info.results)
-      outputs.emplace_back(spec.kind, spec.shape);
-    std::vector<void *> buffers;
-    PackedDescriptors packed;
-    auto device = [&](size_t bytes, llvm::ArrayRef<int64_t> shape) {
-      void *ptr = cuda.memAlloc(std::max<size_t>(bytes, 1), stream, false);
-      buffers.push_back(ptr);
-      packed.add(ptr, shape);
-      return ptr;
-    };
-    for (const HostTensor *input : inputs)
-      if (void *ptr = device(input->getSizeInBytes(), input->getShape()))
+    std::vector<void *> args, out;
+    for (auto [i, input] : llvm::enumerate(inputs))
+      if (void *ptr = args.emplace_back(alloc(info.arguments[i])))
         cuda.memcpy(ptr, const_cast<void *>(input->data()),
                     input->getSizeInBytes(), stream);
-    for (HostTensor &output : outputs)
-      device(output.getSizeInBytes(), output.getShape());
+    for (const TensorSpec &spec : info.results)
+      out.push_back(alloc(spec));
+    auto outputs = runOnDevice(args, out, [](size_t) { return true; });
+    for (void *ptr : llvm::concat<void *>(args, out))
+      if (ptr)
+        cuda.memFree(ptr, stream);
+    return outputs;
+  }
+
+  /// A device buffer for a tensor of `spec` (null, error recorded, when
+  /// there is no memory).
+  void *alloc(const TensorSpec &spec) {
+    size_t bytes = spec.getNumElements() * elementBytes(spec.kind);
+    return cuda.memAlloc(std::max<size_t>(bytes, 1), stream, false);
+  }
+
+  /// Runs the function on device buffers: `args` for its arguments, `out`
+  /// for its results; copies the results `fetch` picks to the host and
+  /// waits for the stream. Errors (including one recorded before) name the
+  /// function.
+  llvm::Expected<std::vector<HostTensor>>
+  runOnDevice(llvm::ArrayRef<void *> args, llvm::ArrayRef<void *> out,
+              llvm::function_ref<bool(size_t)> fetch) {
+    std::vector<HostTensor> values;
     llvm::Error error = cuda.takeError_();
     if (!error) {
+      PackedDescriptors packed;
+      for (auto [i, spec] : llvm::enumerate(info.arguments))
+        packed.add(args[i], spec.shape);
+      for (auto [r, spec] : llvm::enumerate(info.results))
+        packed.add(out[r], spec.shape);
       entry(packed.get().data());
-      for (auto [i, output] : llvm::enumerate(outputs))
-        cuda.memcpy(output.data(), buffers[inputs.size() + i],
-                    output.getSizeInBytes(), stream);
+      for (auto [r, spec] : llvm::enumerate(info.results))
+        if (fetch(r)) {
+          values.emplace_back(spec.kind, spec.shape);
+          cuda.memcpy(values.back().data(), out[r],
+                      values.back().getSizeInBytes(), stream);
+        }
       cuda.streamSynchronize(stream);
       error = cuda.takeError_();
     }
-    for (void *ptr : buffers)
-      if (ptr)
-        cuda.memFree(ptr, stream);
     if (error)
       return llvm::createStringError(
           "@" + info.name + " on the GPU: " + llvm::toString(std::move(error)));
-    return outputs;
+    return values;
   }
 
   /// A session whose arguments live in device memory (this the step,
@@ -463,51 +480,15 @@ public:
 
 private:
   llvm::ArrayRef<TensorSpec> specs() const { return stepFn.getArgumentSpecs(); }
+  void *alloc(const TensorSpec &spec) { return stepFn.alloc(spec); }
 
-  void *alloc(const TensorSpec &spec) {
-    size_t bytes = spec.getNumElements() * elementBytes(spec.kind);
-    return cuda.memAlloc(std::max<size_t>(bytes, 1), stream, false);
-  }
-
-  static llvm::Error onGpu(const CudaArtifactFunction &fn, llvm::Error e) {
-    return llvm::createStringError(
-        "@" + fn.info.name + " on the GPU: " + llvm::toString(std::move(e)));
-  }
-
-  /// Runs `fn` with result buffers `out`, copies the results `fetch` picks
-  /// to the host and waits for the stream; errors name `fn`.
+  /// Runs `fn` on the first of the session's argument buffers.
   llvm::Expected<std::vector<HostTensor>>
   runAndFetch(CudaArtifactFunction &fn, llvm::ArrayRef<void *> out,
               llvm::function_ref<bool(size_t)> fetch) {
-    std::vector<HostTensor> values;
-    llvm::Error error = run(fn, out);
-    if (!error) {
-      for (auto [r, spec] : llvm::enumerate(fn.getResultSpecs()))
-        if (fetch(r)) {
-          values.emplace_back(spec.kind, spec.shape);
-          cuda.memcpy(values.back().data(), out[r],
-                      values.back().getSizeInBytes(), stream);
-        }
-      cuda.streamSynchronize(stream);
-      error = cuda.takeError_();
-    }
-    if (error)
-      return onGpu(fn, std::move(error));
-    return values;
-  }
-
-  /// Runs `fn` on the first arguments and the result buffers `out`.
-  llvm::Error run(CudaArtifactFunction &fn, llvm::ArrayRef<void *> out) {
-    if (llvm::Error e = cuda.takeError_())
-      return e;
-    PackedDescriptors packed;
-    llvm::ArrayRef<TensorSpec> args = fn.getArgumentSpecs();
-    for (auto [i, spec] : llvm::enumerate(args))
-      packed.add(buffers[i], spec.shape);
-    for (auto [r, spec] : llvm::enumerate(fn.getResultSpecs()))
-      packed.add(out[r], spec.shape);
-    fn.entry(packed.get().data());
-    return llvm::Error::success();
+    return fn.runOnDevice(
+        llvm::ArrayRef<void *>(buffers).take_front(fn.info.arguments.size()),
+        out, fetch);
   }
 
   CudaArtifactFunction &stepFn, &logitsFn;

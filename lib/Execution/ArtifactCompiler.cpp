@@ -140,8 +140,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   prepareEntryPoints(*copy, {manifest.step.name, manifest.logits.name});
   PassManager pm(module.getContext());
-  // Judged on amp-pipeline's whole module, as the threshold was set.
-  bool copyBeforeWrite = preferCopyBeforeWrite(module);
+  bool copyBeforeWrite = preferCopyBeforeWrite(*copy);
   if (cuda) {
     CudaLoweringOptions lowering;
     lowering.chip = options.chip;

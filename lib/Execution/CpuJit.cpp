@@ -170,9 +170,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.blas = options.blas;
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
-    // Judged on amp-pipeline's whole module, as the threshold was set,
-    // not on the pruned copy.
-    lowering.copyBeforeWrite = preferCopyBeforeWrite(module);
+    lowering.copyBeforeWrite = preferCopyBeforeWrite(*copy);
     buildCpuLoweringPipeline(pm, lowering);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +

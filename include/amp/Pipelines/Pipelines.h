@@ -113,9 +113,9 @@ std::string getCpuLoweringPipeline(const CpuLoweringOptions &options);
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                               const CpuLoweringOptions &options = {});
 
-/// Whether `module` is large enough (2 000 train ops: a 100-layer MLP's
-/// step) for bufferization's analysis to dominate compile time; the JIT and
-/// amp-compile then lower it with `copy-before-write`.
+/// Whether `module` (the functions about to be lowered) is large enough
+/// (2 000 train ops) for bufferization's analysis to dominate compile time;
+/// the JIT and amp-compile then lower it with `copy-before-write`.
 bool preferCopyBeforeWrite(mlir::Operation *module);
 
 /// The toolkit's libdevice found when amp was configured ("" if none). A

@@ -44,6 +44,10 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
                  ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
                  : "amp-convert-train-to-cpu-runtime,") +
          kToLinalg + (options.splitReductions ? kSplitReductions : "") +
+         // Loops LLVM can vectorize: contiguous dimensions merged, sums
+         // reassociable.
+         "func.func(amp-collapse-loop-dims,amp-reassociate-reductions),"
+         "canonicalize," +
          bufferizePipeline(options.copyBeforeWrite) +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out.

@@ -112,6 +112,49 @@ func.func @max_pool_padded(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
+// Max-pooling windows that tile the input (stride = kernel, no padding): the
+// window's first maximum is found once per window, then each input position
+// takes its window's gradient where it is that maximum - element-wise, read
+// at (h floordiv 2, w floordiv 2), with no zero fill and no reduction.
+// CHECK-DAG: #[[$WINDOW:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3 floordiv 2)>
+// CHECK-LABEL: func.func @max_pool_grad_tiled
+// CHECK: %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK: arith.cmpf ogt
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[$WINDOW]], #[[$WINDOW]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %[[ARGMAX]]#1 : tensor<2x3x4x4xf32>, tensor<2x3x4x4xi64>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK-NOT: arith.addf
+// CHECK: return
+func.func @max_pool_grad_tiled(%dy: tensor<2x3x4x4xf32>, %x: tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32> {
+  %r = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
+  return %r : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+// Overlapping windows (3x3, stride 2) and a partial last window (2x2 on 7
+// columns) keep the gather: each input position sums the windows it is in.
+// CHECK-LABEL: func.func @avg_pool_grad_overlapping
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK: tensor.extract
+// CHECK: arith.addf
+// CHECK-LABEL: func.func @max_pool_grad_partial
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+func.func @avg_pool_grad_overlapping(%dy: tensor<2x3x3x3xf32>, %x: tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32> {
+  %r = train.pool2d_grad %dy, %x kernel [3, 3] strides [2, 2] : tensor<2x3x3x3xf32>, tensor<2x3x8x8xf32>
+  return %r : tensor<2x3x8x8xf32>
+}
+func.func @max_pool_grad_partial(%dy: tensor<1x1x3x3xf32>, %x: tensor<1x1x7x7xf32>) -> tensor<1x1x7x7xf32> {
+  %r = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] : tensor<1x1x3x3xf32>, tensor<1x1x7x7xf32>
+  return %r : tensor<1x1x7x7xf32>
+}
+
+// -----
+
 // Softmax on f16: the max and sum reductions accumulate in f32.
 // CHECK-LABEL: func.func @softmax_f16
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<4x10xf16>) outs(%{{.*}} : tensor<4xf32>)

@@ -193,4 +193,51 @@ def MapLinalgToGpuPass
   ];
 }
 
+def CollapseLoopDimsPass
+    : Pass<"amp-collapse-loop-dims", "::mlir::func::FuncOp"> {
+  let summary = "Merge adjacent loop dimensions of linalg generics (CPU)";
+  let description = [{
+    On linalg generics on tensors, before bufferization (amp-lower-cpu): each
+    run of adjacent iteration dimensions of the same iterator type that is
+    contiguous in every operand (or absent from it) becomes one dimension, the
+    operands reshaped with `tensor.collapse_shape` (a view after
+    bufferization) and the results expanded back. After
+    convert-linalg-to-loops the innermost loop is then as long as the
+    contiguous data: batch-norm over an NCHW tensor loops over `N, C, H*W`
+    instead of `N, C, H, W` (784 iterations innermost for a 28x28 image, not
+    28), an element-wise op with identical operands over one flat loop, which
+    is what LLVM's vectorizer needs. Generics with non-permutation indexing
+    maps (convolution-like gathers) or `linalg.index` are left alone.
+
+    ```
+    amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-collapse-loop-dims))'
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def ReassociateReductionsPass
+    : Pass<"amp-reassociate-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Let f32 sum reductions be vectorized (fastmath reassoc)";
+  let description = [{
+    Marks the accumulation `acc + f(inputs)` of every linalg reduction whose
+    output is a float (`arith.addf` with the output's block argument as one
+    operand) with `fastmath<reassoc>`. Nothing else in the body changes, and
+    element-wise arithmetic keeps IEEE semantics. Without the flag LLVM must
+    add the elements of a reduction loop one after the other (a chain of
+    dependent adds, 4 cycles each); with it, the loop vectorizer keeps
+    several partial sums in vector registers and adds them at the end, so
+    only the order of the f32 sums changes (which, like a pairwise sum, is
+    usually more accurate, and is deterministic for a given build).
+
+    ```
+    amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-reassociate-reductions))'
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // AMP_CONVERSION_PASSES_TD

@@ -363,8 +363,55 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
     }
 
     Value dy = op.getGrad();
-    Value init = filledTensor(rewriter, loc, type.getShape(), f32, 0.0);
     double area = double(k[0] * k[1]);
+    // Windows that tile the input exactly (stride = kernel, no padding, the
+    // kernel dividing the size: 2x2 pooling of an even image): each input
+    // position lies in exactly one window, so its gradient is element-wise,
+    // read from the window's gradient at (h / kh, w / kw).
+    if (k[0] == s[0] && k[1] == s[1] && p[0] == 0 && p[1] == 0 &&
+        type.getDimSize(2) == k[0] * dyType.getDimSize(2) &&
+        type.getDimSize(3) == k[1] * dyType.getDimSize(3)) {
+      AffineMap ident = AffineMap::getMultiDimIdentityMap(4, ctx);
+      AffineMap windowOf = AffineMap::get(
+          4, 0, {d(0), d(1), d(2).floorDiv(k[0]), d(3).floorDiv(k[1])}, ctx);
+      SmallVector<Value> ins = {dy};
+      SmallVector<AffineMap> maps = {windowOf};
+      if (argmax) {
+        ins.push_back(argmax);
+        maps.push_back(windowOf);
+      }
+      maps.push_back(ident);
+      Value empty =
+          tensor::EmptyOp::create(rewriter, loc, type.getShape(), f32);
+      auto generic = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{empty.getType()}, ins, ValueRange{empty},
+          maps,
+          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            IndexMath m{b, l};
+            Value g = convertFloat(b, l, args[0], f32);
+            if (!argmax) {
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::DivFOp::create(b, l, g, floatConstant(b, l, f32, area))
+                      .getResult());
+              return;
+            }
+            Value mine = arith::IndexCastOp::create(
+                b, l, i64, m.add(m.mul(m.index(2), paddedW), m.index(3)));
+            Value won = m.cmp(arith::CmpIPredicate::eq, mine, args[1]);
+            linalg::YieldOp::create(
+                b, l,
+                arith::SelectOp::create(b, l, won, g,
+                                        floatConstant(b, l, f32, 0.0))
+                    .getResult());
+          });
+      rewriter.replaceOp(op,
+                         roundTo(rewriter, loc, generic.getResult(0), type));
+      return success();
+    }
+
+    Value init = filledTensor(rewriter, loc, type.getShape(), f32, 0.0);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{init.getType()}, ValueRange{windowTensor},
         ValueRange{init}, {window, out4}, iterators,

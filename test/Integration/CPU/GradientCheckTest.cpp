@@ -542,11 +542,16 @@ TEST_F(GradientCheck, Conv2d) {
 }
 
 TEST_F(GradientCheck, Pooling) {
-  Shape xs = {2, 2, 6, 5};
   for (bool isMax : {true, false}) {
-    for (auto [kernel, strides, padding] :
-         {std::make_tuple(Shape{2, 2}, Shape{2, 2}, Shape{0, 0}),
-          std::make_tuple(Shape{3, 3}, Shape{2, 1}, Shape{1, 1})}) {
+    // Windows that overlap, pad, or leave a column out (the gather lowering),
+    // and windows that tile the input exactly (the element-wise one).
+    for (auto [xs, kernel, strides, padding] :
+         {std::make_tuple(Shape{2, 2, 6, 5}, Shape{2, 2}, Shape{2, 2},
+                          Shape{0, 0}),
+          std::make_tuple(Shape{2, 2, 6, 5}, Shape{3, 3}, Shape{2, 1},
+                          Shape{1, 1}),
+          std::make_tuple(Shape{2, 2, 6, 6}, Shape{2, 3}, Shape{2, 3},
+                          Shape{0, 0})}) {
       Shape out;
       ref::pool2d(Values(ref::numElements(xs)), xs, kernel, strides, padding,
                   isMax, out);

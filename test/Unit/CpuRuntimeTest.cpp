@@ -179,6 +179,14 @@ INSTANTIATE_TEST_SUITE_P(
         Geometry{2, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1},
         Geometry{3, 2, 11, 8, 5, 3, 2, 2, 3, 1, 0, 1, 1},
         Geometry{2, 3, 12, 12, 2, 3, 3, 1, 2, 2, 2, 2, 2},
+        // "Same" convolutions, whose column rows are copied as one span
+        // with the padding columns written apart: 5x5 non-square, and a
+        // row stride of 2 that still makes 6 output columns of 3 input
+        // columns two rows apart (the span reads every other input row).
+        Geometry{2, 2, 4, 5, 3, 5, 5, 1, 1, 2, 2, 1, 1},
+        Geometry{2, 2, 3, 3, 2, 2, 2, 2, 1, 2, 2, 1, 1},
+        // 1x1, stride 2.
+        Geometry{2, 4, 7, 6, 3, 1, 1, 2, 2, 0, 0, 1, 1},
         // A column matrix of 72 x 4096 floats per image: 3 images per GEMM,
         // so 5 images take a full chunk and a remainder.
         Geometry{5, 8, 64, 64, 3, 3, 3, 1, 1, 1, 1, 1, 1}));

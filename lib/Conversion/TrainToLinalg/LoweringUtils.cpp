@@ -157,6 +157,19 @@ Value amp::buildReduction(OpBuilder &b, Location loc,
                           ArrayRef<int64_t> reducedDims,
                           ArrayRef<GenericInput> inputs, Type accType,
                           double init, ReductionBody body) {
+  return buildReductions(
+      b, loc, iterShape, reducedDims, inputs, accType, 1, init,
+      [&](OpBuilder &nb, Location l, ValueRange accs, ValueRange in) {
+        return SmallVector<Value>{body(nb, l, accs[0], in)};
+      })[0];
+}
+
+SmallVector<Value> amp::buildReductions(OpBuilder &b, Location loc,
+                                        ArrayRef<int64_t> iterShape,
+                                        ArrayRef<int64_t> reducedDims,
+                                        ArrayRef<GenericInput> inputs,
+                                        Type accType, unsigned count,
+                                        double init, MultiReductionBody body) {
   MLIRContext *ctx = b.getContext();
   unsigned rank = iterShape.size();
   SmallVector<int64_t> outShape;
@@ -177,14 +190,18 @@ Value amp::buildReduction(OpBuilder &b, Location loc,
     values.push_back(in.value);
     maps.push_back(in.map);
   }
-  maps.push_back(reducedInput(ctx, filled, rank, reducedDims).map);
+  AffineMap outMap = reducedInput(ctx, filled, rank, reducedDims).map;
+  maps.append(count, outMap);
+  SmallVector<Value> inits(count, filled);
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{filled.getType()}, values, ValueRange{filled}, maps,
-      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        SmallVector<Value> in = toCompute(nb, nloc, args.drop_back(), accType);
-        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.back(), in));
+      b, loc, TypeRange(inits), values, inits, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        SmallVector<Value> in =
+            toCompute(nb, nloc, args.drop_back(count), accType);
+        linalg::YieldOp::create(nb, nloc,
+                                body(nb, nloc, args.take_back(count), in));
       });
-  return generic.getResult(0);
+  return SmallVector<Value>(generic.getResults());
 }
 
 Value amp::roundTo(OpBuilder &b, Location loc, Value acc,

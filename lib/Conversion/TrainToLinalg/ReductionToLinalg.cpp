@@ -406,6 +406,42 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
         rstd);
   };
   SmallVector<GenericInput> all = {{dy, id}, {x, id}, sumIn, devIn, scaleIn};
+  auto round = [&](Value v) {
+    return scaleAndRound(b, loc, v, scaleType, 1.0);
+  };
+  if (statDims == paramDims) {
+    // Batch norm: the scale is constant over the statistics dimensions, so
+    // sum(dyg) = scale * dbias and sum(dyg * xhat) = scale * dscale. One pass
+    // computes both parameter gradients, one more dx:
+    //   dx = rstd * scale * (dy - dbias / n - xhat * dscale / n).
+    SmallVector<Value> sums = buildReductions(
+        b, loc, type.getShape(), paramDims, all, f32, 2, 0.0,
+        [&](OpBuilder &nb, Location l, ValueRange acc, ValueRange in) {
+          Value xh = xhat(nb, l, in[1], in[2], in[3]).first;
+          return SmallVector<Value>{
+              arith::AddFOp::create(nb, l, acc[0],
+                                    arith::MulFOp::create(nb, l, in[0], xh)),
+              arith::AddFOp::create(nb, l, acc[1], in[0])};
+        });
+    SmallVector<GenericInput> withSums = all;
+    withSums.push_back(reducedInput(ctx, sums[0], rank, statDims));
+    withSums.push_back(reducedInput(ctx, sums[1], rank, statDims));
+    Value dx = buildElementwise(
+        b, loc, type, withSums, f32,
+        [&](OpBuilder &nb, Location l, ValueRange in) {
+          auto [xh, rstd] = xhat(nb, l, in[1], in[2], in[3]);
+          Value n = floatConstant(nb, l, f32, double(count));
+          Value t = arith::SubFOp::create(
+              nb, l,
+              arith::SubFOp::create(nb, l, in[0],
+                                    arith::DivFOp::create(nb, l, in[6], n)),
+              arith::MulFOp::create(nb, l, xh,
+                                    arith::DivFOp::create(nb, l, in[5], n)));
+          return arith::MulFOp::create(
+              nb, l, arith::MulFOp::create(nb, l, rstd, in[4]), t);
+        });
+    return {dx, round(sums[0]), round(sums[1])};
+  }
   // mean(dyg) and mean(dyg * xhat) over the statistics dimensions (as sums).
   Value sumDyg = buildReduction(
       b, loc, type.getShape(), statDims, all, f32, 0.0,
@@ -451,9 +487,6 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
                      [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
                        return arith::AddFOp::create(nb, l, acc, in[0]);
                      });
-  auto round = [&](Value v) {
-    return scaleAndRound(b, loc, v, scaleType, 1.0);
-  };
   return {dx, round(dscale), round(dbias)};
 }
 

@@ -100,62 +100,116 @@ struct ConvGeometry {
   int64_t outputSize() const { return f * oh * ow; }
 };
 
-/// Visits the runs of one image's column matrix: fn(row, pixel, from,
-/// count, step) for `count` consecutive pixels from `pixel` reading input
-/// elements from `from` on in steps of `step` (the stride), where every one
-/// of them is inside the input; the pixels of a row no run covers read the
-/// padding (zero). One run per (row, output row): the bounds are computed
-/// once, not per element, and the copies vectorize.
-template <typename Fn> void forEachPatchRun(const ConvGeometry &g, Fn fn) {
+/// Where one row of an image's column matrix (one (channel, kernel offset))
+/// reads the input: output rows [oy0, oy1) and, in each, output columns
+/// [lo, hi) are inside the input; pixel (oy, lo) reads input element
+/// `from + (oy - oy0) * rowStep`, and the next pixels every `step` elements
+/// on. Every other pixel of the row reads the padding (zero).
+struct PatchRow {
+  int64_t oy0, oy1, lo, hi, from, rowStep, step;
+  bool empty() const { return oy0 >= oy1 || lo >= hi; }
+};
+
+/// Calls fn(row, PatchRow) for every row of one image's column matrix. The
+/// bounds are computed once per row, not per element.
+template <typename Fn> void forEachPatchRow(const ConvGeometry &g, Fn fn) {
+  auto ceilDiv = [](int64_t a, int64_t b) {
+    return a <= 0 ? 0 : (a + b - 1) / b;
+  };
   for (int64_t ci = 0; ci < g.c; ++ci)
     for (int64_t ki = 0; ki < g.kh; ++ki)
       for (int64_t kj = 0; kj < g.kw; ++kj) {
         int64_t row = (ci * g.kh + ki) * g.kw + kj;
-        // ix = ox * sw + shift is inside [0, w) for ox in [lo, hi).
-        int64_t shift = kj * g.dw - g.pw;
-        int64_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
-        int64_t hi = g.w - 1 - shift < 0
-                         ? 0
-                         : std::min(g.ow, (g.w - 1 - shift) / g.sw + 1);
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          int64_t iy = oy * g.sh - g.ph + ki * g.dh;
-          if (iy < 0 || iy >= g.h || lo >= hi)
-            continue;
-          fn(row, oy * g.ow + lo, (ci * g.h + iy) * g.w + lo * g.sw + shift,
-             hi - lo, g.sw);
-        }
+        // ix = ox * sw + shift is inside [0, w) for ox in [lo, hi), and
+        // iy = oy * sh + rowShift inside [0, h) for oy in [oy0, oy1).
+        int64_t shift = kj * g.dw - g.pw, rowShift = ki * g.dh - g.ph;
+        PatchRow r;
+        r.lo = ceilDiv(-shift, g.sw);
+        r.hi = g.w - 1 - shift < 0
+                   ? 0
+                   : std::min(g.ow, (g.w - 1 - shift) / g.sw + 1);
+        r.oy0 = ceilDiv(-rowShift, g.sh);
+        r.oy1 = g.h - 1 - rowShift < 0
+                    ? 0
+                    : std::min(g.oh, (g.h - 1 - rowShift) / g.sh + 1);
+        r.rowStep = g.sh * g.w;
+        r.step = g.sw;
+        r.from =
+            (ci * g.h + r.oy0 * g.sh + rowShift) * g.w + r.lo * g.sw + shift;
+        fn(row, r);
       }
+}
+
+/// Whether the pixels [lo, hi) of consecutive output rows read consecutive
+/// input elements, one output row after the other (stride 1 and as many
+/// output as input columns: a "same" convolution): a row's reads are then
+/// one span, with the padding columns of the span to be written apart.
+bool readsOneSpan(const ConvGeometry &g) {
+  return g.sw == 1 && g.sh * g.w == g.ow;
 }
 
 /// Writes one image's column matrix into `col` (leading dimension `ld`).
 void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
-  for (int64_t row = 0; row < g.patch(); ++row)
-    std::fill_n(col + row * ld, g.pixels(), 0.0f);
-  forEachPatchRun(g, [&](int64_t row, int64_t pixel, int64_t from,
-                         int64_t count, int64_t step) {
-    float *to = col + row * ld + pixel;
-    if (step == 1)
-      std::copy_n(image + from, count, to);
-    else
-      for (int64_t i = 0; i < count; ++i)
-        to[i] = image[from + i * step];
+  bool span = readsOneSpan(g);
+  forEachPatchRow(g, [&](int64_t row, const PatchRow &r) {
+    float *out = col + row * ld;
+    if (r.empty()) {
+      std::fill_n(out, g.pixels(), 0.0f);
+      return;
+    }
+    std::fill(out, out + r.oy0 * g.ow, 0.0f);
+    std::fill(out + r.oy1 * g.ow, out + g.pixels(), 0.0f);
+    if (span)
+      std::copy_n(image + r.from, (r.oy1 - r.oy0 - 1) * g.ow + r.hi - r.lo,
+                  out + r.oy0 * g.ow + r.lo);
+    for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
+      float *line = out + oy * g.ow;
+      std::fill(line, line + r.lo, 0.0f);
+      std::fill(line + r.hi, line + g.ow, 0.0f);
+      if (span)
+        continue;
+      const float *in = image + r.from + (oy - r.oy0) * r.rowStep;
+      for (int64_t ox = r.lo; ox < r.hi; ++ox)
+        line[ox] = in[(ox - r.lo) * r.step];
+    }
   });
 }
 
 /// Sums one image's column matrix (leading dimension `ld`) back into the
-/// input pixels each entry was read from.
-void col2im(const ConvGeometry &g, const float *col, int64_t ld, float *image) {
+/// input pixels each entry was read from. `col` is scratch: its padding
+/// entries are zeroed on the way.
+void col2im(const ConvGeometry &g, float *col, int64_t ld, float *image) {
   std::fill(image, image + g.inputSize(), 0.0f);
-  forEachPatchRun(g, [&](int64_t row, int64_t pixel, int64_t to, int64_t count,
-                         int64_t step) {
-    const float *from = col + row * ld + pixel;
-    for (int64_t i = 0; i < count; ++i)
-      image[to + i * step] += from[i];
+  bool span = readsOneSpan(g);
+  forEachPatchRow(g, [&](int64_t row, const PatchRow &r) {
+    if (r.empty())
+      return;
+    float *in = col + row * ld;
+    if (span) {
+      // The span also covers the padding columns between output rows:
+      // zero them, then add the whole span in one loop.
+      for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
+        std::fill(in + oy * g.ow, in + oy * g.ow + r.lo, 0.0f);
+        std::fill(in + oy * g.ow + r.hi, in + (oy + 1) * g.ow, 0.0f);
+      }
+      const float *from = in + r.oy0 * g.ow + r.lo;
+      float *to = image + r.from;
+      for (int64_t i = 0, n = (r.oy1 - r.oy0 - 1) * g.ow + r.hi - r.lo; i < n;
+           ++i)
+        to[i] += from[i];
+      return;
+    }
+    for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
+      float *to = image + r.from + (oy - r.oy0) * r.rowStep;
+      const float *from = in + oy * g.ow + r.lo;
+      for (int64_t i = 0; i < r.hi - r.lo; ++i)
+        to[i * r.step] += from[i];
+    }
   });
 }
 
 /// Images per GEMM: all of them, unless the column matrix of a chunk would
-/// pass 16 Mi floats (64 MiB).
+/// pass 1 Mi floats (4 MiB).
 int64_t imagesPerChunk(const ConvGeometry &g) {
   int64_t perImage = std::max<int64_t>(g.patch() * g.pixels(), 1);
   return std::clamp<int64_t>((int64_t(1) << 20) / perImage, 1,

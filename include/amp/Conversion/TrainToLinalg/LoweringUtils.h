@@ -77,6 +77,18 @@ mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc,
                            llvm::ArrayRef<GenericInput> inputs,
                            mlir::Type accType, double init, ReductionBody body);
 
+/// The combining step of a reduction with several accumulators: (the
+/// accumulators, inputs in compute type) -> the new accumulators.
+using MultiReductionBody = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange, mlir::ValueRange)>;
+
+/// buildReduction with `count` accumulators of type `accType`, all starting
+/// at `init`, computed in one pass over the inputs (one generic).
+llvm::SmallVector<mlir::Value> buildReductions(
+    mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> iterShape,
+    llvm::ArrayRef<int64_t> reducedDims, llvm::ArrayRef<GenericInput> inputs,
+    mlir::Type accType, unsigned count, double init, MultiReductionBody body);
+
 /// Rounds an accumulator tensor once to `type` (same shape), or returns it
 /// when it already has that type.
 mlir::Value roundTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc,

@@ -148,6 +148,20 @@ bool readsOneSpan(const ConvGeometry &g) {
   return g.sw == 1 && g.sh * g.w == g.ow;
 }
 
+/// Zeroes the padding columns [0, lo) and [hi, ow) of output rows [oy0, oy1)
+/// of one column-matrix row: column by column, strided (a few entries per
+/// output row, where a fill per row would be a library call each).
+void zeroPaddingColumns(const ConvGeometry &g, const PatchRow &r, float *out) {
+  auto zeroColumn = [&](int64_t ox) {
+    for (int64_t oy = r.oy0; oy < r.oy1; ++oy)
+      out[oy * g.ow + ox] = 0.0f;
+  };
+  for (int64_t ox = 0; ox < r.lo; ++ox)
+    zeroColumn(ox);
+  for (int64_t ox = r.hi; ox < g.ow; ++ox)
+    zeroColumn(ox);
+}
+
 /// Writes one image's column matrix into `col` (leading dimension `ld`).
 void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
   bool span = readsOneSpan(g);
@@ -159,19 +173,20 @@ void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
     }
     std::fill(out, out + r.oy0 * g.ow, 0.0f);
     std::fill(out + r.oy1 * g.ow, out + g.pixels(), 0.0f);
-    if (span)
+    if (span) {
+      // The span also writes the padding columns between output rows;
+      // they are zeroed after it.
       std::copy_n(image + r.from, (r.oy1 - r.oy0 - 1) * g.ow + r.hi - r.lo,
                   out + r.oy0 * g.ow + r.lo);
-    for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
-      float *line = out + oy * g.ow;
-      std::fill(line, line + r.lo, 0.0f);
-      std::fill(line + r.hi, line + g.ow, 0.0f);
-      if (span)
-        continue;
-      const float *in = image + r.from + (oy - r.oy0) * r.rowStep;
-      for (int64_t ox = r.lo; ox < r.hi; ++ox)
-        line[ox] = in[(ox - r.lo) * r.step];
+    } else {
+      for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
+        const float *in = image + r.from + (oy - r.oy0) * r.rowStep;
+        float *line = out + oy * g.ow;
+        for (int64_t ox = r.lo; ox < r.hi; ++ox)
+          line[ox] = in[(ox - r.lo) * r.step];
+      }
     }
+    zeroPaddingColumns(g, r, out);
   });
 }
 
@@ -186,12 +201,9 @@ void col2im(const ConvGeometry &g, float *col, int64_t ld, float *image) {
       return;
     float *in = col + row * ld;
     if (span) {
-      // The span also covers the padding columns between output rows:
-      // zero them, then add the whole span in one loop.
-      for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
-        std::fill(in + oy * g.ow, in + oy * g.ow + r.lo, 0.0f);
-        std::fill(in + oy * g.ow + r.hi, in + (oy + 1) * g.ow, 0.0f);
-      }
+      // The span also covers the padding columns between output rows: zero
+      // them, then add the whole span in one loop.
+      zeroPaddingColumns(g, r, in);
       const float *from = in + r.oy0 * g.ow + r.lo;
       float *to = image + r.from;
       for (int64_t i = 0, n = (r.oy1 - r.oy0 - 1) * g.ow + r.hi - r.lo; i < n;

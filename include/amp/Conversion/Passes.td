@@ -240,4 +240,32 @@ def ReassociateReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FreeAfterLastUsePass
+    : Pass<"amp-free-after-last-use", "::mlir::func::FuncOp"> {
+  let summary = "Free each temporary buffer right after its last use";
+  let description = [{
+    Runs after `ownership-based-buffer-deallocation` on functions whose
+    results are out-parameters (amp's steps). That pass frees a function's
+    buffers with one `bufferization.dealloc` at the end of the block that
+    allocated them, so every temporary of a step lives until the step ends,
+    and `buffer-deallocation-simplification` then compares the thousands of
+    buffers of that one op pairwise (quadratic: 4 s for a 200-layer MLP step).
+
+    For a `bufferization.dealloc` that retains nothing and frees, each under
+    a constant-true condition, distinct results of `memref.alloc` in its own
+    block, this pass instead places one `memref.dealloc` per buffer right
+    after the buffer's last use in that block: the last op that uses the
+    buffer or anything derived from it (any result of a user, transitively:
+    views, extracted pointers handed to runtime calls, loaded values), a use
+    nested in a region counting as a use by the region's op. Linear in the
+    uses; the peak memory of a step becomes that of its live buffers. Any
+    other dealloc is left to the upstream passes.
+
+    ```
+    amp-opt step.bufferized.mlir --pass-pipeline='builtin.module(ownership-based-buffer-deallocation,func.func(amp-free-after-last-use))'
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // AMP_CONVERSION_PASSES_TD

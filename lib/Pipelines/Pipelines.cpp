@@ -22,7 +22,8 @@ static constexpr const char *kToLinalg =
 /// ... then tensors -> buffers. Function results become out-parameters the
 /// caller allocates, so a compiled step writes into given memory.
 static std::string bufferizePipeline(bool copyBeforeWrite) {
-  return std::string("one-shot-bufferize{bufferize-function-boundaries "
+  return std::string("func.func(amp-unshare-inits,canonicalize),"
+                     "one-shot-bufferize{bufferize-function-boundaries "
                      "function-boundary-type-conversion=identity-layout-map") +
          (copyBeforeWrite ? " copy-before-write=true" : "") +
          "},"

@@ -268,4 +268,27 @@ def FreeAfterLastUsePass
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def UnshareInitsPass : Pass<"amp-unshare-inits", "::mlir::func::FuncOp"> {
+  let summary = "Give each destination-style op its own tensor.empty / fill init";
+  let description = [{
+    Runs right before `one-shot-bufferize`. CSE merges identical
+    `tensor.empty` and `linalg.fill` ops, so hundreds of linalg ops of a step
+    end up writing into one shared init value: bufferization can write in
+    place into it for one of them only, copies the filled buffer for every
+    other (a `memref.copy` where a fill would do), and its conflict analysis
+    examines all of them as one alias set (the cubic part of compile time on
+    deep models). This pass re-creates such an init (an empty tensor, or a
+    fill of an empty tensor) right before each destination-style op that
+    uses it as an init, when the value has other uses.
+
+    ```
+    amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-unshare-inits))'
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // AMP_CONVERSION_PASSES_TD

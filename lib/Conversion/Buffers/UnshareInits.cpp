@@ -1,0 +1,66 @@
+//===- UnshareInits.cpp - One init value per destination-style op ---------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// After CSE, one `tensor.empty` or zero `linalg.fill` can be the init of
+// hundreds of linalg ops. One-shot bufferization then copies it for all but
+// one of them and analyzes them all as one alias set; re-created per use,
+// each init bufferizes to its own allocation in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
+namespace amp {
+#define GEN_PASS_DEF_UNSHAREINITSPASS
+#include "amp/Conversion/Passes.h.inc"
+} // namespace amp
+
+using namespace mlir;
+
+namespace {
+
+/// A copy of `value` built at `b`'s insertion point when it is an empty
+/// tensor or a fill of one, else null.
+Value rematerialize(OpBuilder &b, Value value) {
+  if (auto empty = value.getDefiningOp<tensor::EmptyOp>())
+    return b.clone(*empty)->getResult(0);
+  auto fill = value.getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.hasPureTensorSemantics())
+    return nullptr;
+  Value init = rematerialize(b, fill.getDpsInits()[0]);
+  if (!init)
+    return nullptr;
+  auto copy = cast<linalg::FillOp>(b.clone(*fill));
+  copy.getDpsInitsMutable()[0].set(init);
+  return copy.getResult(0);
+}
+
+struct UnshareInitsPass
+    : public amp::impl::UnshareInitsPassBase<UnshareInitsPass> {
+  void runOnOperation() override {
+    SmallVector<DestinationStyleOpInterface> ops;
+    getOperation().walk(
+        [&](DestinationStyleOpInterface op) { ops.push_back(op); });
+    OpBuilder b(&getContext());
+    for (DestinationStyleOpInterface op : ops) {
+      for (OpOperand &init : op.getDpsInitsMutable()) {
+        Value value = init.get();
+        if (value.hasOneUse() || !isa<RankedTensorType>(value.getType()))
+          continue;
+        b.setInsertionPoint(op);
+        if (Value fresh = rematerialize(b, value))
+          init.set(fresh);
+      }
+    }
+  }
+};
+
+} // namespace

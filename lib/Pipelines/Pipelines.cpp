@@ -58,11 +58,12 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          bufferizePipeline(options.copyBeforeWrite) +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out. The
-         // dialect conversions run without pattern rollback: its bookkeeping
-         // (a record per op a block split moves) made scf-to-cf quadratic in
-         // the loops of one function (a 200-layer MLP step: 5.1 -> 1.0 s).
+         // loops become a CFG last loop first (upstream's order made each
+         // block split move every later loop again) and the dialect
+         // conversions run without pattern rollback (its bookkeeping records
+         // every op a split moves).
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
-         "lower-affine,convert-scf-to-cf{allow-pattern-rollback=false},"
+         "lower-affine,amp-convert-scf-to-cf,"
          "arith-expand{include-bf16=true},"
          "finalize-memref-to-llvm{use-aligned-alloc=true},convert-math-to-llvm,"
          "convert-to-llvm{allow-pattern-rollback=false},"
@@ -89,7 +90,7 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
       "func.func(amp-map-linalg-to-gpu),"
       "convert-nvgpu-to-nvvm,gpu-kernel-outlining,"
       "convert-vector-to-scf,"
-      "convert-scf-to-cf{allow-pattern-rollback=false},convert-nvvm-to-llvm,"
+      "amp-convert-scf-to-cf,convert-nvvm-to-llvm,"
       "convert-func-to-llvm,"
       "expand-strided-metadata,nvvm-attach-target{chip=" +
       options.chip.getValue() + " features=" + options.features.getValue() +

@@ -140,19 +140,15 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   prepareEntryPoints(*copy, {manifest.step.name, manifest.logits.name});
   PassManager pm(module.getContext());
-  bool copyBeforeWrite = preferCopyBeforeWrite(*copy);
   if (cuda) {
     CudaLoweringOptions lowering;
     lowering.chip = options.chip;
     lowering.features = options.features;
     lowering.format = options.kernelFormat;
-    lowering.copyBeforeWrite = copyBeforeWrite;
     if (failed(parsePassPipeline(getCudaLoweringPipeline(lowering), pm)))
       return error("the amp-lower-cuda pipeline does not parse");
   } else {
-    CpuLoweringOptions lowering;
-    lowering.copyBeforeWrite = copyBeforeWrite;
-    buildCpuLoweringPipeline(pm, lowering);
+    buildCpuLoweringPipeline(pm, CpuLoweringOptions());
   }
   if (failed(pm.run(*copy)))
     return error("lowering for " + options.backend + " failed");

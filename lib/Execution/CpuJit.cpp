@@ -170,7 +170,6 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.blas = options.blas;
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
-    lowering.copyBeforeWrite = preferCopyBeforeWrite(*copy);
     buildCpuLoweringPipeline(pm, lowering);
     if (failed(pm.run(*copy)))
       return llvm::createStringError("lowering @" + name.str() +

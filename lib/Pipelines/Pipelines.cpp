@@ -23,10 +23,9 @@ static constexpr const char *kToLinalg =
 /// caller allocates, so a compiled step writes into given memory.
 static std::string bufferizePipeline(bool copyBeforeWrite) {
   return std::string("func.func(amp-unshare-inits,canonicalize),"
-                     "one-shot-bufferize{bufferize-function-boundaries "
-                     "function-boundary-type-conversion=identity-layout-map") +
-         (copyBeforeWrite ? " copy-before-write=true" : "") +
-         "},"
+                     "amp-one-shot-bufferize") +
+         (copyBeforeWrite ? "{copy-before-write=true}" : "") +
+         ","
          "buffer-results-to-out-params{hoist-static-allocs=true "
          "modify-public-functions=true},"
          // buffer-deallocation-pipeline, with each temporary of a block
@@ -110,17 +109,6 @@ void amp::buildCpuLoweringPipeline(OpPassManager &pm,
   if (failed(parsePassPipeline(getCpuLoweringPipeline(options), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
                              "not parse; are the passes registered?");
-}
-
-bool amp::preferCopyBeforeWrite(Operation *module) {
-  constexpr int64_t kLargeModule = 2000;
-  int64_t trainOps = 0;
-  module->walk([&](Operation *op) {
-    if (op->getDialect() && op->getDialect()->getNamespace() ==
-                                train::TrainDialect::getDialectNamespace())
-      ++trainOps;
-  });
-  return trainOps >= kLargeModule;
 }
 
 std::string amp::resolveLossScaleMode(const AmpPipelineOptions &options) {

@@ -96,9 +96,10 @@ struct CpuLoweringOptions
       llvm::cl::init(false)};
   Option<bool> copyBeforeWrite{
       *this, "copy-before-write",
-      llvm::cl::desc("One-shot bufferization without its analysis (a copy "
-                     "before each in-place write): linear compile time for "
-                     "large models, some extra copies"),
+      llvm::cl::desc("Bufferize every function without one-shot "
+                     "bufferization's analysis (a copy before each in-place "
+                     "write); by default only functions of more than 5 000 "
+                     "ops skip it (amp-one-shot-bufferize)"),
       llvm::cl::init(false)};
 };
 
@@ -112,11 +113,6 @@ std::string getCpuLoweringPipeline(const CpuLoweringOptions &options);
 /// Appends `amp-lower-cpu` to a module-level pass manager.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                               const CpuLoweringOptions &options = {});
-
-/// Whether `module` (the functions about to be lowered) is large enough
-/// (2 000 train ops) for bufferization's analysis to dominate compile time;
-/// the JIT and amp-compile then lower it with `copy-before-write`.
-bool preferCopyBeforeWrite(mlir::Operation *module);
 
 /// The toolkit's libdevice found when amp was configured ("" if none). A
 /// function, not a macro in this header: the definition is the pipelines
@@ -145,9 +141,10 @@ struct CudaLoweringOptions
       llvm::cl::init("isa")};
   Option<bool> copyBeforeWrite{
       *this, "copy-before-write",
-      llvm::cl::desc("One-shot bufferization without its analysis (a copy "
-                     "before each in-place write): linear compile time for "
-                     "large models, some extra copies"),
+      llvm::cl::desc("Bufferize every function without one-shot "
+                     "bufferization's analysis (a copy before each in-place "
+                     "write); by default only functions of more than 5 000 "
+                     "ops skip it (amp-one-shot-bufferize)"),
       llvm::cl::init(false)};
 };
 

@@ -2,7 +2,7 @@
 """Compile-time scaling of amp on generated deep MLPs (bench/gen_model.py).
 
   bench/compile_time.py [--repeats 5] [--layers 10,100,1000,10000]
-                        [--lower-layers 10,30,100,300]
+                        [--lower-layers 10,30,100,300,1000,3000]
 
 For each depth: the median wall time and peak RSS over --repeats runs of
   parse       amp-opt MODEL -o /dev/null            (the baseline: parse + print)
@@ -92,7 +92,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--layers", default="10,100,1000,10000")
-    parser.add_argument("--lower-layers", default="10,30,100,300")
+    parser.add_argument("--lower-layers", default="10,30,100,300,1000,3000")
     a = parser.parse_args()
     if not os.access(OPT, os.X_OK):
         sys.exit("build first: ninja -C build")

@@ -108,3 +108,42 @@ func.func @not_bias_gradients(%x: tensor<128x784xf16>, %dy: tensor<128x256xf16>,
   %dw2 = train.matmul %x, %dyt transpose_lhs transpose_rhs accumulate f32 : tensor<128x784xf16>, tensor<256x128xf16> -> tensor<784x256xf16>
   return %s1, %s3, %dw, %dw2 : tensor<128xf16>, tensor<128xf16>, tensor<784x256xf16>, tensor<784x256xf16>
 }
+
+// -----
+
+// A linear layer's ReLU in the epilogue (2, RELU_BIAS): the relu and the
+// matmul become one call, and the ReLU gradient reads the ReLU's output
+// (positive exactly where the pre-activation is).
+// CHECK-LABEL: func.func @linear_relu
+// CHECK: %[[Y:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg1, %arg2) [1, 1, 1, 128, 256, 784, 0, 0, 2] : (tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16>) -> tensor<128x256xf16>
+// CHECK-NOT: train.relu %
+// CHECK: %[[DX:.*]] = train.relu_grad %arg3, %[[Y]] : tensor<128x256xf16>
+// CHECK: return %[[Y]], %[[DX]]
+func.func @linear_relu(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>, %dy: tensor<128x256xf16>) -> (tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.relu %h : tensor<128x256xf16>
+  %dx = train.relu_grad %dy, %h : tensor<128x256xf16>
+  return %y, %dx : tensor<128x256xf16>, tensor<128x256xf16>
+}
+
+// -----
+
+// Not fused: a pre-activation read by something else than the ReLU and its
+// gradient (here returned), a pre-activation that is a gradient's incoming
+// gradient rather than its input, and a matmul without bias.
+// CHECK-LABEL: func.func @relu_not_fused
+// CHECK-NOT: [1, 1, 1, 128, 256, 784, 0, 0, 2]
+// CHECK: train.relu %
+// CHECK: train.relu %
+// CHECK: train.relu %
+// CHECK: return
+func.func @relu_not_fused(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>) -> (tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.relu %h : tensor<128x256xf16>
+  %h2 = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y2 = train.relu %h2 : tensor<128x256xf16>
+  %g = train.relu_grad %h2, %y2 : tensor<128x256xf16>
+  %h3 = train.matmul %x, %w accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16> -> tensor<128x256xf16>
+  %y3 = train.relu %h3 : tensor<128x256xf16>
+  return %h, %y, %y2, %g, %y3 : tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
+}

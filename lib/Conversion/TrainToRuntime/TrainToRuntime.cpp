@@ -525,6 +525,64 @@ void fuseBiasGradients(ModuleOp module) {
   }
 }
 
+/// A linear layer's ReLU in cuBLASLt's epilogue: `relu(matmul %x, %w bias
+/// %b)` becomes `runtime_call @amp_cuda_gemm_bias(%x, %w, %b)` with
+/// epilogue 2 (`CUBLASLT_EPILOGUE_RELU_BIAS`: the GEMM adds the bias and
+/// clamps at zero before rounding D once, as relu(round(h)) = round(relu(h))).
+/// The pre-activation must have no other use than the ReLU and its
+/// gradients `relu_grad %dy, %h`, which then read the ReLU's output instead
+/// (relu(h) > 0 exactly where h > 0, NaN included). Runs before the GEMM
+/// patterns, which would otherwise take the matmul alone.
+void fuseReluEpilogues(ModuleOp module) {
+  SmallVector<ReluOp> relus;
+  module.walk([&](ReluOp relu) { relus.push_back(relu); });
+  IRRewriter rewriter(module.getContext());
+  for (ReluOp relu : relus) {
+    auto gemm = relu.getInput().getDefiningOp<MatmulOp>();
+    if (!gemm || !gemm.getBias() ||
+        cast<RankedTensorType>(gemm.getType()).getRank() != 2 ||
+        !runtimeCanCompute(gemm, gemm.getAccumulatorType()))
+      continue;
+    Value h = gemm.getResult();
+    SmallVector<ReluGradOp> grads;
+    bool onlyReluUses = llvm::all_of(h.getUses(), [&](OpOperand &use) {
+      if (use.getOwner() == relu)
+        return true;
+      auto grad = dyn_cast<ReluGradOp>(use.getOwner());
+      if (!grad || use.get() != grad.getInput() || grad.getGrad() == h)
+        return false;
+      grads.push_back(grad);
+      return true;
+    });
+    if (!onlyReluUses)
+      continue;
+    for (ReluGradOp grad : grads)
+      rewriter.modifyOpInPlace(
+          grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
+    auto type = cast<RankedTensorType>(relu.getType());
+    ArrayRef<int64_t> out = type.getShape(), lhs = shapeOf(gemm.getLhs());
+    bool ta = gemm.getTransposeLhs(), tb = gemm.getTransposeRhs();
+    int64_t k = ta ? lhs[0] : lhs[1];
+    SmallVector<int64_t> params = {*runtimeDTypeOf(gemm.getLhs()),
+                                   *runtimeDType(type.getElementType()),
+                                   1,
+                                   out[0],
+                                   out[1],
+                                   k,
+                                   ta,
+                                   tb,
+                                   /*Epilogue::ReluBias*/ 2};
+    rewriter.setInsertionPoint(relu);
+    declareCallee(rewriter, relu, "amp_cuda_gemm_bias", 3, params.size(),
+                  /*numResults=*/1);
+    auto call = RuntimeCallOp::create(
+        rewriter, relu.getLoc(), TypeRange{type}, "amp_cuda_gemm_bias",
+        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()}, params);
+    rewriter.replaceOp(relu, call.getResult(0));
+    rewriter.eraseOp(gemm);
+  }
+}
+
 /// Applies the runtime patterns of one target to a module.
 LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target,
                                bool convAsGemm = false) {
@@ -551,6 +609,7 @@ struct ConvertTrainToCudaRuntimePass
           ConvertTrainToCudaRuntimePass> {
   void runOnOperation() override {
     fuseBiasGradients(getOperation());
+    fuseReluEpilogues(getOperation());
     if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cuda)))
       signalPassFailure();
   }

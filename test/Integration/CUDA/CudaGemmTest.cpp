@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // On a GPU machine: amp_cuda_gemm (f16 and bf16 operands, f32 accumulation,
-// every transpose pair, batched, with and without a bias epilogue) against
-// the CPU runtime's amp_cpu_gemm on the same operands, rounded to the output
+// every transpose pair, batched, without an epilogue, with the bias one and
+// with the bias + ReLU one) against the CPU runtime's amp_cpu_gemm on the
+// same operands (clamped at zero for the ReLU), rounded to the output
 // type: within one ulp of the output type plus 1e-5 k (a bound on 1e-5 of
 // the sum of |terms| for values in [-1, 1])
 // (cuBLASLt may sum in another order, so a result near a rounding boundary
@@ -23,6 +24,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -47,7 +49,8 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
   for (int64_t dtype : {1, 2})
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
-        for (int withBias = 0; withBias < 2; ++withBias) {
+        for (int64_t epilogue : {0, 1, 2}) {
+          bool withBias = epilogue != 0;
           const int64_t batch = 2, m = 96, n = 80, k = 200;
           auto toBits = [&](float v) {
             return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
@@ -69,6 +72,9 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
             amp_cpu_gemm(intptr_t(a.data()), intptr_t(b.data()),
                          intptr_t(reference.data()), dtype, dtype, batch, m, n,
                          k, ta, tb);
+          if (epilogue == int64_t(cuda::Epilogue::ReluBias))
+            for (float &v : reference)
+              v = std::max(v, 0.0f);
           auto upload = [&](const std::vector<uint16_t> &host) {
             void *p = mgpuMemAlloc(host.size() * 2, stream, false);
             mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
@@ -79,7 +85,7 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
                *dd = upload(d);
           if (withBias)
             amp_cuda_gemm_bias(da, db, dbias, dd, dtype, dtype, batch, m, n, k,
-                               ta, tb, int64_t(cuda::Epilogue::Bias));
+                               ta, tb, epilogue);
           else
             amp_cuda_gemm(da, db, dd, dtype, dtype, batch, m, n, k, ta, tb);
           mgpuMemcpy(d.data(), dd, d.size() * 2, stream);
@@ -90,8 +96,8 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
             double want = reference[i], got = toFloat(d[i]);
             ASSERT_LE(std::abs(got - want),
                       ulp * std::abs(want) + 1e-5 * k + 6e-8)
-                << "dtype " << dtype << " ta " << ta << " tb " << tb << " bias "
-                << withBias << " element " << i;
+                << "dtype " << dtype << " ta " << ta << " tb " << tb
+                << " epilogue " << epilogue << " element " << i;
           }
           for (void *p : {da, db, dbias, dd})
             mgpuMemFree(p, stream);

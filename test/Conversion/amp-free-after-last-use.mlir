@@ -63,3 +63,27 @@ func.func @not_plain(%arg0: memref<4xf32>, %cond: i1) {
   bufferization.dealloc (%arg0 : memref<4xf32>) if (%true)
   return
 }
+
+// -----
+
+// A buffer whose view leaves the block through a branch is freed where the
+// dealloc was (the end of the block), not after its last use in the block.
+// CHECK-LABEL: func.func @escapes_by_branch
+// CHECK: %[[A:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: %[[B:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK: memref.cast %[[A]]
+// CHECK-NEXT: memref.copy %arg0, %arg0
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: cf.br ^bb1
+func.func @escapes_by_branch(%arg0: memref<4xf32>) {
+  %true = arith.constant true
+  %a = memref.alloc() : memref<4xf32>
+  %b = memref.alloc() : memref<4xf32>
+  %v = memref.cast %a : memref<4xf32> to memref<?xf32>
+  memref.copy %arg0, %arg0 : memref<4xf32> to memref<4xf32>
+  bufferization.dealloc (%a, %b : memref<4xf32>, memref<4xf32>) if (%true, %true)
+  cf.br ^bb1(%v : memref<?xf32>)
+^bb1(%w: memref<?xf32>):
+  return
+}

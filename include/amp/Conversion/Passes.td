@@ -257,9 +257,11 @@ def FreeAfterLastUsePass
     after the buffer's last use in that block: the last op that uses the
     buffer or anything derived from it (any result of a user, transitively:
     views, extracted pointers handed to runtime calls, loaded values), a use
-    nested in a region counting as a use by the region's op. Linear in the
-    uses; the peak memory of a step becomes that of its live buffers. Any
-    other dealloc is left to the upstream passes.
+    nested in a region counting as a use by the region's op. A buffer with
+    a derived value passed to a branch (to another block) is freed where
+    the dealloc was. Linear in the uses; the peak memory of a step becomes
+    that of its live buffers. Any other dealloc is left to the upstream
+    passes.
 
     ```
     amp-opt step.bufferized.mlir --pass-pipeline='builtin.module(ownership-based-buffer-deallocation,func.func(amp-free-after-last-use))'

@@ -45,8 +45,11 @@ bool isPlainBlockDealloc(bufferization::DeallocOp dealloc) {
 }
 
 /// The last op of `block` (other than `exclude`) that uses `root` or any
-/// value derived from it, or null when there is none.
-Operation *lastUseInBlock(Value root, Block *block, Operation *exclude) {
+/// value derived from it; null when there is none; failure when a derived
+/// value leaves through a branch to another block (then only the end of the
+/// block is safe).
+FailureOr<Operation *> lastUseInBlock(Value root, Block *block,
+                                      Operation *exclude) {
   Operation *last = nullptr;
   SmallVector<Value> worklist = {root};
   llvm::SmallPtrSet<Value, 16> visited = {root};
@@ -55,6 +58,8 @@ Operation *lastUseInBlock(Value root, Block *block, Operation *exclude) {
     for (Operation *user : value.getUsers()) {
       if (user == exclude)
         continue;
+      if (user->getNumSuccessors() > 0)
+        return failure();
       Operation *inBlock = block->findAncestorOpInBlock(*user);
       if (inBlock && (!last || last->isBeforeInBlock(inBlock)))
         last = inBlock;
@@ -78,8 +83,12 @@ struct FreeAfterLastUsePass
     for (bufferization::DeallocOp dealloc : deallocs) {
       Block *block = dealloc->getBlock();
       for (Value memref : dealloc.getMemrefs()) {
-        Operation *last = lastUseInBlock(memref, block, dealloc);
-        builder.setInsertionPointAfter(last ? last : memref.getDefiningOp());
+        FailureOr<Operation *> last = lastUseInBlock(memref, block, dealloc);
+        if (failed(last))
+          builder.setInsertionPoint(dealloc);
+        else
+          builder.setInsertionPointAfter(*last ? *last
+                                               : memref.getDefiningOp());
         memref::DeallocOp::create(builder, dealloc.getLoc(), memref);
       }
       // A plain dealloc has no results (it retains nothing).

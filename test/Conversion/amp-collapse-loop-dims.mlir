@@ -6,7 +6,7 @@
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%{{.*}}, %{{.*}} : tensor<120xf32>, tensor<120xf32>)
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1, 2, 3]] output_shape [2, 3, 4, 5]
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-func.func @elementwise(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32> {
+func.func @elementwise(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x4x5xf32>) -> tensor<?x3x4x5xf32> {
   %e = tensor.empty() : tensor<2x3x4x5xf32>
   %r = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
       ins(%a, %b : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) outs(%e : tensor<2x3x4x5xf32>) {
@@ -14,7 +14,8 @@ func.func @elementwise(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x4x5xf32>) -> tens
     %s = arith.addf %x, %y : f32
     linalg.yield %s : f32
   } -> tensor<2x3x4x5xf32>
-  return %r : tensor<2x3x4x5xf32>
+  %c = tensor.cast %r : tensor<2x3x4x5xf32> to tensor<?x3x4x5xf32>
+  return %c : tensor<?x3x4x5xf32>
 }
 
 // -----
@@ -26,14 +27,15 @@ func.func @elementwise(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x4x5xf32>) -> tens
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]} ins(%{{.*}} : tensor<2x3x20xf32>) outs(%{{.*}} : tensor<3xf32>)
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #chan = affine_map<(d0, d1, d2, d3) -> (d1)>
-func.func @channel_sum(%a: tensor<2x3x4x5xf32>, %init: tensor<3xf32>) -> tensor<3xf32> {
+func.func @channel_sum(%a: tensor<2x3x4x5xf32>, %init: tensor<3xf32>) -> tensor<?xf32> {
   %r = linalg.generic {indexing_maps = [#id4, #chan], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
       ins(%a : tensor<2x3x4x5xf32>) outs(%init : tensor<3xf32>) {
   ^bb0(%x: f32, %o: f32):
     %s = arith.addf %o, %x : f32
     linalg.yield %s : f32
   } -> tensor<3xf32>
-  return %r : tensor<3xf32>
+  %c = tensor.cast %r : tensor<3xf32> to tensor<?xf32>
+  return %c : tensor<?xf32>
 }
 
 // -----
@@ -44,7 +46,7 @@ func.func @channel_sum(%a: tensor<2x3x4x5xf32>, %init: tensor<3xf32>) -> tensor<
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<2x3x20xf32>, tensor<3xf32>)
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #chan = affine_map<(d0, d1, d2, d3) -> (d1)>
-func.func @channel_broadcast(%a: tensor<2x3x4x5xf32>, %s: tensor<3xf32>) -> tensor<2x3x4x5xf32> {
+func.func @channel_broadcast(%a: tensor<2x3x4x5xf32>, %s: tensor<3xf32>) -> tensor<?x3x4x5xf32> {
   %e = tensor.empty() : tensor<2x3x4x5xf32>
   %r = linalg.generic {indexing_maps = [#id4, #chan, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
       ins(%a, %s : tensor<2x3x4x5xf32>, tensor<3xf32>) outs(%e : tensor<2x3x4x5xf32>) {
@@ -52,7 +54,8 @@ func.func @channel_broadcast(%a: tensor<2x3x4x5xf32>, %s: tensor<3xf32>) -> tens
     %m = arith.mulf %x, %y : f32
     linalg.yield %m : f32
   } -> tensor<2x3x4x5xf32>
-  return %r : tensor<2x3x4x5xf32>
+  %c = tensor.cast %r : tensor<2x3x4x5xf32> to tensor<?x3x4x5xf32>
+  return %c : tensor<?x3x4x5xf32>
 }
 
 // -----
@@ -67,7 +70,7 @@ func.func @channel_broadcast(%a: tensor<2x3x4x5xf32>, %s: tensor<3xf32>) -> tens
 #tr2 = affine_map<(d0, d1) -> (d1, d0)>
 #row = affine_map<(d0, d1) -> (d0)>
 #half = affine_map<(d0, d1) -> (d0, d1 floordiv 2)>
-func.func @untouched(%a: tensor<4x4xf32>, %r0: tensor<4xf32>, %h: tensor<4x2xf32>) -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+func.func @untouched(%a: tensor<4x4xf32>, %r0: tensor<4xf32>, %h: tensor<4x2xf32>) -> (tensor<?x4xf32>, tensor<?xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
   %e = tensor.empty() : tensor<4x4xf32>
   %t = linalg.generic {indexing_maps = [#tr2, #id2], iterator_types = ["parallel", "parallel"]}
       ins(%a : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
@@ -94,5 +97,28 @@ func.func @untouched(%a: tensor<4x4xf32>, %r0: tensor<4xf32>, %h: tensor<4x2xf32
   ^bb0(%x: f32, %o: f32):
     linalg.yield %x : f32
   } -> tensor<4x4xf32>
-  return %t, %s, %i, %g : tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+  %ct = tensor.cast %t : tensor<4x4xf32> to tensor<?x4xf32>
+  %cs = tensor.cast %s : tensor<4xf32> to tensor<?xf32>
+  %ci = tensor.cast %i : tensor<4x4xf32> to tensor<?x4xf32>
+  %cg = tensor.cast %g : tensor<4x4xf32> to tensor<?x4xf32>
+  return %ct, %cs, %ci, %cg : tensor<?x4xf32>, tensor<?xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// A generic whose result is returned keeps its shape (after bufferization
+// the result becomes the caller's out-parameter only as a plain buffer).
+// CHECK-LABEL: func.func @returned
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @returned(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
 }

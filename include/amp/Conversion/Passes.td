@@ -207,7 +207,10 @@ def CollapseLoopDimsPass
     instead of `N, C, H, W` (784 iterations innermost for a 28x28 image, not
     28), an element-wise op with identical operands over one flat loop, which
     is what LLVM's vectorizer needs. Generics with non-permutation indexing
-    maps (convolution-like gathers) or `linalg.index` are left alone.
+    maps (convolution-like gathers) or `linalg.index` are left alone, and so
+    are generics whose result the function returns (a reshaped view could not
+    become the caller's out-parameter after bufferization and would be
+    copied into it on every call).
 
     ```
     amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-collapse-loop-dims))'

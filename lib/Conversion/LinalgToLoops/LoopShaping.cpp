@@ -69,6 +69,14 @@ struct CollapseLoopDimsPass
     });
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : candidates) {
+      // A result the function returns stays in its shape: returned as a
+      // reshaped view it could not become the caller's out-parameter
+      // (buffer-results-to-out-params hoists only plain allocations) and
+      // would be copied into it on every call.
+      if (llvm::any_of(op->getUsers(), [](Operation *user) {
+            return isa<func::ReturnOp>(user);
+          }))
+        continue;
       SmallVector<ReassociationIndices> runs = collapsibleRuns(op);
       if (runs.empty())
         continue;

@@ -82,6 +82,10 @@ struct FreeAfterLastUsePass
     OpBuilder builder(&getContext());
     for (bufferization::DeallocOp dealloc : deallocs) {
       Block *block = dealloc->getBlock();
+      // Every position first, then the inserts: an insert can invalidate the
+      // block's op order, which the next query would recompute (quadratic in
+      // a step's block of thousands of buffers).
+      SmallVector<std::pair<Value, OpBuilder::InsertPoint>> frees;
       for (Value memref : dealloc.getMemrefs()) {
         FailureOr<Operation *> last = lastUseInBlock(memref, block, dealloc);
         if (failed(last))
@@ -89,6 +93,10 @@ struct FreeAfterLastUsePass
         else
           builder.setInsertionPointAfter(*last ? *last
                                                : memref.getDefiningOp());
+        frees.push_back({memref, builder.saveInsertionPoint()});
+      }
+      for (auto &[memref, point] : frees) {
+        builder.restoreInsertionPoint(point);
         memref::DeallocOp::create(builder, dealloc.getLoc(), memref);
       }
       // A plain dealloc has no results (it retains nothing).

@@ -94,10 +94,9 @@ void declareCallee(OpBuilder &rewriter, Operation *op, StringRef callee,
 /// producing a tensor of `type`: f32, then rounded once to `type`, when
 /// `f32Result`, else `type` directly; declares `callee` in the module on
 /// first use.
-Value buildRuntimeCall(PatternRewriter &rewriter, Operation *anchor,
-                       StringRef callee, ValueRange inputs,
-                       ArrayRef<int64_t> params, RankedTensorType type,
-                       bool f32Result) {
+Value buildRuntimeCall(OpBuilder &rewriter, Operation *anchor, StringRef callee,
+                       ValueRange inputs, ArrayRef<int64_t> params,
+                       RankedTensorType type, bool f32Result) {
   declareCallee(rewriter, anchor, callee, inputs.size(), params.size());
   auto callType =
       f32Result ? type.clone(Float32Type::get(anchor->getContext())) : type;
@@ -120,6 +119,17 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// The runtime's GEMM sizes of `lhs` (transposed when `ta`) times an operand
+/// into a result of shape `out` ([m, n] or [batch, m, n]).
+struct GemmDims {
+  int64_t batch, m, n, k;
+};
+GemmDims gemmDims(Value lhs, bool ta, ArrayRef<int64_t> out) {
+  ArrayRef<int64_t> l = shapeOf(lhs);
+  return {out.size() == 3 ? out[0] : 1, out[out.size() - 2], out.back(),
+          ta ? l[l.size() - 2] : l.back()};
+}
+
 template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
   GemmToRuntime(MLIRContext *ctx, RuntimeTarget target)
       : OpRewritePattern<OpTy>(ctx), target(target) {}
@@ -130,19 +140,15 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
       return rewriter.notifyMatchFailure(op, "not an f32-accumulated GEMM of "
                                              "f32/f16/bf16 tensors");
     auto type = cast<RankedTensorType>(op.getType());
-    ArrayRef<int64_t> out = type.getShape(), lhs = shapeOf(op.getLhs());
-    bool batched = out.size() == 3;
-    int64_t m = out[out.size() - 2], n = out.back();
-    int64_t k = op.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+    bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+    auto [batch, m, n, k] = gemmDims(op.getLhs(), ta, type.getShape());
     Value bias;
     if constexpr (std::is_same_v<OpTy, MatmulOp>)
       bias = op.getBias();
 
     int64_t lhsType = *runtimeDTypeOf(op.getLhs()),
             rhsType = *runtimeDTypeOf(op.getRhs()),
-            outType = *runtimeDType(type.getElementType()),
-            batch = batched ? out[0] : 1;
-    bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+            outType = *runtimeDType(type.getElementType());
     if (target == RuntimeTarget::Cuda) {
       // cuBLASLt: both operands of one type, D written in the op's type.
       if (bias)
@@ -507,14 +513,12 @@ void fuseBiasGradients(ModuleOp module) {
     Operation *first =
         gemm->isBeforeInBlock(sum) ? gemm.getOperation() : sum.getOperation();
     rewriter.setInsertionPoint(first);
-    ArrayRef<int64_t> out = shapeOf(gemm.getResult()),
-                      lhs = shapeOf(gemm.getLhs());
     bool ta = gemm.getTransposeLhs();
-    int64_t k = ta ? lhs[0] : lhs[1];
+    auto [batch, m, n, k] =
+        gemmDims(gemm.getLhs(), ta, shapeOf(gemm.getResult()));
     int64_t dtypeAB = *runtimeDTypeOf(dy),
             dtypeD = *runtimeDType(sumType.getElementType());
-    SmallVector<int64_t> params = {dtypeAB, dtypeD, 1,  out[0],
-                                   out[1],  k,      ta, 0};
+    SmallVector<int64_t> params = {dtypeAB, dtypeD, batch, m, n, k, ta, 0};
     declareCallee(rewriter, first, "amp_cuda_gemm_bgrad", 2, params.size(),
                   /*numResults=*/2);
     auto call = RuntimeCallOp::create(
@@ -560,25 +564,16 @@ void fuseReluEpilogues(ModuleOp module) {
       rewriter.modifyOpInPlace(
           grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
     auto type = cast<RankedTensorType>(relu.getType());
-    ArrayRef<int64_t> out = type.getShape(), lhs = shapeOf(gemm.getLhs());
     bool ta = gemm.getTransposeLhs(), tb = gemm.getTransposeRhs();
-    int64_t k = ta ? lhs[0] : lhs[1];
-    SmallVector<int64_t> params = {*runtimeDTypeOf(gemm.getLhs()),
-                                   *runtimeDType(type.getElementType()),
-                                   1,
-                                   out[0],
-                                   out[1],
-                                   k,
-                                   ta,
-                                   tb,
-                                   /*Epilogue::ReluBias*/ 2};
+    auto [batch, m, n, k] = gemmDims(gemm.getLhs(), ta, type.getShape());
     rewriter.setInsertionPoint(relu);
-    declareCallee(rewriter, relu, "amp_cuda_gemm_bias", 3, params.size(),
-                  /*numResults=*/1);
-    auto call = RuntimeCallOp::create(
-        rewriter, relu.getLoc(), TypeRange{type}, "amp_cuda_gemm_bias",
-        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()}, params);
-    rewriter.replaceOp(relu, call.getResult(0));
+    rewriter.replaceOp(
+        relu, buildRuntimeCall(rewriter, relu, "amp_cuda_gemm_bias",
+                               {gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
+                               {*runtimeDTypeOf(gemm.getLhs()),
+                                *runtimeDType(type.getElementType()), batch, m,
+                                n, k, ta, tb, /*Epilogue::ReluBias*/ 2},
+                               type, /*f32Result=*/false));
     rewriter.eraseOp(gemm);
   }
 }

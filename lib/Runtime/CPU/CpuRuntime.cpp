@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -108,30 +110,36 @@ struct ConvGeometry {
 struct PatchRow {
   int64_t oy0, oy1, lo, hi, from, rowStep, step;
   bool empty() const { return oy0 >= oy1 || lo >= hi; }
+  /// Pixels from (oy0, lo) to (oy1 - 1, hi - 1) when output rows are `ow`
+  /// long: the span readsOneSpan's geometries read in one piece.
+  int64_t spanLength(int64_t ow) const {
+    return (oy1 - oy0 - 1) * ow + hi - lo;
+  }
 };
+
+/// The outputs o in [first, last) of one dimension whose input
+/// o * stride + shift lies inside [0, size), for `outputs` outputs.
+std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride,
+                                          int64_t size, int64_t outputs) {
+  int64_t first = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+  int64_t last = size - 1 - shift < 0
+                     ? 0
+                     : std::min(outputs, (size - 1 - shift) / stride + 1);
+  return {first, last};
+}
 
 /// Calls fn(row, PatchRow) for every row of one image's column matrix. The
 /// bounds are computed once per row, not per element.
 template <typename Fn> void forEachPatchRow(const ConvGeometry &g, Fn fn) {
-  auto ceilDiv = [](int64_t a, int64_t b) {
-    return a <= 0 ? 0 : (a + b - 1) / b;
-  };
   for (int64_t ci = 0; ci < g.c; ++ci)
     for (int64_t ki = 0; ki < g.kh; ++ki)
       for (int64_t kj = 0; kj < g.kw; ++kj) {
         int64_t row = (ci * g.kh + ki) * g.kw + kj;
-        // ix = ox * sw + shift is inside [0, w) for ox in [lo, hi), and
-        // iy = oy * sh + rowShift inside [0, h) for oy in [oy0, oy1).
+        // ix = ox * sw + shift, iy = oy * sh + rowShift.
         int64_t shift = kj * g.dw - g.pw, rowShift = ki * g.dh - g.ph;
         PatchRow r;
-        r.lo = ceilDiv(-shift, g.sw);
-        r.hi = g.w - 1 - shift < 0
-                   ? 0
-                   : std::min(g.ow, (g.w - 1 - shift) / g.sw + 1);
-        r.oy0 = ceilDiv(-rowShift, g.sh);
-        r.oy1 = g.h - 1 - rowShift < 0
-                    ? 0
-                    : std::min(g.oh, (g.h - 1 - rowShift) / g.sh + 1);
+        std::tie(r.lo, r.hi) = insideOutputs(shift, g.sw, g.w, g.ow);
+        std::tie(r.oy0, r.oy1) = insideOutputs(rowShift, g.sh, g.h, g.oh);
         r.rowStep = g.sh * g.w;
         r.step = g.sw;
         r.from =
@@ -176,7 +184,7 @@ void im2col(const ConvGeometry &g, const float *image, float *col, int64_t ld) {
     if (span) {
       // The span also writes the padding columns between output rows;
       // they are zeroed after it.
-      std::copy_n(image + r.from, (r.oy1 - r.oy0 - 1) * g.ow + r.hi - r.lo,
+      std::copy_n(image + r.from, r.spanLength(g.ow),
                   out + r.oy0 * g.ow + r.lo);
     } else {
       for (int64_t oy = r.oy0; oy < r.oy1; ++oy) {
@@ -206,8 +214,7 @@ void col2im(const ConvGeometry &g, float *col, int64_t ld, float *image) {
       zeroPaddingColumns(g, r, in);
       const float *from = in + r.oy0 * g.ow + r.lo;
       float *to = image + r.from;
-      for (int64_t i = 0, n = (r.oy1 - r.oy0 - 1) * g.ow + r.hi - r.lo; i < n;
-           ++i)
+      for (int64_t i = 0, n = r.spanLength(g.ow); i < n; ++i)
         to[i] += from[i];
       return;
     }

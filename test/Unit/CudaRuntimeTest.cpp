@@ -21,6 +21,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -219,6 +220,36 @@ TEST(CudaRuntime, EntryPointsOnFakeDriver) {
   mgpuStreamDestroy(stream);
   EXPECT_EQ(amp_cuda_take_error(error, sizeof(error)), 0);
   EXPECT_GE(getCudaPeakBytesHeld(), 4096u);
+}
+
+/// Runs at exit after the destructors of every static constructed during the
+/// test below (atexit handlers and static destructors run in reverse order of
+/// registration), as a loaded step's module destructor (mgpuModuleUnload)
+/// does: the runtime's state must still be alive. ASan reports a use after
+/// free; without it, a wrong error text fails the process.
+void callRuntimeAfterStaticDestructors() {
+  char error[256];
+  mgpuModuleUnload(nullptr);
+  int fakeModule = 0;
+  mgpuModuleUnload(&fakeModule);
+  if (amp_cuda_take_error(error, sizeof(error)) != 1 ||
+      std::strncmp(error, "mgpuModuleUnload: no CUDA device: cannot load",
+                   45) != 0) {
+    std::fprintf(stderr, "runtime state lost at exit\n");
+    std::_Exit(1);
+  }
+}
+
+TEST(CudaRuntime, UsableFromModuleDestructorsAtExit) {
+  // Registered before the runtime's first use in this process (ctest runs
+  // each test in its own), so it runs after the runtime's statics' own
+  // destructors would.
+  ASSERT_EQ(std::atexit(callRuntimeAfterStaticDestructors), 0);
+  setenv("AMP_CUDA_DRIVER", "/nonexistent/libcuda.so", 1);
+  EXPECT_EQ(mgpuStreamCreate(), nullptr);
+  char error[256];
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_NE(std::strstr(error, "no CUDA device"), nullptr) << error;
 }
 
 /// Reads one attribute of a matmul descriptor or layout.

@@ -58,12 +58,15 @@ std::unique_ptr<DriverApi> amp::cuda::loadDriver(const std::string &path,
 }
 
 const DriverApi *amp::cuda::getDriver(std::string *error) {
-  static std::string loadError;
-  static const std::unique_ptr<DriverApi> driver = [] {
+  // Never destroyed: a loaded step's module destructors (mgpuModuleUnload)
+  // run at exit, after the destructors of function-local statics.
+  static std::string *loadError = new std::string;
+  static const DriverApi *driver = [] {
     const char *path = std::getenv("AMP_CUDA_DRIVER");
-    return loadDriver(path && *path ? path : "libcuda.so.1", &loadError);
+    return loadDriver(path && *path ? path : "libcuda.so.1", loadError)
+        .release();
   }();
   if (!driver && error)
-    *error = loadError;
-  return driver.get();
+    *error = *loadError;
+  return driver;
 }

@@ -18,16 +18,27 @@ using namespace amp::cuda;
 
 namespace {
 
-std::mutex errorMutex;
-std::string firstError;
+/// The first error of the process. Never destroyed: a loaded step's module
+/// destructors (mgpuModuleUnload) run at exit after the destructors of
+/// function-local and namespace-scope objects.
+struct ErrorState {
+  std::mutex mutex;
+  std::string first;
+};
+
+ErrorState &errorState() {
+  static ErrorState *state = new ErrorState;
+  return *state;
+}
 
 void recordError(const std::string &message) {
   amp::cuda::recordRuntimeError(message);
 }
 
 bool failed() {
-  std::lock_guard<std::mutex> lock(errorMutex);
-  return !firstError.empty();
+  ErrorState &errors = errorState();
+  std::lock_guard<std::mutex> lock(errors.mutex);
+  return !errors.first.empty();
 }
 
 /// The driver with its context current on this thread, or null (error
@@ -64,7 +75,8 @@ bool check(const DriverApi &api, CUresult result, const char *entry,
 }
 
 CachingAllocator &deviceAllocator() {
-  static CachingAllocator allocator(
+  // Never destroyed, like the error state (frees may come at exit).
+  static CachingAllocator *allocator = new CachingAllocator(
       [](size_t bytes) -> void * {
         const DriverApi *api = driverFor("mgpuMemAlloc");
         CUdeviceptr ptr = 0;
@@ -76,7 +88,7 @@ CachingAllocator &deviceAllocator() {
         if (const DriverApi *api = getDriver())
           api->memFree(reinterpret_cast<CUdeviceptr>(ptr));
       });
-  return allocator;
+  return *allocator;
 }
 
 void *loadModule(void *data, const char *entry) {
@@ -99,10 +111,12 @@ extern "C" void *mgpuModuleLoadJIT(void *data, int) {
 }
 
 extern "C" void mgpuModuleUnload(void *module) {
+  // A module that never loaded (no device) needs no driver.
+  if (!module)
+    return;
   if (const DriverApi *api = driverFor("mgpuModuleUnload"))
-    if (module)
-      check(*api, api->moduleUnload(static_cast<CUmodule>(module)),
-            "mgpuModuleUnload", "cuModuleUnload");
+    check(*api, api->moduleUnload(static_cast<CUmodule>(module)),
+          "mgpuModuleUnload", "cuModuleUnload");
 }
 
 extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
@@ -203,21 +217,23 @@ extern "C" void mgpuMemset16(void *dst, unsigned short value, size_t count,
 }
 
 void amp::cuda::recordRuntimeError(const std::string &message) {
-  std::lock_guard<std::mutex> lock(errorMutex);
-  if (firstError.empty())
-    firstError = message;
+  ErrorState &errors = errorState();
+  std::lock_guard<std::mutex> lock(errors.mutex);
+  if (errors.first.empty())
+    errors.first = message;
 }
 
 extern "C" int amp_cuda_take_error(char *buffer, size_t size) {
-  std::lock_guard<std::mutex> lock(errorMutex);
-  if (firstError.empty())
+  ErrorState &errors = errorState();
+  std::lock_guard<std::mutex> lock(errors.mutex);
+  if (errors.first.empty())
     return 0;
   if (buffer && size) {
-    size_t n = std::min(size - 1, firstError.size());
-    std::memcpy(buffer, firstError.data(), n);
+    size_t n = std::min(size - 1, errors.first.size());
+    std::memcpy(buffer, errors.first.data(), n);
     buffer[n] = '\0';
   }
-  firstError.clear();
+  errors.first.clear();
   return 1;
 }
 

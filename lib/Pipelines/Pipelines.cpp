@@ -60,12 +60,16 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // loops become a CFG last loop first (upstream's order made each
          // block split move every later loop again) and the dialect
          // conversions run without pattern rollback (its bookkeeping records
-         // every op a split moves).
+         // every op a split moves); a step's thousands of arguments get an
+         // entry block of their own for the signature conversion (after the
+         // memref conversion, whose casts of the arguments go to the top of
+         // the entry block).
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
          "lower-affine,amp-convert-scf-to-cf,"
          "arith-expand{include-bf16=true},"
          "finalize-memref-to-llvm{use-aligned-alloc=true},convert-math-to-llvm,"
-         "convert-to-llvm{allow-pattern-rollback=false},"
+         "func.func(amp-split-entry-block),convert-to-llvm{allow-pattern-"
+         "rollback=false},"
          "reconcile-unrealized-casts";
 }
 
@@ -89,7 +93,8 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
       "func.func(amp-map-linalg-to-gpu),"
       "convert-nvgpu-to-nvvm,gpu-kernel-outlining,"
       "convert-vector-to-scf,"
-      "amp-convert-scf-to-cf,convert-nvvm-to-llvm,"
+      "amp-convert-scf-to-cf,func.func(amp-split-entry-block),"
+      "convert-nvvm-to-llvm,"
       "convert-func-to-llvm,"
       "expand-strided-metadata,nvvm-attach-target{chip=" +
       options.chip.getValue() + " features=" + options.features.getValue() +

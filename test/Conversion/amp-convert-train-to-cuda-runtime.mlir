@@ -128,6 +128,87 @@ func.func @linear_relu(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: ten
 
 // -----
 
+// A linear layer's tanh GELU in the epilogue with its input kept (GELU_AUX_BIAS,
+// two results), and the GEMM producing the GELU's output gradient with the
+// GELU's derivative in its epilogue (DGELU, reading the aux matrix).
+// The declarations: inputs, results, params.
+// CHECK-DAG: func.func private @amp_cuda_gemm_gelu_aux(index, index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-DAG: func.func private @amp_cuda_gemm_dgelu(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @linear_gelu
+// CHECK: %[[Y:.*]]:2 = train.runtime_call @amp_cuda_gemm_gelu_aux(%arg0, %arg1, %arg2) [1, 1, 1, 128, 256, 784, 0, 0] : (tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16>) -> (tensor<128x256xf16>, tensor<128x256xf16>)
+// CHECK-NOT: train.gelu
+// CHECK: %[[DH:.*]] = train.runtime_call @amp_cuda_gemm_dgelu(%arg3, %arg4, %[[Y]]#1) [1, 1, 1, 128, 256, 64, 0, 1] : (tensor<128x64xf16>, tensor<256x64xf16>, tensor<128x256xf16>) -> tensor<128x256xf16>
+// CHECK-NOT: train.gelu_grad
+// CHECK: return %[[Y]]#0, %[[DH]]
+func.func @linear_gelu(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>, %dz: tensor<128x64xf16>, %w2: tensor<256x64xf16>) -> (tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.gelu %h approximate tanh : tensor<128x256xf16>
+  %dy = train.matmul %dz, %w2 transpose_rhs accumulate f32 : tensor<128x64xf16>, tensor<256x64xf16> -> tensor<128x256xf16>
+  %dh = train.gelu_grad %dy, %h approximate tanh : tensor<128x256xf16>
+  return %y, %dh : tensor<128x256xf16>, tensor<128x256xf16>
+}
+
+// -----
+
+// Without a gradient reading the GELU's input (an evaluation function): the
+// epilogue without aux (3, GELU_BIAS). A bf16 GELU whose output gradient is
+// not a GEMM's (or a GEMM's used twice): GELU_AUX_BIAS, and the gradient a
+// kernel reading the aux matrix.
+// CHECK-LABEL: func.func @gelu_forward_only
+// CHECK: train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg1, %arg2) [1, 1, 1, 128, 256, 784, 0, 0, 3]
+// CHECK-NOT: train.gelu
+// CHECK: return
+func.func @gelu_forward_only(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>) -> tensor<128x256xf16> {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.gelu %h approximate tanh : tensor<128x256xf16>
+  return %y : tensor<128x256xf16>
+}
+// CHECK-LABEL: func.func @gelu_grad_kernel
+// CHECK: %[[Y:.*]]:2 = train.runtime_call @amp_cuda_gemm_gelu_aux(%arg0, %arg1, %arg2) [2, 2, 1, 128, 256, 784, 0, 0]
+// CHECK: %[[DH:.*]] = train.gelu_grad %arg3, %[[Y]]#1 approximate tanh : tensor<128x256xbf16>
+// CHECK: %[[DY:.*]] = train.runtime_call @amp_cuda_gemm(%arg4, %arg5)
+// CHECK: %[[DH2:.*]] = train.gelu_grad %[[DY]], %[[Y]]#1 approximate tanh
+// CHECK: return %[[Y]]#0, %[[DH]], %[[DH2]], %[[DY]]
+func.func @gelu_grad_kernel(%x: tensor<128x784xbf16>, %w: tensor<784x256xbf16>, %b: tensor<256xbf16>, %dy: tensor<128x256xbf16>, %dz: tensor<128x64xbf16>, %w2: tensor<64x256xbf16>) -> (tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<128x256xbf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xbf16>, tensor<784x256xbf16>, tensor<256xbf16> -> tensor<128x256xbf16>
+  %y = train.gelu %h approximate tanh : tensor<128x256xbf16>
+  %dh = train.gelu_grad %dy, %h approximate tanh : tensor<128x256xbf16>
+  %dy2 = train.matmul %dz, %w2 accumulate f32 : tensor<128x64xbf16>, tensor<64x256xbf16> -> tensor<128x256xbf16>
+  %dh2 = train.gelu_grad %dy2, %h approximate tanh : tensor<128x256xbf16>
+  return %y, %dh, %dh2, %dy2 : tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<128x256xbf16>
+}
+
+// -----
+
+// Not fused: the exact (erf) GELU (cuBLASLt's is the tanh form), n not a
+// multiple of 8 (the aux leading dimension), f32 operands, a pre-activation
+// read by something else, and a gradient of the exact form.
+// CHECK-LABEL: func.func @gelu_not_fused
+// CHECK-NOT: gelu_aux
+// CHECK-NOT: [1, 1, 1, 128, 256, 784, 0, 0, 3]
+// CHECK: train.gelu %
+// CHECK: train.gelu %
+// CHECK: train.gelu %
+// CHECK: train.gelu %
+// CHECK: train.gelu %
+// CHECK: return
+func.func @gelu_not_fused(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>, %w5: tensor<784x250xf16>, %b5: tensor<250xf16>, %x32: tensor<128x784xf32>, %w32: tensor<784x256xf32>, %b32: tensor<256xf32>, %dy: tensor<128x256xf16>) -> (tensor<128x256xf16>, tensor<128x250xf16>, tensor<128x256xf32>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.gelu %h : tensor<128x256xf16>
+  %h5 = train.matmul %x, %w5, %b5 accumulate f32 : tensor<128x784xf16>, tensor<784x250xf16>, tensor<250xf16> -> tensor<128x250xf16>
+  %y5 = train.gelu %h5 approximate tanh : tensor<128x250xf16>
+  %h32 = train.matmul %x32, %w32, %b32 accumulate f32 : tensor<128x784xf32>, tensor<784x256xf32>, tensor<256xf32> -> tensor<128x256xf32>
+  %y32 = train.gelu %h32 approximate tanh : tensor<128x256xf32>
+  %h2 = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y2 = train.gelu %h2 approximate tanh : tensor<128x256xf16>
+  %h3 = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y3 = train.gelu %h3 approximate tanh : tensor<128x256xf16>
+  %g3 = train.gelu_grad %dy, %h3 : tensor<128x256xf16>
+  return %y, %y5, %y32, %y2, %h2, %y3, %g3 : tensor<128x256xf16>, tensor<128x250xf16>, tensor<128x256xf32>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
+}
+
+// -----
+
 // Not fused: a pre-activation read by something else than the ReLU and its
 // gradient (here returned), a pre-activation that is a gradient's incoming
 // gradient rather than its input, and a matmul without bias.

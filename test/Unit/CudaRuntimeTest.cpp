@@ -26,6 +26,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <set>
+#include <tuple>
 
 using namespace amp;
 using namespace amp::cuda;
@@ -327,6 +328,62 @@ TEST(CudaGemm, RowMajorAsSwappedColumnMajor) {
   EXPECT_EQ(GemmDescriptors::create(key, &error), nullptr);
   EXPECT_EQ(error, "unknown element type code in m=128 n=256 k=784 batch=3 "
                    "ta=1 tb=0 ab=? d=f16 epilogue=gelu_bias");
+}
+
+TEST(CudaGemm, GeluAuxEpilogues) {
+  // The forward GELU keeping its input and the backward DGELU: the aux
+  // matrix is laid out like D (column-major n x m), so its leading dimension
+  // is n.
+  GemmKey key;
+  key.m = 1024, key.n = 4096, key.k = 1024;
+  key.dtypeAB = 1, key.dtypeD = 1;
+  std::string error;
+  for (auto [epilogue, expected, name] :
+       {std::tuple{Epilogue::GeluAuxBias, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+                   "gelu_aux_bias"},
+        std::tuple{Epilogue::Dgelu, CUBLASLT_EPILOGUE_DGELU, "dgelu"}}) {
+    key.epilogue = epilogue;
+    auto g = GemmDescriptors::create(key, &error);
+    ASSERT_NE(g, nullptr) << error;
+    EXPECT_EQ(operationAttribute<cublasLtEpilogue_t>(
+                  g->operation, CUBLASLT_MATMUL_DESC_EPILOGUE),
+              expected);
+    EXPECT_EQ(operationAttribute<int64_t>(g->operation,
+                                          CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD),
+              4096);
+    EXPECT_NE(key.str().find(std::string("epilogue=") + name),
+              std::string::npos);
+    EXPECT_TRUE(usesAux(epilogue));
+  }
+  EXPECT_TRUE(usesBias(Epilogue::GeluAuxBias));
+  EXPECT_FALSE(usesBias(Epilogue::Dgelu));
+  EXPECT_FALSE(usesAux(Epilogue::ReluBias));
+  // Without aux, no aux leading dimension is set.
+  key.epilogue = Epilogue::Bias;
+  auto plain = GemmDescriptors::create(key, &error);
+  ASSERT_NE(plain, nullptr) << error;
+  EXPECT_EQ(operationAttribute<int64_t>(plain->operation,
+                                        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD),
+            0);
+}
+
+TEST(CudaGemm, GeluEntryPointsCheckShapes) {
+  // cuBLASLt's aux leading dimension must be a multiple of 8, and amp's
+  // epilogues take one matrix: a clear error before any device work.
+  char error[256];
+  amp_cuda_take_error(error, sizeof(error));
+  amp_cuda_gemm_gelu_aux(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
+                         128, 250, 64, 0, 0);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "amp_cuda_gemm: amp_cuda_gemm_gelu_aux: the GELU "
+                      "epilogues need batch 1 and n a multiple of 8, got "
+                      "batch 1 n 250");
+  amp_cuda_gemm_dgelu(nullptr, nullptr, nullptr, nullptr, 1, 1, 2, 128, 256, 64,
+                      0, 0);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "amp_cuda_gemm: amp_cuda_gemm_dgelu: the GELU "
+                      "epilogues need batch 1 and n a multiple of 8, got "
+                      "batch 2 n 256");
 }
 
 TEST(CudaGemm, PlanCacheKeysAndCounts) {

@@ -52,6 +52,23 @@ void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
                          int64_t dtypeAB, int64_t dtypeD, int64_t batch,
                          int64_t m, int64_t n, int64_t k, int64_t transposeA,
                          int64_t transposeB);
+
+/// A linear layer and its tanh GELU in one call (cuBLASLt's GELU_AUX_BIAS
+/// epilogue, batch 1, n a multiple of 8): aux (m x n, D's type) = op(A)
+/// op(B) + bias, the GELU's input the backward pass needs, and D = gelu(aux)
+/// computed from the f32 accumulator, each rounded once.
+void amp_cuda_gemm_gelu_aux(void *a, void *b, void *bias, void *d, void *aux,
+                            int64_t dtypeAB, int64_t dtypeD, int64_t batch,
+                            int64_t m, int64_t n, int64_t k, int64_t transposeA,
+                            int64_t transposeB);
+
+/// The gradient through a tanh GELU in the GEMM that produces the GELU's
+/// output gradient (cuBLASLt's DGELU epilogue, batch 1, n a multiple of 8):
+/// D (m x n) = (op(A) op(B)) * gelu'(aux), with aux (m x n, D's type) the
+/// GELU's input written by amp_cuda_gemm_gelu_aux.
+void amp_cuda_gemm_dgelu(void *a, void *b, void *aux, void *d, int64_t dtypeAB,
+                         int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
+                         int64_t k, int64_t transposeA, int64_t transposeB);
 }
 
 namespace amp {
@@ -63,8 +80,21 @@ enum class Epilogue : int64_t {
   ReluBias = 2,
   GeluBias = 3,
   /// The bias gradient (column sums of B) written to the bias pointer.
-  BgradA = 4
+  BgradA = 4,
+  /// GELU of D + bias, the GELU's input written to the aux pointer.
+  GeluAuxBias = 5,
+  /// D times the GELU's derivative at the aux matrix.
+  Dgelu = 6
 };
+
+/// Whether an epilogue reads or writes the aux matrix (leading dimension n).
+inline bool usesAux(Epilogue e) {
+  return e == Epilogue::GeluAuxBias || e == Epilogue::Dgelu;
+}
+/// Whether an epilogue reads or writes the bias pointer.
+inline bool usesBias(Epilogue e) {
+  return e != Epilogue::None && e != Epilogue::Dgelu;
+}
 
 /// Everything the descriptors and the algorithm choice depend on.
 struct GemmKey {

@@ -578,6 +578,98 @@ void fuseReluEpilogues(ModuleOp module) {
   }
 }
 
+/// A linear layer's tanh GELU in cuBLASLt's epilogue, and the GEMM that
+/// produces the GELU's output gradient with the GELU's derivative in its
+/// epilogue. `gelu(matmul %x, %w bias %b) approximate tanh` becomes
+/// `runtime_call @amp_cuda_gemm_gelu_aux(%x, %w, %b)` with two results, the
+/// GELU's output and its input (the aux matrix, D's type: what the matmul
+/// would have rounded to), which the gradients `gelu_grad %dy, %h` then
+/// read (without such gradients, epilogue 3, GELU_BIAS, and no aux). Where
+/// such a gradient's `%dy` is a bias-free matmul used only there,
+/// both become `runtime_call @amp_cuda_gemm_dgelu(%a, %b, %aux)`. f16/bf16
+/// operands, one matrix (rank 2), n a multiple of 8 (cuBLASLt's aux leading
+/// dimension); the exact (erf) GELU has no cuBLASLt epilogue and stays a
+/// kernel. Runs before the GEMM patterns, which would otherwise take the
+/// matmuls alone.
+void fuseGeluEpilogues(ModuleOp module) {
+  SmallVector<GeluOp> gelus;
+  module.walk([&](GeluOp gelu) { gelus.push_back(gelu); });
+  IRRewriter rewriter(module.getContext());
+  auto fusable = [](MatmulOp gemm) {
+    auto type = cast<RankedTensorType>(gemm.getType());
+    return type.getRank() == 2 && type.getDimSize(1) % 8 == 0 &&
+           runtimeCanCompute(gemm, gemm.getAccumulatorType()) &&
+           runtimeDTypeOf(gemm.getLhs()) != int64_t(RuntimeDType::F32) &&
+           runtimeDTypeOf(gemm.getLhs()) == runtimeDTypeOf(gemm.getRhs());
+  };
+  auto isTanh = [](std::optional<GeluApproximation> a) {
+    return a && *a == GeluApproximation::tanh;
+  };
+  for (GeluOp gelu : gelus) {
+    auto gemm = gelu.getInput().getDefiningOp<MatmulOp>();
+    if (!isTanh(gelu.getApproximate()) || !gemm || !gemm.getBias() ||
+        !fusable(gemm))
+      continue;
+    Value h = gemm.getResult();
+    SmallVector<GeluGradOp> grads;
+    bool onlyGeluUses = llvm::all_of(h.getUses(), [&](OpOperand &use) {
+      if (use.getOwner() == gelu)
+        return true;
+      auto grad = dyn_cast<GeluGradOp>(use.getOwner());
+      if (!grad || use.get() != grad.getInput() || grad.getGrad() == h ||
+          !isTanh(grad.getApproximate()))
+        return false;
+      grads.push_back(grad);
+      return true;
+    });
+    if (!onlyGeluUses)
+      continue;
+    auto type = cast<RankedTensorType>(gelu.getType());
+    bool ta = gemm.getTransposeLhs(), tb = gemm.getTransposeRhs();
+    auto [batch, m, n, k] = gemmDims(gemm.getLhs(), ta, type.getShape());
+    int64_t dtypeAB = *runtimeDTypeOf(gemm.getLhs()),
+            dtypeD = *runtimeDType(type.getElementType());
+    rewriter.setInsertionPoint(gelu);
+    if (grads.empty()) {
+      // No gradient needs the input (an evaluation function): no aux.
+      rewriter.replaceOp(
+          gelu, buildRuntimeCall(rewriter, gelu, "amp_cuda_gemm_bias",
+                                 {gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
+                                 {dtypeAB, dtypeD, batch, m, n, k, ta, tb,
+                                  /*Epilogue::GeluBias*/ 3},
+                                 type, /*f32Result=*/false));
+      rewriter.eraseOp(gemm);
+      continue;
+    }
+    SmallVector<int64_t> params = {dtypeAB, dtypeD, batch, m, n, k, ta, tb};
+    declareCallee(rewriter, gelu, "amp_cuda_gemm_gelu_aux", 3, params.size(),
+                  /*numResults=*/2);
+    auto call = RuntimeCallOp::create(
+        rewriter, gelu.getLoc(), TypeRange{type, type},
+        "amp_cuda_gemm_gelu_aux",
+        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()}, params);
+    Value aux = call.getResult(1);
+    rewriter.replaceOp(gelu, call.getResult(0));
+    rewriter.replaceOp(gemm, aux);
+
+    for (GeluGradOp grad : grads) {
+      auto dgemm = grad.getGrad().getDefiningOp<MatmulOp>();
+      if (!dgemm || dgemm.getBias() || !dgemm->hasOneUse() || !fusable(dgemm))
+        continue;
+      bool dta = dgemm.getTransposeLhs(), dtb = dgemm.getTransposeRhs();
+      auto [db, dm, dn, dk] = gemmDims(dgemm.getLhs(), dta, type.getShape());
+      rewriter.setInsertionPoint(grad);
+      SmallVector<int64_t> dparams = {
+          *runtimeDTypeOf(dgemm.getLhs()), dtypeD, db, dm, dn, dk, dta, dtb};
+      declareCallee(rewriter, grad, "amp_cuda_gemm_dgelu", 3, dparams.size());
+      rewriter.replaceOpWithNewOp<RuntimeCallOp>(
+          grad, TypeRange{type}, "amp_cuda_gemm_dgelu",
+          ValueRange{dgemm.getLhs(), dgemm.getRhs(), aux}, dparams);
+      rewriter.eraseOp(dgemm);
+    }
+  }
+}
+
 /// Applies the runtime patterns of one target to a module.
 LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target,
                                bool convAsGemm = false) {
@@ -605,6 +697,7 @@ struct ConvertTrainToCudaRuntimePass
   void runOnOperation() override {
     fuseBiasGradients(getOperation());
     fuseReluEpilogues(getOperation());
+    fuseGeluEpilogues(getOperation());
     if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cuda)))
       signalPassFailure();
   }

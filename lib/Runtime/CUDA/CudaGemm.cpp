@@ -34,6 +34,10 @@ const char *epilogueName(Epilogue e) {
     return "gelu_bias";
   case Epilogue::BgradA:
     return "bgrad";
+  case Epilogue::GeluAuxBias:
+    return "gelu_aux_bias";
+  case Epilogue::Dgelu:
+    return "dgelu";
   }
   return "?";
 }
@@ -125,6 +129,12 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
     // our B's column sums, one per column of D.
     epilogue = CUBLASLT_EPILOGUE_BGRADA;
     break;
+  case Epilogue::GeluAuxBias:
+    epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    break;
+  case Epilogue::Dgelu:
+    epilogue = CUBLASLT_EPILOGUE_DGELU;
+    break;
   }
   auto set = [&](cublasLtMatmulDescAttributes_t attr, const void *value,
                  size_t size) {
@@ -141,6 +151,14 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
     if (cublasStatus_t s =
             set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dType, sizeof(dType)))
       return fail("cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", s);
+  if (usesAux(key.epilogue)) {
+    // The aux matrix is laid out like D: column-major n x m, ld n (a
+    // multiple of 8, which the callers check); its type is D's.
+    int64_t ld = key.n;
+    if (cublasStatus_t s =
+            set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)))
+      return fail("cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)", s);
+  }
 
   // Row-major X (r x c) is column-major X^T (c x r, ld c).
   auto layout = [&](cublasLtMatrixLayout_t &l, cudaDataType_t type,
@@ -341,7 +359,8 @@ GemmPlan *planFor(Context *context, const GemmKey &key, std::string &error) {
   });
 }
 
-void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key) {
+void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key,
+          void *aux = nullptr) {
   std::string error;
   Context *context = getContext(error);
   if (!context) {
@@ -354,9 +373,13 @@ void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key) {
     return;
   }
   GemmDescriptors &g = *plan->descriptors;
-  if (key.epilogue != Epilogue::None)
+  if (usesBias(key.epilogue))
     cublasLtMatmulDescSetAttribute(
         g.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  if (usesAux(key.epilogue))
+    cublasLtMatmulDescSetAttribute(g.operation,
+                                   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                   &aux, sizeof(aux));
   float alpha = 1.0f, beta = 0.0f;
   auto stream = static_cast<CUstream>(getStream());
   GemmProfiler *profiler = GemmProfiler::get();
@@ -458,4 +481,44 @@ extern "C" void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
   }
   gemm(ones, b, nullptr, dbias,
        GemmKey{1, n, k, 1, false, false, dtypeAB, dtypeD, Epilogue::None});
+}
+
+namespace {
+/// The aux epilogues' shape rules (cuBLASLt's: the aux leading dimension,
+/// n, a multiple of 8; amp's: one matrix); false with the error recorded.
+bool checkAuxGemm(const char *entry, int64_t batch, int64_t n) {
+  if (batch == 1 && n % 8 == 0)
+    return true;
+  recordGemmError(std::string(entry) +
+                  ": the GELU epilogues need batch 1 "
+                  "and n a multiple of 8, got batch " +
+                  std::to_string(batch) + " n " + std::to_string(n));
+  return false;
+}
+} // namespace
+
+extern "C" void amp_cuda_gemm_gelu_aux(void *a, void *b, void *bias, void *d,
+                                       void *aux, int64_t dtypeAB,
+                                       int64_t dtypeD, int64_t batch, int64_t m,
+                                       int64_t n, int64_t k, int64_t transposeA,
+                                       int64_t transposeB) {
+  if (!checkAuxGemm("amp_cuda_gemm_gelu_aux", batch, n))
+    return;
+  gemm(a, b, bias, d,
+       GemmKey{m, n, k, 1, transposeA != 0, transposeB != 0, dtypeAB, dtypeD,
+               Epilogue::GeluAuxBias},
+       aux);
+}
+
+extern "C" void amp_cuda_gemm_dgelu(void *a, void *b, void *aux, void *d,
+                                    int64_t dtypeAB, int64_t dtypeD,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t transposeA,
+                                    int64_t transposeB) {
+  if (!checkAuxGemm("amp_cuda_gemm_dgelu", batch, n))
+    return;
+  gemm(a, b, nullptr, d,
+       GemmKey{m, n, k, 1, transposeA != 0, transposeB != 0, dtypeAB, dtypeD,
+               Epilogue::Dgelu},
+       aux);
 }

@@ -6,13 +6,14 @@
 //
 // On a GPU machine: amp_cuda_gemm (f16 and bf16 operands, f32 accumulation,
 // every transpose pair, batched, without an epilogue, with the bias one and
-// with the bias + ReLU one) against the CPU runtime's amp_cpu_gemm on the
-// same operands (clamped at zero for the ReLU), rounded to the output
+// with bias + ReLU and bias + GELU) against the CPU runtime's amp_cpu_gemm on
+// the same operands (then the ReLU or GELU in f32), rounded to the output
 // type: within one ulp of the output type plus 1e-5 k (a bound on 1e-5 of
 // the sum of |terms| for values in [-1, 1])
 // (cuBLASLt may sum in another order, so a result near a rounding boundary
-// may round the other way). Without a GPU: the call records the runtime's
-// "no CUDA device" error instead of crashing.
+// may round the other way); the GELU epilogue keeping its input and the
+// backward DGELU against a double reference. Without a GPU: the calls record
+// the runtime's "no CUDA device" error instead of crashing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,17 @@ using namespace amp;
 
 namespace {
 
+/// The tanh GELU and its derivative, in double.
+double geluTanh(double x) {
+  const double c = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+double geluTanhGrad(double x) {
+  const double c = std::sqrt(2.0 / M_PI);
+  double t = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+}
+
 TEST(CudaDevice, GemmMatchesCpuRuntime) {
   std::string driverError;
   char error[512];
@@ -49,7 +61,7 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
   for (int64_t dtype : {1, 2})
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
-        for (int64_t epilogue : {0, 1, 2}) {
+        for (int64_t epilogue : {0, 1, 2, 3}) {
           bool withBias = epilogue != 0;
           const int64_t batch = 2, m = 96, n = 80, k = 200;
           auto toBits = [&](float v) {
@@ -75,6 +87,9 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
           if (epilogue == int64_t(cuda::Epilogue::ReluBias))
             for (float &v : reference)
               v = std::max(v, 0.0f);
+          if (epilogue == int64_t(cuda::Epilogue::GeluBias))
+            for (float &v : reference)
+              v = float(geluTanh(v));
           auto upload = [&](const std::vector<uint16_t> &host) {
             void *p = mgpuMemAlloc(host.size() * 2, stream, false);
             mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
@@ -163,6 +178,89 @@ TEST(CudaDevice, GemmBiasGradientMatchesCpu) {
     for (void *p : {dx, ddy, dd, ddb})
       mgpuMemFree(p, stream);
   }
+  mgpuStreamDestroy(stream);
+}
+
+// A linear layer's GELU in the epilogue, keeping its input (GELU_AUX_BIAS),
+// then the GEMM of the GELU's output gradient times the GELU's derivative at
+// that input (DGELU), against a double reference on the same operands: the
+// aux matrix within an ulp of h = x w + b plus 1e-5 k, D within an ulp plus
+// 2e-5 k (the GELU and its derivative are at most 1.13 in slope and
+// size).
+TEST(CudaDevice, GeluEpiloguesMatchReference) {
+  std::string driverError;
+  char error[512];
+  if (!cuda::getDriver(&driverError)) {
+    amp_cuda_gemm_gelu_aux(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
+                           8, 8, 8, 0, 0);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+    EXPECT_EQ(std::string(error), "amp_cuda_gemm: " + driverError);
+    return;
+  }
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  void *stream = mgpuStreamCreate();
+  for (int64_t dtype : {1, 2})
+    for (int tb = 0; tb < 2; ++tb) {
+      const int64_t m = 96, n = 80, k = 200;
+      auto toBits = [&](float v) {
+        return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
+      };
+      auto toFloat = [&](uint16_t b) {
+        return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
+      };
+      // Forward: x (m x k), w (k x n, or n x k transposed), bias (n).
+      // Backward: dz (m x k) times w2 (k x n, or n x k transposed).
+      std::vector<uint16_t> x(m * k), w(k * n), bias(n), dz(m * k), w2(k * n),
+          y(m * n), aux(m * n), dh(m * n);
+      for (auto *v : {&x, &w, &bias, &dz, &w2})
+        for (uint16_t &e : *v)
+          e = toBits(uniform(rng));
+      auto product = [&](const std::vector<uint16_t> &a,
+                         const std::vector<uint16_t> &b, int64_t i, int64_t j) {
+        double sum = 0;
+        for (int64_t l = 0; l < k; ++l)
+          sum += double(toFloat(a[i * k + l])) *
+                 toFloat(tb ? b[j * k + l] : b[l * n + j]);
+        return sum;
+      };
+      auto upload = [&](const std::vector<uint16_t> &host) {
+        void *p = mgpuMemAlloc(host.size() * 2, stream, false);
+        mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
+                   stream);
+        return p;
+      };
+      void *dx = upload(x), *dw = upload(w), *dbias = upload(bias),
+           *ddz = upload(dz), *dw2 = upload(w2), *dy = upload(y),
+           *daux = upload(aux), *ddh = upload(dh);
+      amp_cuda_gemm_gelu_aux(dx, dw, dbias, dy, daux, dtype, dtype, 1, m, n, k,
+                             0, tb);
+      amp_cuda_gemm_dgelu(ddz, dw2, daux, ddh, dtype, dtype, 1, m, n, k, 0, tb);
+      mgpuMemcpy(y.data(), dy, y.size() * 2, stream);
+      mgpuMemcpy(aux.data(), daux, aux.size() * 2, stream);
+      mgpuMemcpy(dh.data(), ddh, dh.size() * 2, stream);
+      mgpuStreamSynchronize(stream);
+      ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+      double ulp = dtype == 1 ? 1.0 / 1024 : 1.0 / 128;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          size_t e = i * n + j;
+          double h = product(x, w, i, j) + toFloat(bias[j]);
+          ASSERT_LE(std::abs(toFloat(aux[e]) - h),
+                    ulp * std::abs(h) + 1e-5 * k + 6e-8)
+              << "dtype " << dtype << " tb " << tb << " aux element " << e;
+          ASSERT_LE(std::abs(toFloat(y[e]) - geluTanh(h)),
+                    ulp * std::abs(geluTanh(h)) + 2e-5 * k + 6e-8)
+              << "dtype " << dtype << " tb " << tb << " gelu element " << e;
+          // The derivative at the aux matrix the device kept.
+          double want = product(dz, w2, i, j) * geluTanhGrad(toFloat(aux[e]));
+          ASSERT_LE(std::abs(toFloat(dh[e]) - want),
+                    ulp * std::abs(want) + 2e-5 * k + 6e-8)
+              << "dtype " << dtype << " tb " << tb << " dgelu element " << e;
+        }
+      for (void *p : {dx, dw, dbias, ddz, dw2, dy, daux, ddh})
+        mgpuMemFree(p, stream);
+    }
   mgpuStreamDestroy(stream);
 }
 

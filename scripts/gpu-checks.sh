@@ -10,6 +10,7 @@
 # Phases (default: all, in this order; each is time-limited and the script
 # goes on after a failure, ending with a PASS/FAIL line per check):
 #   env        the GPU, and that amp-train and the artifacts load
+#   gtests     the runtime's device tests (test/Integration/CUDA)
 #   steps      one step of each configuration vs the CPU backend, every
 #              tensor (scripts/gpu/compare_steps.py)
 #   accuracy   Fashion-MNIST vs the CPU backend's runs in the bundle, within
@@ -21,7 +22,7 @@
 #   timing     median MLP step (amp-train --bench-steps), amp vs PyTorch
 #              autocast+GradScaler
 # OUT receives each phase's log and summary.txt. One device call runs at most
-# 10 minutes: run "env steps sanitizer ncu timing" in one call and each
+# 10 minutes: run "env gtests steps sanitizer ncu timing" in one call and each
 # accuracy configuration in its own (AMP_GPU_ACCURACY=cnn-O1-f16 ... accuracy).
 #
 #===----------------------------------------------------------------------===#
@@ -31,7 +32,7 @@ bundle="$(cd "${1:?usage: gpu-checks.sh BUNDLE OUT [PHASE...]}" && pwd)"
 out="${2:?usage: gpu-checks.sh BUNDLE OUT [PHASE...]}"
 shift 2
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(env steps accuracy sanitizer ncu timing)
+[ ${#phases[@]} -gt 0 ] || phases=(env gtests steps accuracy sanitizer ncu timing)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -102,6 +103,24 @@ PY
     line="$(cat "$out/$cfg.accuracy.txt" 2>/dev/null)"
     result "accuracy: $cfg" "${line%% *}" "${line#* }"
   done
+}
+
+phase_gtests() {
+  # The runtime's device tests (cuBLASLt GEMMs and their epilogues against
+  # CPU and double references); their CPU reference needs OpenBLAS, which
+  # the bundle brings (xz-compressed).
+  mkdir -p "$out/lib"
+  for f in "$bundle"/lib/*.xz; do
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as f, open(sys.argv[2], "wb") as g: shutil.copyfileobj(f, g)' \
+      "$f" "$out/lib/$(basename "$f" .xz)"
+  done
+  if LD_LIBRARY_PATH="$out/lib:${LD_LIBRARY_PATH:-}" timeout 300 \
+       "$bundle/bin/AMPCudaDeviceTests" | tee "$out/gtests.txt"; then
+    result "gtests: CUDA device tests" PASS "$(grep -c '^\[       OK' "$out/gtests.txt") passed"
+  else
+    result "gtests: CUDA device tests" FAIL "see gtests.log"
+  fi
 }
 
 phase_sanitizer() {

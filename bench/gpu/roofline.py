@@ -19,8 +19,9 @@ an existing --out file; each model keeps the peaks of its own run.
 With --gemm DIR (the AMP_CUDA_GEMM_PROFILE files of run.sh's ours phase,
 DIR/MODEL.jsonl): each GEMM shape amp ran, timed again calling cuBLASLt
 directly through torch (same shape, transposes, input type and bias/ReLU/
-GELU epilogue; torch writes the input type where amp may write f32), and
-amp's median vs it.
+GELU epilogue; the plain GEMM for the bias-gradient and GELU-gradient
+epilogues, which torch has no call for; torch writes the input type where
+amp may write f32), and amp's median vs it.
 """
 import argparse
 import json
@@ -117,13 +118,18 @@ def gemm_efficiency(path, dev):
         bb = bb.transpose(-1, -2) if g["transpose_b"] else bb
         bias = torch.randn(n, device=dev, dtype=dtype)
         ep = g["epilogue"]
-        if ep == "none" or b > 1:
-            fn = lambda: torch.matmul(a, bb)  # noqa: E731
-        elif ep == "bias":
-            fn = lambda: torch.addmm(bias, a, bb)  # noqa: E731
+        if ep in ("bias", "relu_bias", "gelu_bias", "gelu_aux_bias") and b == 1:
+            if ep == "bias":
+                fn = lambda: torch.addmm(bias, a, bb)  # noqa: E731
+            else:
+                # cuBLASLt's bias + activation epilogue; torch keeps no GELU
+                # input (amp's gelu_aux_bias also writes it).
+                gelu = ep != "relu_bias"
+                fn = lambda: torch._addmm_activation(bias, a, bb, use_gelu=gelu)  # noqa: E731
         else:
-            gelu = ep == "gelu_bias"
-            fn = lambda: torch._addmm_activation(bias, a, bb, use_gelu=gelu)  # noqa: E731
+            # Batched GEMMs, and the gradient epilogues (bgrad, dgelu) torch
+            # has no direct call for: the plain GEMM of the same shape.
+            fn = lambda: torch.matmul(a, bb)  # noqa: E731
         torch_ms = timed(fn, dev)
         flops = 2 * b * m * n * k
         rows.append({**g, "torch_ms": torch_ms,

@@ -529,6 +529,27 @@ void fuseBiasGradients(ModuleOp module) {
   }
 }
 
+/// The gradients `GradOp %dy, %h` reading an activation's input `h` (a
+/// GEMM's result) when every other use of `h` is the activation itself and
+/// each gradient passes `accept`; none when `h` has any other use (a
+/// gradient with `h` as its incoming gradient included).
+template <typename GradOp>
+std::optional<SmallVector<GradOp>>
+activationInputGradients(Value h, Operation *activation,
+                         llvm::function_ref<bool(GradOp)> accept = nullptr) {
+  SmallVector<GradOp> grads;
+  for (OpOperand &use : h.getUses()) {
+    if (use.getOwner() == activation)
+      continue;
+    auto grad = dyn_cast<GradOp>(use.getOwner());
+    if (!grad || grad.getInput() != h || grad.getGrad() == h ||
+        (accept && !accept(grad)))
+      return std::nullopt;
+    grads.push_back(grad);
+  }
+  return grads;
+}
+
 /// A linear layer's ReLU in cuBLASLt's epilogue: `relu(matmul %x, %w bias
 /// %b)` becomes `runtime_call @amp_cuda_gemm_bias(%x, %w, %b)` with
 /// epilogue 2 (`CUBLASLT_EPILOGUE_RELU_BIAS`: the GEMM adds the bias and
@@ -548,19 +569,11 @@ void fuseReluEpilogues(ModuleOp module) {
         !runtimeCanCompute(gemm, gemm.getAccumulatorType()))
       continue;
     Value h = gemm.getResult();
-    SmallVector<ReluGradOp> grads;
-    bool onlyReluUses = llvm::all_of(h.getUses(), [&](OpOperand &use) {
-      if (use.getOwner() == relu)
-        return true;
-      auto grad = dyn_cast<ReluGradOp>(use.getOwner());
-      if (!grad || use.get() != grad.getInput() || grad.getGrad() == h)
-        return false;
-      grads.push_back(grad);
-      return true;
-    });
-    if (!onlyReluUses)
+    std::optional<SmallVector<ReluGradOp>> grads =
+        activationInputGradients<ReluGradOp>(h, relu);
+    if (!grads)
       continue;
-    for (ReluGradOp grad : grads)
+    for (ReluGradOp grad : *grads)
       rewriter.modifyOpInPlace(
           grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
     auto type = cast<RankedTensorType>(relu.getType());
@@ -611,18 +624,11 @@ void fuseGeluEpilogues(ModuleOp module) {
         !fusable(gemm))
       continue;
     Value h = gemm.getResult();
-    SmallVector<GeluGradOp> grads;
-    bool onlyGeluUses = llvm::all_of(h.getUses(), [&](OpOperand &use) {
-      if (use.getOwner() == gelu)
-        return true;
-      auto grad = dyn_cast<GeluGradOp>(use.getOwner());
-      if (!grad || use.get() != grad.getInput() || grad.getGrad() == h ||
-          !isTanh(grad.getApproximate()))
-        return false;
-      grads.push_back(grad);
-      return true;
-    });
-    if (!onlyGeluUses)
+    std::optional<SmallVector<GeluGradOp>> grads =
+        activationInputGradients<GeluGradOp>(h, gelu, [&](GeluGradOp grad) {
+          return isTanh(grad.getApproximate());
+        });
+    if (!grads)
       continue;
     auto type = cast<RankedTensorType>(gelu.getType());
     bool ta = gemm.getTransposeLhs(), tb = gemm.getTransposeRhs();
@@ -630,7 +636,7 @@ void fuseGeluEpilogues(ModuleOp module) {
     int64_t dtypeAB = *runtimeDTypeOf(gemm.getLhs()),
             dtypeD = *runtimeDType(type.getElementType());
     rewriter.setInsertionPoint(gelu);
-    if (grads.empty()) {
+    if (grads->empty()) {
       // No gradient needs the input (an evaluation function): no aux.
       rewriter.replaceOp(
           gelu, buildRuntimeCall(rewriter, gelu, "amp_cuda_gemm_bias",
@@ -652,7 +658,7 @@ void fuseGeluEpilogues(ModuleOp module) {
     rewriter.replaceOp(gelu, call.getResult(0));
     rewriter.replaceOp(gemm, aux);
 
-    for (GeluGradOp grad : grads) {
+    for (GeluGradOp grad : *grads) {
       auto dgemm = grad.getGrad().getDefiningOp<MatmulOp>();
       if (!dgemm || dgemm.getBias() || !dgemm->hasOneUse() || !fusable(dgemm))
         continue;

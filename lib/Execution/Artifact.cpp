@@ -404,14 +404,8 @@ public:
   }
 
   llvm::Error set(unsigned i, const HostTensor &value) override {
-    if (i >= buffers.size())
-      return llvm::createStringError("no argument #" + std::to_string(i));
-    const TensorSpec &spec = specs()[i];
-    if (value.getKind() != spec.kind ||
-        value.getShape() != llvm::ArrayRef<int64_t>(spec.shape))
-      return llvm::createStringError("argument #" + std::to_string(i) + " is " +
-                                     spec.str() + ", got " +
-                                     value.typeString());
+    if (llvm::Error e = checkArgument(specs(), i, value))
+      return e;
     // From pageable memory the copy is staged before it returns: `value`
     // may go away at once.
     cuda.memcpy(buffers[i], const_cast<void *>(value.data()),

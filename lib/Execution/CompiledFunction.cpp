@@ -127,6 +127,18 @@ llvm::Error StepSession::checkRoutes(const CompiledFunction &step,
   return llvm::Error::success();
 }
 
+llvm::Error StepSession::checkArgument(llvm::ArrayRef<TensorSpec> specs,
+                                       unsigned i, const HostTensor &value) {
+  if (i >= specs.size())
+    return llvm::createStringError("no argument #" + std::to_string(i));
+  const TensorSpec &spec = specs[i];
+  if (value.getKind() != spec.kind ||
+      value.getShape() != llvm::ArrayRef<int64_t>(spec.shape))
+    return llvm::createStringError("argument #" + std::to_string(i) + " is " +
+                                   spec.str() + ", got " + value.typeString());
+  return llvm::Error::success();
+}
+
 namespace {
 /// Arguments in host memory; each call passes them by pointer.
 class HostSession final : public StepSession {
@@ -138,13 +150,8 @@ public:
   }
 
   llvm::Error set(unsigned i, const HostTensor &value) override {
-    if (i >= args.size())
-      return llvm::createStringError("no argument #" + std::to_string(i));
-    if (value.getKind() != args[i].getKind() ||
-        value.getShape() != args[i].getShape())
-      return llvm::createStringError("argument #" + std::to_string(i) + " is " +
-                                     args[i].typeString() + ", got " +
-                                     value.typeString());
+    if (llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value))
+      return e;
     args[i] = value;
     return llvm::Error::success();
   }

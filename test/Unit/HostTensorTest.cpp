@@ -1,10 +1,11 @@
-//===- HostTensorTest.cpp - f16/bf16 conversions against APFloat ----------===//
+//===- HostTensorTest.cpp - Host tensors and step-session argument checks -===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/HostTensor.h"
+#include "amp/Execution/CompiledFunction.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "gtest/gtest.h"
@@ -119,6 +120,24 @@ TEST(HostTensor, LayoutAndAccess) {
   HostTensor z(ElementKind::F32, {});
   EXPECT_EQ(z.getNumElements(), 1);
   EXPECT_EQ(z.getAsDouble(0), 0.0);
+}
+
+// What every step session checks before taking an argument (the host and
+// CUDA sessions share it): the index, the element kind and the shape.
+TEST(StepSession, ChecksArguments) {
+  std::vector<TensorSpec> specs = {{ElementKind::F32, {2, 3}},
+                                   {ElementKind::I32, {4}}};
+  auto message = [&](unsigned i, const HostTensor &value) {
+    llvm::Error e = StepSession::checkArgument(specs, i, value);
+    return e ? llvm::toString(std::move(e)) : std::string("ok");
+  };
+  EXPECT_EQ(message(0, HostTensor(ElementKind::F32, {2, 3})), "ok");
+  EXPECT_EQ(message(1, HostTensor::fromInts({4}, {1, 2, 3, 4})), "ok");
+  EXPECT_EQ(message(0, HostTensor(ElementKind::F16, {2, 3})),
+            "argument #0 is tensor<2x3xf32>, got tensor<2x3xf16>");
+  EXPECT_EQ(message(0, HostTensor(ElementKind::F32, {3, 2})),
+            "argument #0 is tensor<2x3xf32>, got tensor<3x2xf32>");
+  EXPECT_EQ(message(2, HostTensor(ElementKind::F32, {2, 3})), "no argument #2");
 }
 
 } // namespace

@@ -129,6 +129,9 @@ public:
                                     const CompiledFunction &logits);
   static llvm::Error checkRoutes(const CompiledFunction &step,
                                  llvm::ArrayRef<ResultRoute> routes);
+  /// Checks that `value` fits argument `i` of a function taking `specs`.
+  static llvm::Error checkArgument(llvm::ArrayRef<TensorSpec> specs, unsigned i,
+                                   const HostTensor &value);
 };
 
 /// A session keeping the arguments in host memory, calling `call` (the CPU

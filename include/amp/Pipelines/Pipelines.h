@@ -76,6 +76,12 @@ std::string resolveLossScaleMode(const AmpPipelineOptions &options);
 void buildAmpPipeline(mlir::OpPassManager &pm,
                       const AmpPipelineOptions &options);
 
+/// The `copy-before-write` option of both lowerings.
+inline constexpr const char *kCopyBeforeWriteDescription =
+    "Bufferize every function without one-shot bufferization's analysis (a "
+    "copy before each in-place write); by default only functions of more "
+    "than 5 000 ops skip it (amp-one-shot-bufferize)";
+
 /// Options of `amp-lower-cpu`.
 struct CpuLoweringOptions
     : public mlir::PassPipelineOptions<CpuLoweringOptions> {
@@ -94,13 +100,9 @@ struct CpuLoweringOptions
       llvm::cl::desc("Wide reductions in two stages (amp-lower-cuda's "
                      "amp-split-reductions)"),
       llvm::cl::init(false)};
-  Option<bool> copyBeforeWrite{
-      *this, "copy-before-write",
-      llvm::cl::desc("Bufferize every function without one-shot "
-                     "bufferization's analysis (a copy before each in-place "
-                     "write); by default only functions of more than 5 000 "
-                     "ops skip it (amp-one-shot-bufferize)"),
-      llvm::cl::init(false)};
+  Option<bool> copyBeforeWrite{*this, "copy-before-write",
+                               llvm::cl::desc(kCopyBeforeWriteDescription),
+                               llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
@@ -139,13 +141,9 @@ struct CudaLoweringOptions
       llvm::cl::desc("Embedded kernels: isa (PTX), bin (cubin, needs "
                      "ptxas) or fatbin"),
       llvm::cl::init("isa")};
-  Option<bool> copyBeforeWrite{
-      *this, "copy-before-write",
-      llvm::cl::desc("Bufferize every function without one-shot "
-                     "bufferization's analysis (a copy before each in-place "
-                     "write); by default only functions of more than 5 000 "
-                     "ops skip it (amp-one-shot-bufferize)"),
-      llvm::cl::init(false)};
+  Option<bool> copyBeforeWrite{*this, "copy-before-write",
+                               llvm::cl::desc(kCopyBeforeWriteDescription),
+                               llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cuda` pipeline as text: GEMMs and im2col convolutions ->

@@ -90,18 +90,27 @@ void declareCallee(OpBuilder &rewriter, Operation *op, StringRef callee,
       .setPrivate();
 }
 
-/// A runtime call of `callee` on `inputs` with `params` at `anchor`,
-/// producing a tensor of `type`: f32, then rounded once to `type`, when
-/// `f32Result`, else `type` directly; declares `callee` in the module on
-/// first use.
+/// A runtime call of `callee` on `inputs` with `params` at `anchor`'s
+/// location, producing tensors of `types`; declares `callee` in the module
+/// on first use.
+RuntimeCallOp createRuntimeCall(OpBuilder &rewriter, Operation *anchor,
+                                StringRef callee, TypeRange types,
+                                ValueRange inputs, ArrayRef<int64_t> params) {
+  declareCallee(rewriter, anchor, callee, inputs.size(), params.size(),
+                types.size());
+  return RuntimeCallOp::create(rewriter, anchor->getLoc(), types, callee,
+                               inputs, params);
+}
+
+/// createRuntimeCall with one result of `type`: f32, then rounded once to
+/// `type`, when `f32Result`, else `type` directly.
 Value buildRuntimeCall(OpBuilder &rewriter, Operation *anchor, StringRef callee,
                        ValueRange inputs, ArrayRef<int64_t> params,
                        RankedTensorType type, bool f32Result) {
-  declareCallee(rewriter, anchor, callee, inputs.size(), params.size());
   auto callType =
       f32Result ? type.clone(Float32Type::get(anchor->getContext())) : type;
-  Value acc = RuntimeCallOp::create(rewriter, anchor->getLoc(),
-                                    TypeRange{callType}, callee, inputs, params)
+  Value acc = createRuntimeCall(rewriter, anchor, callee, TypeRange{callType},
+                                inputs, params)
                   .getResult(0);
   return roundTo(rewriter, anchor->getLoc(), acc, type);
 }
@@ -130,6 +139,22 @@ GemmDims gemmDims(Value lhs, bool ta, ArrayRef<int64_t> out) {
           ta ? l[l.size() - 2] : l.back()};
 }
 
+/// The params every cuBLASLt GEMM call of the runtime starts with: dtypeAB
+/// (both operands have `lhs`'s type), dtypeD (`out`'s), batch, m, n, k and
+/// the two transposes.
+SmallVector<int64_t> cudaGemmParams(Value lhs, bool ta, bool tb,
+                                    RankedTensorType out) {
+  auto [batch, m, n, k] = gemmDims(lhs, ta, out.getShape());
+  return {*runtimeDTypeOf(lhs),
+          *runtimeDType(out.getElementType()),
+          batch,
+          m,
+          n,
+          k,
+          ta,
+          tb};
+}
+
 template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
   GemmToRuntime(MLIRContext *ctx, RuntimeTarget target)
       : OpRewritePattern<OpTy>(ctx), target(target) {}
@@ -147,21 +172,20 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
       bias = op.getBias();
 
     int64_t lhsType = *runtimeDTypeOf(op.getLhs()),
-            rhsType = *runtimeDTypeOf(op.getRhs()),
-            outType = *runtimeDType(type.getElementType());
+            rhsType = *runtimeDTypeOf(op.getRhs());
     if (target == RuntimeTarget::Cuda) {
       // cuBLASLt: both operands of one type, D written in the op's type.
-      if (bias)
+      SmallVector<int64_t> params = cudaGemmParams(op.getLhs(), ta, tb, type);
+      if (bias) {
+        params.push_back(/*Epilogue::Bias*/ 1);
         replaceWithRuntimeCall(rewriter, op, "amp_cuda_gemm_bias",
-                               {op.getLhs(), op.getRhs(), bias},
-                               {lhsType, outType, batch, m, n, k, ta, tb,
-                                /*Epilogue::Bias*/ 1},
+                               {op.getLhs(), op.getRhs(), bias}, params,
                                /*f32Result=*/false);
-      else
+      } else {
         replaceWithRuntimeCall(rewriter, op, "amp_cuda_gemm",
-                               {op.getLhs(), op.getRhs()},
-                               {lhsType, outType, batch, m, n, k, ta, tb},
+                               {op.getLhs(), op.getRhs()}, params,
                                /*f32Result=*/false);
+      }
       return success();
     }
     if (bias)
@@ -513,17 +537,12 @@ void fuseBiasGradients(ModuleOp module) {
     Operation *first =
         gemm->isBeforeInBlock(sum) ? gemm.getOperation() : sum.getOperation();
     rewriter.setInsertionPoint(first);
-    bool ta = gemm.getTransposeLhs();
-    auto [batch, m, n, k] =
-        gemmDims(gemm.getLhs(), ta, shapeOf(gemm.getResult()));
-    int64_t dtypeAB = *runtimeDTypeOf(dy),
-            dtypeD = *runtimeDType(sumType.getElementType());
-    SmallVector<int64_t> params = {dtypeAB, dtypeD, batch, m, n, k, ta, 0};
-    declareCallee(rewriter, first, "amp_cuda_gemm_bgrad", 2, params.size(),
-                  /*numResults=*/2);
-    auto call = RuntimeCallOp::create(
-        rewriter, first->getLoc(), TypeRange{gemm.getType(), sumType},
-        "amp_cuda_gemm_bgrad", ValueRange{gemm.getLhs(), dy}, params);
+    // The checks above make the operands' types one and D's the sum's.
+    auto call = createRuntimeCall(
+        rewriter, first, "amp_cuda_gemm_bgrad",
+        TypeRange{gemm.getType(), sumType}, ValueRange{gemm.getLhs(), dy},
+        cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(), /*tb=*/false,
+                       cast<RankedTensorType>(gemm.getType())));
     rewriter.replaceOp(gemm, call.getResult(0));
     rewriter.replaceOp(sum, call.getResult(1));
   }
@@ -548,6 +567,23 @@ activationInputGradients(Value h, Operation *activation,
     grads.push_back(grad);
   }
   return grads;
+}
+
+/// Replaces `activation` of `gemm`'s result (a matmul with bias) by one
+/// `amp_cuda_gemm_bias` call with `epilogue`, and erases the matmul.
+void fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
+                          MatmulOp gemm, int64_t epilogue) {
+  auto type = cast<RankedTensorType>(activation->getResult(0).getType());
+  SmallVector<int64_t> params = cudaGemmParams(
+      gemm.getLhs(), gemm.getTransposeLhs(), gemm.getTransposeRhs(), type);
+  params.push_back(epilogue);
+  rewriter.setInsertionPoint(activation);
+  rewriter.replaceOp(
+      activation,
+      buildRuntimeCall(rewriter, activation, "amp_cuda_gemm_bias",
+                       {gemm.getLhs(), gemm.getRhs(), gemm.getBias()}, params,
+                       type, /*f32Result=*/false));
+  rewriter.eraseOp(gemm);
 }
 
 /// A linear layer's ReLU in cuBLASLt's epilogue: `relu(matmul %x, %w bias
@@ -576,18 +612,7 @@ void fuseReluEpilogues(ModuleOp module) {
     for (ReluGradOp grad : *grads)
       rewriter.modifyOpInPlace(
           grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
-    auto type = cast<RankedTensorType>(relu.getType());
-    bool ta = gemm.getTransposeLhs(), tb = gemm.getTransposeRhs();
-    auto [batch, m, n, k] = gemmDims(gemm.getLhs(), ta, type.getShape());
-    rewriter.setInsertionPoint(relu);
-    rewriter.replaceOp(
-        relu, buildRuntimeCall(rewriter, relu, "amp_cuda_gemm_bias",
-                               {gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
-                               {*runtimeDTypeOf(gemm.getLhs()),
-                                *runtimeDType(type.getElementType()), batch, m,
-                                n, k, ta, tb, /*Epilogue::ReluBias*/ 2},
-                               type, /*f32Result=*/false));
-    rewriter.eraseOp(gemm);
+    fuseIntoBiasEpilogue(rewriter, relu, gemm, /*Epilogue::ReluBias*/ 2);
   }
 }
 
@@ -630,30 +655,18 @@ void fuseGeluEpilogues(ModuleOp module) {
         });
     if (!grads)
       continue;
-    auto type = cast<RankedTensorType>(gelu.getType());
-    bool ta = gemm.getTransposeLhs(), tb = gemm.getTransposeRhs();
-    auto [batch, m, n, k] = gemmDims(gemm.getLhs(), ta, type.getShape());
-    int64_t dtypeAB = *runtimeDTypeOf(gemm.getLhs()),
-            dtypeD = *runtimeDType(type.getElementType());
-    rewriter.setInsertionPoint(gelu);
     if (grads->empty()) {
       // No gradient needs the input (an evaluation function): no aux.
-      rewriter.replaceOp(
-          gelu, buildRuntimeCall(rewriter, gelu, "amp_cuda_gemm_bias",
-                                 {gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
-                                 {dtypeAB, dtypeD, batch, m, n, k, ta, tb,
-                                  /*Epilogue::GeluBias*/ 3},
-                                 type, /*f32Result=*/false));
-      rewriter.eraseOp(gemm);
+      fuseIntoBiasEpilogue(rewriter, gelu, gemm, /*Epilogue::GeluBias*/ 3);
       continue;
     }
-    SmallVector<int64_t> params = {dtypeAB, dtypeD, batch, m, n, k, ta, tb};
-    declareCallee(rewriter, gelu, "amp_cuda_gemm_gelu_aux", 3, params.size(),
-                  /*numResults=*/2);
-    auto call = RuntimeCallOp::create(
-        rewriter, gelu.getLoc(), TypeRange{type, type},
-        "amp_cuda_gemm_gelu_aux",
-        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()}, params);
+    auto type = cast<RankedTensorType>(gelu.getType());
+    rewriter.setInsertionPoint(gelu);
+    auto call = createRuntimeCall(
+        rewriter, gelu, "amp_cuda_gemm_gelu_aux", TypeRange{type, type},
+        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
+        cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(),
+                       gemm.getTransposeRhs(), type));
     Value aux = call.getResult(1);
     rewriter.replaceOp(gelu, call.getResult(0));
     rewriter.replaceOp(gemm, aux);
@@ -662,15 +675,13 @@ void fuseGeluEpilogues(ModuleOp module) {
       auto dgemm = grad.getGrad().getDefiningOp<MatmulOp>();
       if (!dgemm || dgemm.getBias() || !dgemm->hasOneUse() || !fusable(dgemm))
         continue;
-      bool dta = dgemm.getTransposeLhs(), dtb = dgemm.getTransposeRhs();
-      auto [db, dm, dn, dk] = gemmDims(dgemm.getLhs(), dta, type.getShape());
       rewriter.setInsertionPoint(grad);
-      SmallVector<int64_t> dparams = {
-          *runtimeDTypeOf(dgemm.getLhs()), dtypeD, db, dm, dn, dk, dta, dtb};
-      declareCallee(rewriter, grad, "amp_cuda_gemm_dgelu", 3, dparams.size());
-      rewriter.replaceOpWithNewOp<RuntimeCallOp>(
-          grad, TypeRange{type}, "amp_cuda_gemm_dgelu",
-          ValueRange{dgemm.getLhs(), dgemm.getRhs(), aux}, dparams);
+      rewriter.replaceOp(
+          grad, createRuntimeCall(
+                    rewriter, grad, "amp_cuda_gemm_dgelu", TypeRange{type},
+                    ValueRange{dgemm.getLhs(), dgemm.getRhs(), aux},
+                    cudaGemmParams(dgemm.getLhs(), dgemm.getTransposeLhs(),
+                                   dgemm.getTransposeRhs(), type)));
       rewriter.eraseOp(dgemm);
     }
   }

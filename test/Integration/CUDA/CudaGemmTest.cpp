@@ -34,6 +34,21 @@ using namespace amp;
 
 namespace {
 
+/// f16 (dtype 1) or bf16 (dtype 2) bits of `v`, and back.
+uint16_t toBits(int64_t dtype, float v) {
+  return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
+}
+float toFloat(int64_t dtype, uint16_t b) {
+  return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
+}
+
+/// A device copy of 16-bit `host` data.
+void *upload(void *stream, const std::vector<uint16_t> &host) {
+  void *p = mgpuMemAlloc(host.size() * 2, stream, false);
+  mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2, stream);
+  return p;
+}
+
 /// The tanh GELU and its derivative, in double.
 double geluTanh(double x) {
   const double c = std::sqrt(2.0 / M_PI);
@@ -64,17 +79,11 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
         for (int64_t epilogue : {0, 1, 2, 3}) {
           bool withBias = epilogue != 0;
           const int64_t batch = 2, m = 96, n = 80, k = 200;
-          auto toBits = [&](float v) {
-            return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
-          };
-          auto toFloat = [&](uint16_t b) {
-            return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
-          };
           std::vector<uint16_t> a(batch * m * k), b(batch * k * n), bias(n),
               d(batch * m * n);
           for (auto *v : {&a, &b, &bias})
             for (uint16_t &x : *v)
-              x = toBits(uniform(rng));
+              x = toBits(dtype, uniform(rng));
           std::vector<float> reference(batch * m * n);
           if (withBias)
             amp_cpu_gemm_bias(intptr_t(a.data()), intptr_t(b.data()),
@@ -90,14 +99,8 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
           if (epilogue == int64_t(cuda::Epilogue::GeluBias))
             for (float &v : reference)
               v = float(geluTanh(v));
-          auto upload = [&](const std::vector<uint16_t> &host) {
-            void *p = mgpuMemAlloc(host.size() * 2, stream, false);
-            mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
-                       stream);
-            return p;
-          };
-          void *da = upload(a), *db = upload(b), *dbias = upload(bias),
-               *dd = upload(d);
+          void *da = upload(stream, a), *db = upload(stream, b),
+               *dbias = upload(stream, bias), *dd = upload(stream, d);
           if (withBias)
             amp_cuda_gemm_bias(da, db, dbias, dd, dtype, dtype, batch, m, n, k,
                                ta, tb, epilogue);
@@ -108,7 +111,7 @@ TEST(CudaDevice, GemmMatchesCpuRuntime) {
           ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
           double ulp = dtype == 1 ? 1.0 / 1024 : 1.0 / 128;
           for (size_t i = 0; i < d.size(); ++i) {
-            double want = reference[i], got = toFloat(d[i]);
+            double want = reference[i], got = toFloat(dtype, d[i]);
             ASSERT_LE(std::abs(got - want),
                       ulp * std::abs(want) + 1e-5 * k + 6e-8)
                 << "dtype " << dtype << " ta " << ta << " tb " << tb
@@ -138,29 +141,18 @@ TEST(CudaDevice, GemmBiasGradientMatchesCpu) {
   void *stream = mgpuStreamCreate();
   for (int64_t dtype : {1, 2}) {
     const int64_t m = 96, n = 80, k = 200; // x is k x m, dy k x n
-    auto toBits = [&](float v) {
-      return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
-    };
-    auto toFloat = [&](uint16_t b) {
-      return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
-    };
     std::vector<uint16_t> x(k * m), dy(k * n), d(m * n), db(n);
     for (auto *v : {&x, &dy})
       for (uint16_t &e : *v)
-        e = toBits(uniform(rng));
+        e = toBits(dtype, uniform(rng));
     std::vector<float> reference(m * n), sums(n, 0.0f);
     amp_cpu_gemm(intptr_t(x.data()), intptr_t(dy.data()),
                  intptr_t(reference.data()), dtype, dtype, 1, m, n, k, 1, 0);
     for (int64_t r = 0; r < k; ++r)
       for (int64_t c = 0; c < n; ++c)
-        sums[c] += toFloat(dy[r * n + c]);
-    auto upload = [&](const std::vector<uint16_t> &host) {
-      void *p = mgpuMemAlloc(host.size() * 2, stream, false);
-      mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
-                 stream);
-      return p;
-    };
-    void *dx = upload(x), *ddy = upload(dy), *dd = upload(d), *ddb = upload(db);
+        sums[c] += toFloat(dtype, dy[r * n + c]);
+    void *dx = upload(stream, x), *ddy = upload(stream, dy),
+         *dd = upload(stream, d), *ddb = upload(stream, db);
     amp_cuda_gemm_bgrad(dx, ddy, dd, ddb, dtype, dtype, 1, m, n, k, 1, 0);
     mgpuMemcpy(d.data(), dd, d.size() * 2, stream);
     mgpuMemcpy(db.data(), ddb, db.size() * 2, stream);
@@ -168,11 +160,11 @@ TEST(CudaDevice, GemmBiasGradientMatchesCpu) {
     ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
     double ulp = dtype == 1 ? 1.0 / 1024 : 1.0 / 128;
     for (size_t i = 0; i < d.size(); ++i)
-      ASSERT_LE(std::abs(toFloat(d[i]) - reference[i]),
+      ASSERT_LE(std::abs(toFloat(dtype, d[i]) - reference[i]),
                 ulp * std::abs(reference[i]) + 1e-5 * k + 6e-8)
           << "dtype " << dtype << " weight gradient element " << i;
     for (int64_t c = 0; c < n; ++c)
-      ASSERT_LE(std::abs(toFloat(db[c]) - sums[c]),
+      ASSERT_LE(std::abs(toFloat(dtype, db[c]) - sums[c]),
                 ulp * std::abs(sums[c]) + 1e-5 * k + 6e-8)
           << "dtype " << dtype << " bias gradient element " << c;
     for (void *p : {dx, ddy, dd, ddb})
@@ -203,36 +195,25 @@ TEST(CudaDevice, GeluEpiloguesMatchReference) {
   for (int64_t dtype : {1, 2})
     for (int tb = 0; tb < 2; ++tb) {
       const int64_t m = 96, n = 80, k = 200;
-      auto toBits = [&](float v) {
-        return dtype == 1 ? floatToHalf(v) : floatToBFloat(v);
-      };
-      auto toFloat = [&](uint16_t b) {
-        return dtype == 1 ? halfToFloat(b) : bfloatToFloat(b);
-      };
       // Forward: x (m x k), w (k x n, or n x k transposed), bias (n).
       // Backward: dz (m x k) times w2 (k x n, or n x k transposed).
       std::vector<uint16_t> x(m * k), w(k * n), bias(n), dz(m * k), w2(k * n),
           y(m * n), aux(m * n), dh(m * n);
       for (auto *v : {&x, &w, &bias, &dz, &w2})
         for (uint16_t &e : *v)
-          e = toBits(uniform(rng));
+          e = toBits(dtype, uniform(rng));
       auto product = [&](const std::vector<uint16_t> &a,
                          const std::vector<uint16_t> &b, int64_t i, int64_t j) {
         double sum = 0;
         for (int64_t l = 0; l < k; ++l)
-          sum += double(toFloat(a[i * k + l])) *
-                 toFloat(tb ? b[j * k + l] : b[l * n + j]);
+          sum += double(toFloat(dtype, a[i * k + l])) *
+                 toFloat(dtype, tb ? b[j * k + l] : b[l * n + j]);
         return sum;
       };
-      auto upload = [&](const std::vector<uint16_t> &host) {
-        void *p = mgpuMemAlloc(host.size() * 2, stream, false);
-        mgpuMemcpy(p, const_cast<uint16_t *>(host.data()), host.size() * 2,
-                   stream);
-        return p;
-      };
-      void *dx = upload(x), *dw = upload(w), *dbias = upload(bias),
-           *ddz = upload(dz), *dw2 = upload(w2), *dy = upload(y),
-           *daux = upload(aux), *ddh = upload(dh);
+      void *dx = upload(stream, x), *dw = upload(stream, w),
+           *dbias = upload(stream, bias), *ddz = upload(stream, dz),
+           *dw2 = upload(stream, w2), *dy = upload(stream, y),
+           *daux = upload(stream, aux), *ddh = upload(stream, dh);
       amp_cuda_gemm_gelu_aux(dx, dw, dbias, dy, daux, dtype, dtype, 1, m, n, k,
                              0, tb);
       amp_cuda_gemm_dgelu(ddz, dw2, daux, ddh, dtype, dtype, 1, m, n, k, 0, tb);
@@ -245,16 +226,17 @@ TEST(CudaDevice, GeluEpiloguesMatchReference) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           size_t e = i * n + j;
-          double h = product(x, w, i, j) + toFloat(bias[j]);
-          ASSERT_LE(std::abs(toFloat(aux[e]) - h),
+          double h = product(x, w, i, j) + toFloat(dtype, bias[j]);
+          ASSERT_LE(std::abs(toFloat(dtype, aux[e]) - h),
                     ulp * std::abs(h) + 1e-5 * k + 6e-8)
               << "dtype " << dtype << " tb " << tb << " aux element " << e;
-          ASSERT_LE(std::abs(toFloat(y[e]) - geluTanh(h)),
+          ASSERT_LE(std::abs(toFloat(dtype, y[e]) - geluTanh(h)),
                     ulp * std::abs(geluTanh(h)) + 2e-5 * k + 6e-8)
               << "dtype " << dtype << " tb " << tb << " gelu element " << e;
           // The derivative at the aux matrix the device kept.
-          double want = product(dz, w2, i, j) * geluTanhGrad(toFloat(aux[e]));
-          ASSERT_LE(std::abs(toFloat(dh[e]) - want),
+          double want =
+              product(dz, w2, i, j) * geluTanhGrad(toFloat(dtype, aux[e]));
+          ASSERT_LE(std::abs(toFloat(dtype, dh[e]) - want),
                     ulp * std::abs(want) + 2e-5 * k + 6e-8)
               << "dtype " << dtype << " tb " << tb << " dgelu element " << e;
         }

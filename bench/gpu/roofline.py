@@ -118,17 +118,18 @@ def gemm_efficiency(path, dev):
         bb = bb.transpose(-1, -2) if g["transpose_b"] else bb
         bias = torch.randn(n, device=dev, dtype=dtype)
         ep = g["epilogue"]
-        if ep in ("bias", "relu_bias", "gelu_bias", "gelu_aux_bias") and b == 1:
+        if ep in ("bias", "relu_bias", "relu_aux_bias", "gelu_bias",
+                  "gelu_aux_bias") and b == 1:
             if ep == "bias":
                 fn = lambda: torch.addmm(bias, a, bb)  # noqa: E731
             else:
                 # cuBLASLt's bias + activation epilogue; torch keeps no GELU
-                # input (amp's gelu_aux_bias also writes it).
-                gelu = ep != "relu_bias"
+                # input or ReLU mask (amp's *_aux_bias also write them).
+                gelu = ep.startswith("gelu")
                 fn = lambda: torch._addmm_activation(bias, a, bb, use_gelu=gelu)  # noqa: E731
         else:
-            # Batched GEMMs, and the gradient epilogues (bgrad, dgelu) torch
-            # has no direct call for: the plain GEMM of the same shape.
+            # Batched GEMMs, and the gradient epilogues (bgrad, dgelu, drelu)
+            # torch has no direct call for: the plain GEMM of the same shape.
             fn = lambda: torch.matmul(a, bb)  # noqa: E731
         torch_ms = timed(fn, dev)
         flops = 2 * b * m * n * k

@@ -128,6 +128,70 @@ func.func @linear_relu(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: ten
 
 // -----
 
+// The ReLU keeping its bit mask (RELU_AUX_BIAS: the output and 128 rows of
+// 256/8 mask bytes) when the GEMM producing a ReLU gradient's incoming
+// gradient (bias-free, used only there) can apply it (DRELU); a second
+// gradient whose incoming gradient is no GEMM's reads the ReLU's output.
+// CHECK-DAG: func.func private @amp_cuda_gemm_relu_aux(index, index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-DAG: func.func private @amp_cuda_gemm_drelu(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @linear_relu_drelu
+// CHECK: %[[Y:.*]]:2 = train.runtime_call @amp_cuda_gemm_relu_aux(%arg0, %arg1, %arg2) [1, 1, 1, 128, 256, 784, 0, 0] : (tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16>) -> (tensor<128x256xf16>, tensor<128x32xi8>)
+// CHECK-NOT: train.relu %
+// CHECK: %[[DH:.*]] = train.runtime_call @amp_cuda_gemm_drelu(%arg3, %arg4, %[[Y]]#1) [1, 1, 1, 128, 256, 64, 0, 1] : (tensor<128x64xf16>, tensor<256x64xf16>, tensor<128x32xi8>) -> tensor<128x256xf16>
+// CHECK: %[[DX:.*]] = train.relu_grad %arg5, %[[Y]]#0 : tensor<128x256xf16>
+// CHECK-NOT: train.matmul
+// CHECK: return %[[Y]]#0, %[[DH]], %[[DX]]
+func.func @linear_relu_drelu(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>, %dz: tensor<128x64xf16>, %w2: tensor<256x64xf16>, %dy2: tensor<128x256xf16>) -> (tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.relu %h : tensor<128x256xf16>
+  %dy = train.matmul %dz, %w2 transpose_rhs accumulate f32 : tensor<128x64xf16>, tensor<256x64xf16> -> tensor<128x256xf16>
+  %dh = train.relu_grad %dy, %h : tensor<128x256xf16>
+  %dx = train.relu_grad %dy2, %h : tensor<128x256xf16>
+  return %y, %dh, %dx : tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
+}
+
+// -----
+
+// No mask (RELU_BIAS, the gradient reading the ReLU's output) where DRELU
+// cannot apply it: n not a multiple of 128 (the mask's leading dimension in
+// bits), f32 operands, an incoming gradient GEMM used twice or with a bias.
+// CHECK-LABEL: func.func @relu_without_mask
+// CHECK-NOT: relu_aux
+// CHECK-NOT: drelu
+// CHECK: %[[Y:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg1, %arg2) [1, 1, 1, 128, 192, 784, 0, 0, 2]
+// CHECK: %[[DY:.*]] = train.runtime_call @amp_cuda_gemm(%arg3, %arg4) [1, 1, 1, 128, 192, 64, 0, 1]
+// CHECK: train.relu_grad %[[DY]], %[[Y]] : tensor<128x192xf16>
+// CHECK: %[[Y32:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg5, %arg6, %arg7) [0, 0, 1, 128, 256, 784, 0, 0, 2]
+// CHECK: train.relu_grad %{{.*}}, %[[Y32]] : tensor<128x256xf32>
+// CHECK: %[[Y2:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg10, %arg11) [1, 1, 1, 128, 256, 784, 0, 0, 2]
+// CHECK: %[[DY2:.*]] = train.runtime_call @amp_cuda_gemm(%arg3, %arg12) [1, 1, 1, 128, 256, 64, 0, 1]
+// CHECK: train.relu_grad %[[DY2]], %[[Y2]] : tensor<128x256xf16>
+// CHECK: %[[Y3:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg10, %arg11) [1, 1, 1, 128, 256, 784, 0, 0, 2]
+// CHECK: %[[DY3:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg3, %arg12, %arg11) [1, 1, 1, 128, 256, 64, 0, 1, 1]
+// CHECK: train.relu_grad %[[DY3]], %[[Y3]] : tensor<128x256xf16>
+// CHECK: return
+func.func @relu_without_mask(%x: tensor<128x784xf16>, %w: tensor<784x192xf16>, %b: tensor<192xf16>, %dz: tensor<128x64xf16>, %w2: tensor<192x64xf16>, %x32: tensor<128x784xf32>, %w32: tensor<784x256xf32>, %b32: tensor<256xf32>, %dz32: tensor<128x64xf32>, %w232: tensor<256x64xf32>, %w256: tensor<784x256xf16>, %b256: tensor<256xf16>, %w2256: tensor<256x64xf16>) -> (tensor<128x192xf16>, tensor<128x192xf16>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x192xf16>, tensor<192xf16> -> tensor<128x192xf16>
+  %y = train.relu %h : tensor<128x192xf16>
+  %dy = train.matmul %dz, %w2 transpose_rhs accumulate f32 : tensor<128x64xf16>, tensor<192x64xf16> -> tensor<128x192xf16>
+  %dh = train.relu_grad %dy, %h : tensor<128x192xf16>
+  %h32 = train.matmul %x32, %w32, %b32 accumulate f32 : tensor<128x784xf32>, tensor<784x256xf32>, tensor<256xf32> -> tensor<128x256xf32>
+  %y32 = train.relu %h32 : tensor<128x256xf32>
+  %dy32 = train.matmul %dz32, %w232 transpose_rhs accumulate f32 : tensor<128x64xf32>, tensor<256x64xf32> -> tensor<128x256xf32>
+  %dh32 = train.relu_grad %dy32, %h32 : tensor<128x256xf32>
+  %h2 = train.matmul %x, %w256, %b256 accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y2 = train.relu %h2 : tensor<128x256xf16>
+  %dy2 = train.matmul %dz, %w2256 transpose_rhs accumulate f32 : tensor<128x64xf16>, tensor<256x64xf16> -> tensor<128x256xf16>
+  %dh2 = train.relu_grad %dy2, %h2 : tensor<128x256xf16>
+  %h3 = train.matmul %x, %w256, %b256 accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y3 = train.relu %h3 : tensor<128x256xf16>
+  %dy3 = train.matmul %dz, %w2256, %b256 transpose_rhs accumulate f32 : tensor<128x64xf16>, tensor<256x64xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %dh3 = train.relu_grad %dy3, %h3 : tensor<128x256xf16>
+  return %y, %dh, %y32, %dh32, %y2, %dh2, %dy2, %y3, %dh3 : tensor<128x192xf16>, tensor<128x192xf16>, tensor<128x256xf32>, tensor<128x256xf32>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
+}
+
+// -----
+
 // A linear layer's tanh GELU in the epilogue with its input kept (GELU_AUX_BIAS,
 // two results), and the GEMM producing the GELU's output gradient with the
 // GELU's derivative in its epilogue (DGELU, reading the aux matrix).

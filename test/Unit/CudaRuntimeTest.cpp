@@ -386,6 +386,57 @@ TEST(CudaGemm, GeluEntryPointsCheckShapes) {
                       "batch 2 n 256");
 }
 
+TEST(CudaGemm, ReluMaskEpilogues) {
+  // The forward ReLU keeping its bit mask and the backward DRELU: the mask is
+  // laid out like D (column-major n x m) with one bit per element, so its
+  // leading dimension is n bits.
+  GemmKey key;
+  key.m = 512, key.n = 4096, key.k = 4096;
+  key.dtypeAB = 2, key.dtypeD = 2;
+  std::string error;
+  for (auto [epilogue, expected, name] :
+       {std::tuple{Epilogue::ReluAuxBias, CUBLASLT_EPILOGUE_RELU_AUX_BIAS,
+                   "relu_aux_bias"},
+        std::tuple{Epilogue::Drelu, CUBLASLT_EPILOGUE_DRELU, "drelu"}}) {
+    key.epilogue = epilogue;
+    auto g = GemmDescriptors::create(key, &error);
+    ASSERT_NE(g, nullptr) << error;
+    EXPECT_EQ(operationAttribute<cublasLtEpilogue_t>(
+                  g->operation, CUBLASLT_MATMUL_DESC_EPILOGUE),
+              expected);
+    EXPECT_EQ(operationAttribute<int64_t>(g->operation,
+                                          CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD),
+              4096);
+    EXPECT_NE(key.str().find(std::string("epilogue=") + name),
+              std::string::npos);
+    EXPECT_TRUE(usesAux(epilogue));
+    EXPECT_TRUE(usesReluMask(epilogue));
+  }
+  EXPECT_TRUE(usesBias(Epilogue::ReluAuxBias));
+  EXPECT_FALSE(usesBias(Epilogue::Drelu));
+  EXPECT_FALSE(usesReluMask(Epilogue::GeluAuxBias));
+  EXPECT_FALSE(usesReluMask(Epilogue::ReluBias));
+}
+
+TEST(CudaGemm, ReluMaskEntryPointsCheckShapes) {
+  // The mask's leading dimension is n bits, which cuBLASLt wants a multiple
+  // of 128: n = 200 passes the GELU rule (8) but not this one.
+  char error[256];
+  amp_cuda_take_error(error, sizeof(error));
+  amp_cuda_gemm_relu_aux(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
+                         128, 200, 64, 0, 0);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "amp_cuda_gemm: amp_cuda_gemm_relu_aux: the ReLU "
+                      "epilogues need batch 1 and n a multiple of 128, got "
+                      "batch 1 n 200");
+  amp_cuda_gemm_drelu(nullptr, nullptr, nullptr, nullptr, 1, 1, 4, 128, 256, 64,
+                      0, 0);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "amp_cuda_gemm: amp_cuda_gemm_drelu: the ReLU "
+                      "epilogues need batch 1 and n a multiple of 128, got "
+                      "batch 4 n 256");
+}
+
 TEST(CudaGemm, PlanCacheKeysAndCounts) {
   GemmKey a, b;
   a.m = b.m = 64, a.n = b.n = 32, a.k = b.k = 16;

@@ -69,6 +69,24 @@ void amp_cuda_gemm_gelu_aux(void *a, void *b, void *bias, void *d, void *aux,
 void amp_cuda_gemm_dgelu(void *a, void *b, void *aux, void *d, int64_t dtypeAB,
                          int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
                          int64_t k, int64_t transposeA, int64_t transposeB);
+
+/// A linear layer and its ReLU in one call (cuBLASLt's RELU_AUX_BIAS
+/// epilogue, batch 1, n a multiple of 128): D = relu(op(A) op(B) + bias),
+/// rounded once, and `mask` the bit mask of where that sum is positive, which
+/// the backward pass needs: m rows of n / 8 bytes (cuBLASLt's aux leading
+/// dimension is n bits), only ever read by amp_cuda_gemm_drelu.
+void amp_cuda_gemm_relu_aux(void *a, void *b, void *bias, void *d, void *mask,
+                            int64_t dtypeAB, int64_t dtypeD, int64_t batch,
+                            int64_t m, int64_t n, int64_t k, int64_t transposeA,
+                            int64_t transposeB);
+
+/// The gradient through a ReLU in the GEMM that produces the ReLU's output
+/// gradient (cuBLASLt's DRELU epilogue, batch 1, n a multiple of 128):
+/// D (m x n) = op(A) op(B) where `mask` (written by amp_cuda_gemm_relu_aux
+/// for the same m x n) is set, else 0, rounded once.
+void amp_cuda_gemm_drelu(void *a, void *b, void *mask, void *d, int64_t dtypeAB,
+                         int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
+                         int64_t k, int64_t transposeA, int64_t transposeB);
 }
 
 namespace amp {
@@ -84,16 +102,26 @@ enum class Epilogue : int64_t {
   /// GELU of D + bias, the GELU's input written to the aux pointer.
   GeluAuxBias = 5,
   /// D times the GELU's derivative at the aux matrix.
-  Dgelu = 6
+  Dgelu = 6,
+  /// ReLU of D + bias, the bit mask of D + bias > 0 written to the aux pointer.
+  ReluAuxBias = 7,
+  /// D where the aux bit mask is set, else 0.
+  Drelu = 8
 };
 
-/// Whether an epilogue reads or writes the aux matrix (leading dimension n).
+/// Whether an epilogue's aux matrix is a ReLU bit mask (leading dimension n
+/// bits, a multiple of 128) rather than a matrix of D's type (leading
+/// dimension n elements, a multiple of 8).
+inline bool usesReluMask(Epilogue e) {
+  return e == Epilogue::ReluAuxBias || e == Epilogue::Drelu;
+}
+/// Whether an epilogue reads or writes the aux matrix.
 inline bool usesAux(Epilogue e) {
-  return e == Epilogue::GeluAuxBias || e == Epilogue::Dgelu;
+  return e == Epilogue::GeluAuxBias || e == Epilogue::Dgelu || usesReluMask(e);
 }
 /// Whether an epilogue reads or writes the bias pointer.
 inline bool usesBias(Epilogue e) {
-  return e != Epilogue::None && e != Epilogue::Dgelu;
+  return e != Epilogue::None && e != Epilogue::Dgelu && e != Epilogue::Drelu;
 }
 
 /// Everything the descriptors and the algorithm choice depend on.

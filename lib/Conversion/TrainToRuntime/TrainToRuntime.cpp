@@ -586,14 +586,60 @@ void fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
   rewriter.eraseOp(gemm);
 }
 
+/// Whether cuBLASLt's aux epilogues take `gemm`: f16/bf16 operands of one
+/// type, one matrix (rank 2), n a multiple of `nMultiple` (the aux leading
+/// dimension's rule: 8 elements for GELU's input, 128 bits for the ReLU
+/// mask).
+bool auxEpilogueFusable(MatmulOp gemm, int64_t nMultiple) {
+  auto type = cast<RankedTensorType>(gemm.getType());
+  return type.getRank() == 2 && type.getDimSize(1) % nMultiple == 0 &&
+         runtimeCanCompute(gemm, gemm.getAccumulatorType()) &&
+         runtimeDTypeOf(gemm.getLhs()) != int64_t(RuntimeDType::F32) &&
+         runtimeDTypeOf(gemm.getLhs()) == runtimeDTypeOf(gemm.getRhs());
+}
+
+/// The bias-free matmul producing `grad`'s incoming gradient when it is used
+/// only there and `nMultiple` suits it (auxEpilogueFusable): the GEMM that
+/// can apply the activation's derivative in its epilogue.
+template <typename GradOp>
+MatmulOp derivativeGemm(GradOp grad, int64_t nMultiple) {
+  auto dgemm = grad.getGrad().template getDefiningOp<MatmulOp>();
+  if (!dgemm || dgemm.getBias() || !dgemm->hasOneUse() ||
+      !auxEpilogueFusable(dgemm, nMultiple))
+    return nullptr;
+  return dgemm;
+}
+
+/// Replaces `grad` by a call of `callee` (DGELU or DRELU) computing
+/// `dgemm`'s product with the derivative at `aux` in its epilogue, and
+/// erases `dgemm`.
+void fuseIntoDerivativeEpilogue(IRRewriter &rewriter, Operation *grad,
+                                MatmulOp dgemm, StringRef callee, Value aux) {
+  auto type = cast<RankedTensorType>(grad->getResult(0).getType());
+  rewriter.setInsertionPoint(grad);
+  rewriter.replaceOp(
+      grad,
+      createRuntimeCall(rewriter, grad, callee, TypeRange{type},
+                        ValueRange{dgemm.getLhs(), dgemm.getRhs(), aux},
+                        cudaGemmParams(dgemm.getLhs(), dgemm.getTransposeLhs(),
+                                       dgemm.getTransposeRhs(), type)));
+  rewriter.eraseOp(dgemm);
+}
+
 /// A linear layer's ReLU in cuBLASLt's epilogue: `relu(matmul %x, %w bias
 /// %b)` becomes `runtime_call @amp_cuda_gemm_bias(%x, %w, %b)` with
 /// epilogue 2 (`CUBLASLT_EPILOGUE_RELU_BIAS`: the GEMM adds the bias and
 /// clamps at zero before rounding D once, as relu(round(h)) = round(relu(h))).
 /// The pre-activation must have no other use than the ReLU and its
 /// gradients `relu_grad %dy, %h`, which then read the ReLU's output instead
-/// (relu(h) > 0 exactly where h > 0, NaN included). Runs before the GEMM
-/// patterns, which would otherwise take the matmul alone.
+/// (relu(h) > 0 exactly where h > 0, NaN included). Where such a gradient's
+/// `%dy` is a bias-free matmul used only there (f16/bf16, one matrix, n a
+/// multiple of 128: auxEpilogueFusable), the layer becomes
+/// `runtime_call @amp_cuda_gemm_relu_aux(%x, %w, %b)` instead, whose second
+/// result is the bit mask of h > 0 (RELU_AUX_BIAS; `tensor<M x N/8 x i8>`),
+/// and the gradient and its matmul one `runtime_call @amp_cuda_gemm_drelu(%a,
+/// %b, %mask)` (DRELU: the product where the mask is set, else 0). Runs
+/// before the GEMM patterns, which would otherwise take the matmuls alone.
 void fuseReluEpilogues(ModuleOp module) {
   SmallVector<ReluOp> relus;
   module.walk([&](ReluOp relu) { relus.push_back(relu); });
@@ -609,10 +655,37 @@ void fuseReluEpilogues(ModuleOp module) {
         activationInputGradients<ReluGradOp>(h, relu);
     if (!grads)
       continue;
-    for (ReluGradOp grad : *grads)
-      rewriter.modifyOpInPlace(
-          grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
-    fuseIntoBiasEpilogue(rewriter, relu, gemm, /*Epilogue::ReluBias*/ 2);
+    bool keepMask = auxEpilogueFusable(gemm, 128) &&
+                    llvm::any_of(*grads, [](ReluGradOp grad) {
+                      return bool(derivativeGemm(grad, 128));
+                    });
+    if (!keepMask) {
+      for (ReluGradOp grad : *grads)
+        rewriter.modifyOpInPlace(
+            grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
+      fuseIntoBiasEpilogue(rewriter, relu, gemm, /*Epilogue::ReluBias*/ 2);
+      continue;
+    }
+    auto type = cast<RankedTensorType>(relu.getType());
+    auto maskType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1) / 8}, rewriter.getI8Type());
+    rewriter.setInsertionPoint(relu);
+    auto call = createRuntimeCall(
+        rewriter, relu, "amp_cuda_gemm_relu_aux", TypeRange{type, maskType},
+        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
+        cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(),
+                       gemm.getTransposeRhs(), type));
+    Value y = call.getResult(0), mask = call.getResult(1);
+    rewriter.replaceOp(relu, y);
+    for (ReluGradOp grad : *grads) {
+      if (MatmulOp dgemm = derivativeGemm(grad, 128))
+        fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, "amp_cuda_gemm_drelu",
+                                   mask);
+      else
+        rewriter.modifyOpInPlace(grad,
+                                 [&] { grad.getInputMutable().assign(y); });
+    }
+    rewriter.eraseOp(gemm);
   }
 }
 
@@ -633,20 +706,13 @@ void fuseGeluEpilogues(ModuleOp module) {
   SmallVector<GeluOp> gelus;
   module.walk([&](GeluOp gelu) { gelus.push_back(gelu); });
   IRRewriter rewriter(module.getContext());
-  auto fusable = [](MatmulOp gemm) {
-    auto type = cast<RankedTensorType>(gemm.getType());
-    return type.getRank() == 2 && type.getDimSize(1) % 8 == 0 &&
-           runtimeCanCompute(gemm, gemm.getAccumulatorType()) &&
-           runtimeDTypeOf(gemm.getLhs()) != int64_t(RuntimeDType::F32) &&
-           runtimeDTypeOf(gemm.getLhs()) == runtimeDTypeOf(gemm.getRhs());
-  };
   auto isTanh = [](std::optional<GeluApproximation> a) {
     return a && *a == GeluApproximation::tanh;
   };
   for (GeluOp gelu : gelus) {
     auto gemm = gelu.getInput().getDefiningOp<MatmulOp>();
     if (!isTanh(gelu.getApproximate()) || !gemm || !gemm.getBias() ||
-        !fusable(gemm))
+        !auxEpilogueFusable(gemm, 8))
       continue;
     Value h = gemm.getResult();
     std::optional<SmallVector<GeluGradOp>> grads =
@@ -671,19 +737,10 @@ void fuseGeluEpilogues(ModuleOp module) {
     rewriter.replaceOp(gelu, call.getResult(0));
     rewriter.replaceOp(gemm, aux);
 
-    for (GeluGradOp grad : *grads) {
-      auto dgemm = grad.getGrad().getDefiningOp<MatmulOp>();
-      if (!dgemm || dgemm.getBias() || !dgemm->hasOneUse() || !fusable(dgemm))
-        continue;
-      rewriter.setInsertionPoint(grad);
-      rewriter.replaceOp(
-          grad, createRuntimeCall(
-                    rewriter, grad, "amp_cuda_gemm_dgelu", TypeRange{type},
-                    ValueRange{dgemm.getLhs(), dgemm.getRhs(), aux},
-                    cudaGemmParams(dgemm.getLhs(), dgemm.getTransposeLhs(),
-                                   dgemm.getTransposeRhs(), type)));
-      rewriter.eraseOp(dgemm);
-    }
+    for (GeluGradOp grad : *grads)
+      if (MatmulOp dgemm = derivativeGemm(grad, 8))
+        fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, "amp_cuda_gemm_dgelu",
+                                   aux);
   }
 }
 

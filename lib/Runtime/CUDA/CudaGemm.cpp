@@ -38,6 +38,10 @@ const char *epilogueName(Epilogue e) {
     return "gelu_aux_bias";
   case Epilogue::Dgelu:
     return "dgelu";
+  case Epilogue::ReluAuxBias:
+    return "relu_aux_bias";
+  case Epilogue::Drelu:
+    return "drelu";
   }
   return "?";
 }
@@ -135,6 +139,12 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
   case Epilogue::Dgelu:
     epilogue = CUBLASLT_EPILOGUE_DGELU;
     break;
+  case Epilogue::ReluAuxBias:
+    epilogue = CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    break;
+  case Epilogue::Drelu:
+    epilogue = CUBLASLT_EPILOGUE_DRELU;
+    break;
   }
   auto set = [&](cublasLtMatmulDescAttributes_t attr, const void *value,
                  size_t size) {
@@ -152,8 +162,9 @@ std::unique_ptr<GemmDescriptors> GemmDescriptors::create(const GemmKey &key,
             set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dType, sizeof(dType)))
       return fail("cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", s);
   if (usesAux(key.epilogue)) {
-    // The aux matrix is laid out like D: column-major n x m, ld n (a
-    // multiple of 8, which the callers check); its type is D's.
+    // The aux matrix is laid out like D: column-major n x m, ld n - in
+    // elements of D's type for GELU's input (a multiple of 8), in bits for
+    // the ReLU mask (a multiple of 128); the callers check.
     int64_t ld = key.n;
     if (cublasStatus_t s =
             set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)))
@@ -485,15 +496,32 @@ extern "C" void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
 
 namespace {
 /// The aux epilogues' shape rules (cuBLASLt's: the aux leading dimension,
-/// n, a multiple of 8; amp's: one matrix); false with the error recorded.
-bool checkAuxGemm(const char *entry, int64_t batch, int64_t n) {
-  if (batch == 1 && n % 8 == 0)
+/// n, a multiple of 8 elements for GELU's input and of 128 bits for the ReLU
+/// mask; amp's: one matrix); false with the error recorded.
+bool checkAuxGemm(const char *entry, Epilogue epilogue, int64_t batch,
+                  int64_t n) {
+  bool relu = usesReluMask(epilogue);
+  int64_t multiple = relu ? 128 : 8;
+  if (batch == 1 && n % multiple == 0)
     return true;
-  recordGemmError(std::string(entry) +
-                  ": the GELU epilogues need batch 1 "
-                  "and n a multiple of 8, got batch " +
+  recordGemmError(std::string(entry) + ": the " + (relu ? "ReLU" : "GELU") +
+                  " epilogues need batch 1 and n a multiple of " +
+                  std::to_string(multiple) + ", got batch " +
                   std::to_string(batch) + " n " + std::to_string(n));
   return false;
+}
+
+/// An aux epilogue's GEMM (batch 1) after checkAuxGemm.
+void auxGemm(const char *entry, void *a, void *b, void *bias, void *d,
+             void *aux, int64_t dtypeAB, int64_t dtypeD, int64_t batch,
+             int64_t m, int64_t n, int64_t k, int64_t transposeA,
+             int64_t transposeB, Epilogue epilogue) {
+  if (!checkAuxGemm(entry, epilogue, batch, n))
+    return;
+  gemm(a, b, bias, d,
+       GemmKey{m, n, k, 1, transposeA != 0, transposeB != 0, dtypeAB, dtypeD,
+               epilogue},
+       aux);
 }
 } // namespace
 
@@ -502,12 +530,8 @@ extern "C" void amp_cuda_gemm_gelu_aux(void *a, void *b, void *bias, void *d,
                                        int64_t dtypeD, int64_t batch, int64_t m,
                                        int64_t n, int64_t k, int64_t transposeA,
                                        int64_t transposeB) {
-  if (!checkAuxGemm("amp_cuda_gemm_gelu_aux", batch, n))
-    return;
-  gemm(a, b, bias, d,
-       GemmKey{m, n, k, 1, transposeA != 0, transposeB != 0, dtypeAB, dtypeD,
-               Epilogue::GeluAuxBias},
-       aux);
+  auxGemm("amp_cuda_gemm_gelu_aux", a, b, bias, d, aux, dtypeAB, dtypeD, batch,
+          m, n, k, transposeA, transposeB, Epilogue::GeluAuxBias);
 }
 
 extern "C" void amp_cuda_gemm_dgelu(void *a, void *b, void *aux, void *d,
@@ -515,10 +539,24 @@ extern "C" void amp_cuda_gemm_dgelu(void *a, void *b, void *aux, void *d,
                                     int64_t batch, int64_t m, int64_t n,
                                     int64_t k, int64_t transposeA,
                                     int64_t transposeB) {
-  if (!checkAuxGemm("amp_cuda_gemm_dgelu", batch, n))
-    return;
-  gemm(a, b, nullptr, d,
-       GemmKey{m, n, k, 1, transposeA != 0, transposeB != 0, dtypeAB, dtypeD,
-               Epilogue::Dgelu},
-       aux);
+  auxGemm("amp_cuda_gemm_dgelu", a, b, nullptr, d, aux, dtypeAB, dtypeD, batch,
+          m, n, k, transposeA, transposeB, Epilogue::Dgelu);
+}
+
+extern "C" void amp_cuda_gemm_relu_aux(void *a, void *b, void *bias, void *d,
+                                       void *mask, int64_t dtypeAB,
+                                       int64_t dtypeD, int64_t batch, int64_t m,
+                                       int64_t n, int64_t k, int64_t transposeA,
+                                       int64_t transposeB) {
+  auxGemm("amp_cuda_gemm_relu_aux", a, b, bias, d, mask, dtypeAB, dtypeD, batch,
+          m, n, k, transposeA, transposeB, Epilogue::ReluAuxBias);
+}
+
+extern "C" void amp_cuda_gemm_drelu(void *a, void *b, void *mask, void *d,
+                                    int64_t dtypeAB, int64_t dtypeD,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t transposeA,
+                                    int64_t transposeB) {
+  auxGemm("amp_cuda_gemm_drelu", a, b, nullptr, d, mask, dtypeAB, dtypeD, batch,
+          m, n, k, transposeA, transposeB, Epilogue::Drelu);
 }

@@ -241,3 +241,17 @@ func.func @runtime_call(%a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> tensor<4x3x
   %0 = train.runtime_call @amp_cpu_gemm(%a, %b) [1, 1, 1, 4, 3, 8, 0, 0] : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// A ReLU bit mask is an i8 tensor a call fills and another reads.
+func.func private @amp_cuda_gemm_relu_aux(index, index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+func.func private @amp_cuda_gemm_drelu(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+
+// CHECK-LABEL: func.func @runtime_call_mask
+func.func @runtime_call_mask(%x: tensor<8x16xf16>, %w: tensor<16x128xf16>, %b: tensor<128xf16>, %dz: tensor<8x16xf16>) -> tensor<8x128xf16> {
+  // CHECK: %[[Y:.*]]:2 = train.runtime_call @amp_cuda_gemm_relu_aux(%{{.*}}, %{{.*}}, %{{.*}}) [1, 1, 1, 8, 128, 16, 0, 0] : (tensor<8x16xf16>, tensor<16x128xf16>, tensor<128xf16>) -> (tensor<8x128xf16>, tensor<8x16xi8>)
+  %y:2 = train.runtime_call @amp_cuda_gemm_relu_aux(%x, %w, %b) [1, 1, 1, 8, 128, 16, 0, 0] : (tensor<8x16xf16>, tensor<16x128xf16>, tensor<128xf16>) -> (tensor<8x128xf16>, tensor<8x16xi8>)
+  // CHECK: train.runtime_call @amp_cuda_gemm_drelu(%{{.*}}, %{{.*}}, %[[Y]]#1) [1, 1, 1, 8, 128, 16, 0, 1] : (tensor<8x16xf16>, tensor<128x16xf16>, tensor<8x16xi8>) -> tensor<8x128xf16>
+  %wt = train.transpose %w permutation [1, 0] : tensor<16x128xf16> -> tensor<128x16xf16>
+  %d = train.runtime_call @amp_cuda_gemm_drelu(%dz, %wt, %y#1) [1, 1, 1, 8, 128, 16, 0, 1] : (tensor<8x16xf16>, tensor<128x16xf16>, tensor<8x16xi8>) -> tensor<8x128xf16>
+  return %d : tensor<8x128xf16>
+}

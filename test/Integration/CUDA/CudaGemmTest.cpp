@@ -12,7 +12,8 @@
 // the sum of |terms| for values in [-1, 1])
 // (cuBLASLt may sum in another order, so a result near a rounding boundary
 // may round the other way); the GELU epilogue keeping its input and the
-// backward DGELU against a double reference. Without a GPU: the calls record
+// backward DGELU, and the ReLU epilogue keeping its bit mask and the
+// backward DRELU, against a double reference. Without a GPU: the calls record
 // the runtime's "no CUDA device" error instead of crashing.
 //
 //===----------------------------------------------------------------------===//
@@ -241,6 +242,81 @@ TEST(CudaDevice, GeluEpiloguesMatchReference) {
               << "dtype " << dtype << " tb " << tb << " dgelu element " << e;
         }
       for (void *p : {dx, dw, dbias, ddz, dw2, dy, daux, ddh})
+        mgpuMemFree(p, stream);
+    }
+  mgpuStreamDestroy(stream);
+}
+
+TEST(CudaDevice, ReluMaskEpiloguesMatchReference) {
+  std::string driverError;
+  char error[512];
+  if (!cuda::getDriver(&driverError)) {
+    amp_cuda_gemm_relu_aux(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
+                           8, 128, 8, 0, 0);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+    EXPECT_EQ(std::string(error), "amp_cuda_gemm: " + driverError);
+    return;
+  }
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  void *stream = mgpuStreamCreate();
+  for (int64_t dtype : {1, 2})
+    for (int tb = 0; tb < 2; ++tb) {
+      const int64_t m = 96, n = 256, k = 200;
+      std::vector<uint16_t> x(m * k), w(k * n), bias(n), dz(m * k), w2(k * n),
+          y(m * n), dh(m * n);
+      std::vector<uint8_t> mask(m * n / 8);
+      for (auto *v : {&x, &w, &bias, &dz, &w2})
+        for (uint16_t &e : *v)
+          e = toBits(dtype, uniform(rng));
+      auto product = [&](const std::vector<uint16_t> &a,
+                         const std::vector<uint16_t> &b, int64_t i, int64_t j) {
+        double sum = 0;
+        for (int64_t l = 0; l < k; ++l)
+          sum += double(toFloat(dtype, a[i * k + l])) *
+                 toFloat(dtype, tb ? b[j * k + l] : b[l * n + j]);
+        return sum;
+      };
+      void *dx = upload(stream, x), *dw = upload(stream, w),
+           *dbias = upload(stream, bias), *ddz = upload(stream, dz),
+           *dw2 = upload(stream, w2), *dy = upload(stream, y),
+           *ddh = upload(stream, dh);
+      void *dmask = mgpuMemAlloc(mask.size(), stream, false);
+      amp_cuda_gemm_relu_aux(dx, dw, dbias, dy, dmask, dtype, dtype, 1, m, n, k,
+                             0, tb);
+      amp_cuda_gemm_drelu(ddz, dw2, dmask, ddh, dtype, dtype, 1, m, n, k, 0,
+                          tb);
+      mgpuMemcpy(y.data(), dy, y.size() * 2, stream);
+      mgpuMemcpy(mask.data(), dmask, mask.size(), stream);
+      mgpuMemcpy(dh.data(), ddh, dh.size() * 2, stream);
+      mgpuStreamSynchronize(stream);
+      ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+      double ulp = dtype == 1 ? 1.0 / 1024 : 1.0 / 128;
+      for (int64_t i = 0; i < m; ++i) {
+        // Row i of D is column i of cuBLASLt's column-major n x m result: its
+        // mask bits are bytes [i n/8, (i+1) n/8) whatever their bit order.
+        int64_t bits = 0, positive = 0;
+        for (int64_t byte = 0; byte < n / 8; ++byte)
+          bits += __builtin_popcount(mask[i * n / 8 + byte]);
+        for (int64_t j = 0; j < n; ++j) {
+          size_t e = i * n + j;
+          double h = product(x, w, i, j) + toFloat(dtype, bias[j]);
+          double relu = std::max(h, 0.0);
+          ASSERT_LE(std::abs(toFloat(dtype, y[e]) - relu),
+                    ulp * relu + 1e-5 * k + 6e-8)
+              << "dtype " << dtype << " tb " << tb << " relu element " << e;
+          bool on = toFloat(dtype, y[e]) > 0;
+          positive += on;
+          // The gradient passes where the device's ReLU did.
+          double want = on ? product(dz, w2, i, j) : 0.0;
+          ASSERT_LE(std::abs(toFloat(dtype, dh[e]) - want),
+                    ulp * std::abs(want) + 1e-5 * k + 6e-8)
+              << "dtype " << dtype << " tb " << tb << " drelu element " << e;
+        }
+        ASSERT_EQ(bits, positive)
+            << "dtype " << dtype << " tb " << tb << " mask row " << i;
+      }
+      for (void *p : {dx, dw, dbias, ddz, dw2, dy, ddh, dmask})
         mgpuMemFree(p, stream);
     }
   mgpuStreamDestroy(stream);

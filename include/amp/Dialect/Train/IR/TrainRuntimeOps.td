@@ -17,6 +17,10 @@ include "amp/Dialect/Train/IR/TrainDialect.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+/// What a runtime call reads and fills: float tensors, and the byte tensors
+/// of cuBLASLt's ReLU bit masks.
+def Train_RuntimeTensor : StaticShapeTensorOf<[F16, BF16, F32, I8]>;
+
 def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a runtime library call on whole tensors (lowering only)";
@@ -31,11 +35,13 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
 
     The inputs are read and never written; each result is a new tensor the
     callee fills (f32 for the CPU runtime's accumulators, the op's type for
-    cuBLASLt; a GEMM with cuBLASLt's bias-gradient epilogue fills two), its
-    address passed after the inputs'. Addresses are `index` values of dense row-major
-    buffers (bufferization copies a strided input first). `@callee` must be a
-    function declared in the module with exactly that signature. A pure op on
-    tensors: identical calls on identical inputs may be merged.
+    cuBLASLt; a GEMM with cuBLASLt's bias-gradient epilogue fills two, one
+    with a ReLU keeping its bit mask fills the output and an `i8` tensor of
+    the mask's bytes), its address passed after the inputs'. Addresses are
+    `index` values of dense row-major buffers (bufferization copies a strided
+    input first). `@callee` must be a function declared in the module with
+    exactly that signature. A pure op on tensors: identical calls on
+    identical inputs may be merged.
 
     ```mlir
     %c = train.runtime_call @amp_cpu_gemm(%a, %b) [1, 1, 1, 128, 256, 784, 0, 0]
@@ -45,9 +51,9 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
-                       Variadic<Train_FloatTensor>:$inputs,
+                       Variadic<Train_RuntimeTensor>:$inputs,
                        DenseI64ArrayAttr:$params);
-  let results = (outs Variadic<Train_FloatTensor>:$results);
+  let results = (outs Variadic<Train_RuntimeTensor>:$results);
   let assemblyFormat = [{
     $callee `(` $inputs `)` $params attr-dict `:` functional-type($inputs, $results)
   }];

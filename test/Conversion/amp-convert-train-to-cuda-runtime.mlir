@@ -244,6 +244,32 @@ func.func @gelu_grad_kernel(%x: tensor<128x784xbf16>, %w: tensor<784x256xbf16>, 
 
 // -----
 
+// No DRELU (and so no mask) when the incoming gradient's GEMM reads rows
+// that are not 16-byte aligned (k = 10 f16 elements): cuBLASLt's epilogue
+// kernels are built for aligned layouts. The same rule holds for DGELU.
+// CHECK-LABEL: func.func @epilogues_need_aligned_rows
+// CHECK-NOT: relu_aux
+// CHECK-NOT: drelu
+// CHECK-NOT: dgelu
+// CHECK: train.relu_grad
+// CHECK: %[[G:.*]]:2 = train.runtime_call @amp_cuda_gemm_gelu_aux
+// CHECK: %[[DG:.*]] = train.runtime_call @amp_cuda_gemm(%arg3, %arg4)
+// CHECK: train.gelu_grad %[[DG]], %[[G]]#1
+// CHECK: return
+func.func @epilogues_need_aligned_rows(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: tensor<256xf16>, %dz: tensor<128x10xf16>, %w2: tensor<256x10xf16>) -> (tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
+  %h = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %y = train.relu %h : tensor<128x256xf16>
+  %dy = train.matmul %dz, %w2 transpose_rhs accumulate f32 : tensor<128x10xf16>, tensor<256x10xf16> -> tensor<128x256xf16>
+  %dh = train.relu_grad %dy, %h : tensor<128x256xf16>
+  %hg = train.matmul %x, %w, %b accumulate f32 : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %yg = train.gelu %hg approximate tanh : tensor<128x256xf16>
+  %dyg = train.matmul %dz, %w2 transpose_rhs accumulate f32 : tensor<128x10xf16>, tensor<256x10xf16> -> tensor<128x256xf16>
+  %dhg = train.gelu_grad %dyg, %hg approximate tanh : tensor<128x256xf16>
+  return %y, %dh, %yg, %dhg : tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
+}
+
+// -----
+
 // Not fused: the exact (erf) GELU (cuBLASLt's is the tanh form), n not a
 // multiple of 8 (the aux leading dimension), f32 operands, a pre-activation
 // read by something else, and a gradient of the exact form.

@@ -589,10 +589,13 @@ void fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
 /// Whether cuBLASLt's aux epilogues take `gemm`: f16/bf16 operands of one
 /// type, one matrix (rank 2), n a multiple of `nMultiple` (the aux leading
 /// dimension's rule: 8 elements for GELU's input, 128 bits for the ReLU
-/// mask).
+/// mask), and both operands' rows 16-byte aligned (leading dimensions
+/// multiples of 8), the layouts cuBLASLt's epilogue kernels are built for.
 bool auxEpilogueFusable(MatmulOp gemm, int64_t nMultiple) {
   auto type = cast<RankedTensorType>(gemm.getType());
   return type.getRank() == 2 && type.getDimSize(1) % nMultiple == 0 &&
+         shapeOf(gemm.getLhs()).back() % 8 == 0 &&
+         shapeOf(gemm.getRhs()).back() % 8 == 0 &&
          runtimeCanCompute(gemm, gemm.getAccumulatorType()) &&
          runtimeDTypeOf(gemm.getLhs()) != int64_t(RuntimeDType::F32) &&
          runtimeDTypeOf(gemm.getLhs()) == runtimeDTypeOf(gemm.getRhs());

@@ -10,7 +10,8 @@
 # Phases (default: all, in this order; each is time-limited and the script
 # goes on after a failure, ending with a PASS/FAIL line per check):
 #   env        the GPU, and that amp-train and the artifacts load
-#   gtests     the runtime's device tests (test/Integration/CUDA)
+#   gtests     the runtime's device tests (test/Integration/CUDA), and the
+#              epilogue ones again with AMP_CUDA_EPILOGUE_FALLBACK=1
 #   steps      one step of each configuration vs the CPU backend, every
 #              tensor (scripts/gpu/compare_steps.py)
 #   accuracy   Fashion-MNIST vs the CPU backend's runs in the bundle, within
@@ -120,6 +121,15 @@ with lzma.open(sys.argv[1]) as f, open(sys.argv[2], "wb") as g: shutil.copyfileo
     result "gtests: CUDA device tests" PASS "$(grep -c '^\[       OK' "$out/gtests.txt") passed"
   else
     result "gtests: CUDA device tests" FAIL "see gtests.log"
+  fi
+  # The aux epilogues again through their fallback (a plain-epilogue GEMM and
+  # an embedded kernel), which runs where cuBLASLt has no algorithm.
+  if AMP_CUDA_EPILOGUE_FALLBACK=1 LD_LIBRARY_PATH="$out/lib:${LD_LIBRARY_PATH:-}" \
+       timeout 120 "$bundle/bin/AMPCudaDeviceTests" --gtest_filter='*Epilogues*' \
+       | tee "$out/gtests-fallback.txt"; then
+    result "gtests: epilogue fallbacks" PASS "$(grep -c '^\[       OK' "$out/gtests-fallback.txt") passed"
+  else
+    result "gtests: epilogue fallbacks" FAIL "see gtests.log"
   fi
 }
 

@@ -9,8 +9,9 @@
 // backend, and the mgpu* entry points on a fake driver backed by host memory
 // (test/Unit/FakeCudaDriver.cpp): allocation reuse, copies, memsets, launch
 // argument packing, and failures recorded rather than crashing. The
-// cuBLASLt descriptors of row-major GEMMs (host-only calls) and the plan
-// cache.
+// cuBLASLt descriptors of row-major GEMMs (host-only calls), the plan
+// cache, and the aux epilogues' fallback kernels: their element math
+// against double, their launches on the fake driver.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +19,11 @@
 #include "amp/Runtime/CachingAllocator.h"
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaGemm.h"
+#include "amp/Runtime/EpilogueMath.h"
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +35,15 @@ using namespace amp;
 using namespace amp::cuda;
 
 namespace {
+
+/// The fake driver's record of the last launch (FakeCudaDriver.cpp).
+struct FakeLaunch {
+  unsigned grid[3], block[3], smem;
+  void **params;
+  const char *function;
+  /// The image of the module loaded last.
+  const void *module;
+};
 
 TEST(CudaDriver, MissingLibraryIsNoDevice) {
   std::string error;
@@ -185,11 +197,7 @@ TEST(CudaRuntime, EntryPointsOnFakeDriver) {
   ASSERT_NE(kernel, nullptr);
   void *params[2] = {&a, &stream};
   mgpuLaunchKernel(kernel, 4, 2, 1, 128, 1, 1, 256, stream, params, nullptr, 2);
-  struct Launch {
-    unsigned grid[3], block[3], smem;
-    void **params;
-  };
-  const auto *launch = static_cast<const Launch *>(lastLaunch());
+  const auto *launch = static_cast<const FakeLaunch *>(lastLaunch());
   EXPECT_EQ(launch->grid[0], 4u);
   EXPECT_EQ(launch->grid[1], 2u);
   EXPECT_EQ(launch->block[0], 128u);
@@ -435,6 +443,71 @@ TEST(CudaGemm, ReluMaskEntryPointsCheckShapes) {
   EXPECT_STREQ(error, "amp_cuda_gemm: amp_cuda_gemm_drelu: the ReLU "
                       "epilogues need batch 1 and n a multiple of 128, got "
                       "batch 4 n 256");
+}
+
+TEST(EpilogueMath, GeluMatchesDouble) {
+  // The fallback kernels' f32 GELU and derivative against double, over the
+  // range where they differ from x and 0 or 1.
+  const double c = std::sqrt(2.0 / M_PI);
+  for (double x = -10; x <= 10; x += 1.0 / 64) {
+    double t = std::tanh(c * (x + 0.044715 * x * x * x));
+    double gelu = 0.5 * x * (1 + t);
+    double grad =
+        0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+    EXPECT_NEAR(geluTanh(float(x)), gelu, 2e-6 * std::abs(gelu) + 1e-6) << x;
+    EXPECT_NEAR(geluTanhGrad(float(x)), grad, 2e-6 * std::abs(grad) + 2e-6)
+        << x;
+  }
+}
+
+TEST(CudaRuntime, EpilogueFallbacksOnFakeDriver) {
+  setenv("AMP_CUDA_DRIVER", AMP_FAKE_CUDA_DRIVER, 1);
+  unsetenv("AMP_FAKE_CUDA_MODE");
+  void *fake = dlopen(AMP_FAKE_CUDA_DRIVER, RTLD_NOW);
+  ASSERT_NE(fake, nullptr);
+  auto lastLaunch =
+      reinterpret_cast<const void *(*)()>(dlsym(fake, "fakeLastLaunch"));
+  ASSERT_NE(lastLaunch, nullptr);
+  const auto *launch = static_cast<const FakeLaunch *>(lastLaunch());
+  char error[256];
+  amp_cuda_take_error(error, sizeof(error));
+
+  // The embedded image is a fatbin (its magic number), loaded once.
+  size_t size = 0;
+  const auto *image =
+      static_cast<const unsigned char *>(epilogueFallbackImage(&size));
+  ASSERT_GT(size, 1000u);
+  EXPECT_EQ(image[0] | image[1] << 8 | image[2] << 16 |
+                uint32_t(image[3]) << 24,
+            0xBA55ED50u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(image) % 16, 0u);
+
+  // One thread per element, 256 a block: 4 x 128 elements, 2 blocks.
+  int d, mask;
+  ASSERT_TRUE(launchEpilogueFallback(Epilogue::Drelu, 1, &d, &mask, 4, 128));
+  EXPECT_STREQ(launch->function, "amp_drelu_f16");
+  EXPECT_EQ(launch->module, image);
+  EXPECT_EQ(launch->grid[0], 2u);
+  EXPECT_EQ(launch->block[0], 256u);
+  // The mask from D: one thread per 32-bit word, 3 x 256 / 32 = 24.
+  ASSERT_TRUE(
+      launchEpilogueFallback(Epilogue::ReluAuxBias, 2, &d, &mask, 3, 256));
+  EXPECT_STREQ(launch->function, "amp_relu_mask_bf16");
+  EXPECT_EQ(launch->grid[0], 1u);
+  ASSERT_TRUE(
+      launchEpilogueFallback(Epilogue::GeluAuxBias, 0, &d, &mask, 300, 256));
+  EXPECT_STREQ(launch->function, "amp_gelu_from_aux_f32");
+  EXPECT_EQ(launch->grid[0], 300u);
+  ASSERT_TRUE(launchEpilogueFallback(Epilogue::Dgelu, 1, &d, &mask, 1, 8));
+  EXPECT_STREQ(launch->function, "amp_dgelu_f16");
+  EXPECT_EQ(launch->grid[0], 1u);
+  EXPECT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+
+  // An epilogue without a fallback is an error, not a launch.
+  EXPECT_FALSE(launchEpilogueFallback(Epilogue::Bias, 1, &d, &mask, 4, 128));
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "amp_cuda_gemm: no fallback kernel for epilogue bias "
+                      "and D type f16");
 }
 
 TEST(CudaGemm, PlanCacheKeysAndCounts) {

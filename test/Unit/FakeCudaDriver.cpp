@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 namespace {
@@ -34,7 +35,10 @@ int allocations = 0;
 struct Launch {
   unsigned grid[3], block[3], smem;
   void **params;
+  const char *function;
+  const void *module;
 } lastLaunch;
+const void *lastModule = nullptr;
 } // namespace
 
 extern "C" {
@@ -70,6 +74,7 @@ FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext) { return CUDA_SUCCESS; }
 FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *) { return CUDA_SUCCESS; }
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   *module = reinterpret_cast<CUmodule>(const_cast<void *>(image));
+  lastModule = image;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
@@ -77,14 +82,22 @@ FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule,
                                          const char *name) {
   if (std::strcmp(name, "missing") == 0)
     return CUDA_ERROR_NOT_FOUND;
-  *function = reinterpret_cast<CUfunction>(const_cast<char *>(name));
+  // The function handle is its name, kept here (the caller's may not live).
+  static std::set<std::string> *names = new std::set<std::string>;
+  *function = reinterpret_cast<CUfunction>(
+      const_cast<char *>(names->insert(name).first->c_str()));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx,
                                     unsigned gy, unsigned gz, unsigned bx,
                                     unsigned by, unsigned bz, unsigned smem,
                                     CUstream, void **params, void **) {
-  lastLaunch = {{gx, gy, gz}, {bx, by, bz}, smem, params};
+  lastLaunch = {{gx, gy, gz},
+                {bx, by, bz},
+                smem,
+                params,
+                reinterpret_cast<const char *>(function),
+                lastModule};
   if (tracing())
     std::fprintf(stderr, "fake-cuda: launch %s\n",
                  reinterpret_cast<const char *>(function));

@@ -124,6 +124,21 @@ inline bool usesBias(Epilogue e) {
   return e != Epilogue::None && e != Epilogue::Dgelu && e != Epilogue::Drelu;
 }
 
+/// The second half of an aux epilogue's fallback, where cuBLASLt has no
+/// algorithm for the epilogue and the GEMM ran with a plain one (m x n, D's
+/// element type `dtypeD`): GeluAuxBias d = gelu(aux) (the GEMM + bias was
+/// written to aux), Dgelu d *= gelu'(aux), ReluAuxBias the mask `aux` of
+/// d > 0 (d = relu(GEMM + bias)), Drelu d = 0 where the mask `aux` is
+/// clear. One element-wise kernel of the embedded fatbin
+/// (EpilogueKernels.cu) on the runtime's stream; false with the error
+/// recorded when it cannot be launched. AMP_CUDA_EPILOGUE_FALLBACK=1 takes
+/// this path for every aux epilogue.
+bool launchEpilogueFallback(Epilogue epilogue, int64_t dtypeD, void *d,
+                            void *aux, int64_t m, int64_t n);
+
+/// The embedded fatbin of the fallback kernels and its size in bytes.
+const void *epilogueFallbackImage(size_t *size);
+
 /// Everything the descriptors and the algorithm choice depend on.
 struct GemmKey {
   int64_t m = 0, n = 0, k = 0, batch = 1;

@@ -8,6 +8,8 @@
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaRuntime.h"
 
+#include "EpilogueKernels.inc" // kEpilogueKernels, built from EpilogueKernels.cu
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -215,8 +217,9 @@ struct Context {
   void *workspace = nullptr;
   std::string error;
   GemmPlanCache<GemmPlan> plans;
+  /// Guards `ones` and `unsupported`.
+  std::mutex fallbackMutex;
   /// A row of ones per (element type, length): the bias-gradient fallback.
-  std::mutex onesMutex;
   std::map<std::pair<int64_t, int64_t>, void *> ones;
   /// Epilogue GEMMs cuBLASLt has no algorithm for (asked once).
   std::unordered_set<GemmKey, GemmKeyHash> unsupported;
@@ -407,6 +410,107 @@ void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key,
 }
 } // namespace
 
+namespace {
+/// AMP_CUDA_EPILOGUE_FALLBACK=1: every aux epilogue runs as its fallback
+/// (to test the fallback kernels on a GPU that has the algorithms).
+bool fallbackForced() {
+  static bool forced = [] {
+    const char *v = std::getenv("AMP_CUDA_EPILOGUE_FALLBACK");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return forced;
+}
+
+/// Whether cuBLASLt has an algorithm for `key`: asked once per key (the plan
+/// is then cached, a refusal remembered); never for an aux epilogue when the
+/// fallback is forced.
+bool hasAlgorithm(Context *context, const GemmKey &key) {
+  if (usesAux(key.epilogue) && fallbackForced())
+    return false;
+  {
+    std::lock_guard<std::mutex> lock(context->fallbackMutex);
+    if (context->unsupported.count(key))
+      return false;
+  }
+  std::string error;
+  if (planFor(context, key, error))
+    return true;
+  std::lock_guard<std::mutex> lock(context->fallbackMutex);
+  context->unsupported.insert(key);
+  return false;
+}
+
+/// The embedded fallback kernels' module and functions, loaded on first use
+/// and never destroyed (like the runtime's other state, usable at exit).
+struct FallbackKernels {
+  std::mutex mutex;
+  void *module = nullptr;
+  std::map<std::string, void *> functions;
+};
+
+/// Fallback kernel `name`; null with the runtime error recorded when the
+/// module or the kernel cannot be loaded.
+void *fallbackKernel(const std::string &name) {
+  static auto *kernels = new FallbackKernels;
+  std::lock_guard<std::mutex> lock(kernels->mutex);
+  void *&function = kernels->functions[name];
+  if (function)
+    return function;
+  if (!kernels->module)
+    kernels->module =
+        mgpuModuleLoad(const_cast<unsigned char *>(kEpilogueKernels),
+                       sizeof(kEpilogueKernels));
+  if (kernels->module)
+    function = mgpuModuleGetFunction(kernels->module, name.c_str());
+  return function;
+}
+} // namespace
+
+const void *amp::cuda::epilogueFallbackImage(size_t *size) {
+  *size = sizeof(kEpilogueKernels);
+  return kEpilogueKernels;
+}
+
+bool amp::cuda::launchEpilogueFallback(Epilogue epilogue, int64_t dtypeD,
+                                       void *d, void *aux, int64_t m,
+                                       int64_t n) {
+  const char *base = nullptr;
+  // The kernels' (input, output, count) pointers and element count.
+  void *in = aux, *out = d;
+  int64_t count = m * n;
+  switch (epilogue) {
+  case Epilogue::GeluAuxBias:
+    base = "amp_gelu_from_aux";
+    break;
+  case Epilogue::Dgelu:
+    base = "amp_dgelu";
+    break;
+  case Epilogue::ReluAuxBias:
+    base = "amp_relu_mask"; // one thread per 32-bit word of the mask
+    in = d, out = aux, count = m * n / 32;
+    break;
+  case Epilogue::Drelu:
+    base = "amp_drelu";
+    break;
+  default:
+    break;
+  }
+  if (!base || dtypeD < 0 || dtypeD > 2) {
+    recordGemmError(std::string("no fallback kernel for epilogue ") +
+                    epilogueName(epilogue) + " and D type " +
+                    dtypeName(dtypeD));
+    return false;
+  }
+  void *kernel = fallbackKernel(std::string(base) + "_" + dtypeName(dtypeD));
+  if (!kernel)
+    return false;
+  constexpr int64_t threads = 256;
+  void *params[] = {&in, &out, &count};
+  mgpuLaunchKernel(kernel, (count + threads - 1) / threads, 1, 1, threads, 1, 1,
+                   0, getStream(), params, nullptr, 3);
+  return true;
+}
+
 extern "C" void amp_cuda_gemm(void *a, void *b, void *d, int64_t dtypeAB,
                               int64_t dtypeD, int64_t batch, int64_t m,
                               int64_t n, int64_t k, int64_t transposeA,
@@ -434,7 +538,7 @@ extern "C" void amp_cuda_gemm_bias(void *a, void *b, void *bias, void *d,
 namespace {
 /// A device row of `length` ones of element type `dtype`, kept for reuse.
 void *onesRow(Context *context, int64_t dtype, int64_t length) {
-  std::lock_guard<std::mutex> lock(context->onesMutex);
+  std::lock_guard<std::mutex> lock(context->fallbackMutex);
   void *&row = context->ones[{dtype, length}];
   if (row)
     return row;
@@ -468,18 +572,9 @@ extern "C" void amp_cuda_gemm_bgrad(void *a, void *b, void *d, void *dbias,
     recordGemmError(error);
     return;
   }
-  bool supported;
-  {
-    std::lock_guard<std::mutex> lock(context->onesMutex);
-    supported = !context->unsupported.count(key);
-  }
-  if (supported && planFor(context, key, error)) {
+  if (hasAlgorithm(context, key)) {
     gemm(a, b, dbias, d, key);
     return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(context->onesMutex);
-    context->unsupported.insert(key);
   }
   // No algorithm with the epilogue: the GEMM, then dbias (1 x n) = ones
   // (1 x k) B (k x n), f32-accumulated like the epilogue.
@@ -511,17 +606,42 @@ bool checkAuxGemm(const char *entry, Epilogue epilogue, int64_t batch,
   return false;
 }
 
-/// An aux epilogue's GEMM (batch 1) after checkAuxGemm.
+/// An aux epilogue's GEMM (batch 1) after checkAuxGemm; where cuBLASLt has
+/// no algorithm for it, the GEMM with a plain epilogue (bias, ReLU + bias,
+/// none) and the epilogue's fallback kernel.
 void auxGemm(const char *entry, void *a, void *b, void *bias, void *d,
              void *aux, int64_t dtypeAB, int64_t dtypeD, int64_t batch,
              int64_t m, int64_t n, int64_t k, int64_t transposeA,
              int64_t transposeB, Epilogue epilogue) {
   if (!checkAuxGemm(entry, epilogue, batch, n))
     return;
-  gemm(a, b, bias, d,
-       GemmKey{m, n, k, 1, transposeA != 0, transposeB != 0, dtypeAB, dtypeD,
-               epilogue},
-       aux);
+  GemmKey key{m,       n,      k,       1, transposeA != 0, transposeB != 0,
+              dtypeAB, dtypeD, epilogue};
+  std::string error;
+  Context *context = getContext(error);
+  if (!context) {
+    recordGemmError(error);
+    return;
+  }
+  if (hasAlgorithm(context, key)) {
+    gemm(a, b, bias, d, key, aux);
+    return;
+  }
+  void *out = d;
+  switch (epilogue) {
+  case Epilogue::GeluAuxBias: // aux = the GEMM + bias, then d = gelu(aux)
+    key.epilogue = Epilogue::Bias;
+    out = aux;
+    break;
+  case Epilogue::ReluAuxBias: // d = relu(GEMM + bias), then the mask of d > 0
+    key.epilogue = Epilogue::ReluBias;
+    break;
+  default: // d = the GEMM, then times the derivative
+    key.epilogue = Epilogue::None;
+    break;
+  }
+  gemm(a, b, usesBias(key.epilogue) ? bias : nullptr, out, key);
+  launchEpilogueFallback(epilogue, dtypeD, d, aux, m, n);
 }
 } // namespace
 

@@ -13,8 +13,9 @@
 // (cuBLASLt may sum in another order, so a result near a rounding boundary
 // may round the other way); the GELU epilogue keeping its input and the
 // backward DGELU, and the ReLU epilogue keeping its bit mask and the
-// backward DRELU, against a double reference. Without a GPU: the calls record
-// the runtime's "no CUDA device" error instead of crashing.
+// backward DRELU, against a double reference (the epilogue tests also run
+// with AMP_CUDA_EPILOGUE_FALLBACK=1, scripts/gpu-checks.sh). Without a GPU: the
+// calls record the runtime's "no CUDA device" error instead of crashing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,12 +23,14 @@
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaRuntime.h"
+#include "amp/Runtime/EpilogueMath.h"
 #include "amp/Runtime/Float16.h"
 
 #include "gtest/gtest.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -307,6 +310,13 @@ TEST(CudaDevice, ReluMaskEpiloguesMatchReference) {
               << "dtype " << dtype << " tb " << tb << " relu element " << e;
           bool on = toFloat(dtype, y[e]) > 0;
           positive += on;
+          // The layout the fallback kernels write and read (so that a
+          // cuBLASLt mask and a fallback DRELU, or the reverse, agree).
+          uint32_t word;
+          std::memcpy(&word, &mask[cuda::reluMaskWord(e) * 4], 4);
+          ASSERT_EQ(bool(word & cuda::reluMaskBit(e)), on)
+              << "dtype " << dtype << " tb " << tb << " mask bit " << e
+              << " is not where EpilogueMath.h puts it";
           // The gradient passes where the device's ReLU did.
           double want = on ? product(dz, w2, i, j) : 0.0;
           ASSERT_LE(std::abs(toFloat(dtype, dh[e]) - want),

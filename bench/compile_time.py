@@ -3,6 +3,7 @@
 
   bench/compile_time.py [--repeats 5] [--layers 10,100,1000,10000]
                         [--lower-layers 10,30,100,300,1000,3000]
+  bench/compile_time.py --bracket 1000,10000 [--rounds 2]
 
 For each depth: the median wall time and peak RSS over --repeats runs of
   parse       amp-opt MODEL -o /dev/null            (the baseline: parse + print)
@@ -14,6 +15,13 @@ passes' own time (--mlir-timing's rows for the five passes, the median over
 and without it: --verify-each=false).
 Writes bench/results/compile_time.{json,md,svg}. The MLPs are 64 wide, batch
 32: compile time does not depend on tensor sizes.
+
+--bracket SMALL,LARGE measures the linear-growth target of the lowering
+(amp-pipeline + amp-lower-cpu) against the machine's drift: it alternates
+SMALL, LARGE, SMALL, ... (--rounds LARGE runs, each between two SMALL ones)
+and divides each LARGE run by the geometric mean of its two neighbours, in
+wall and in CPU (user + system) seconds; writes
+bench/results/compile_ratio.{json,md}.
 """
 import argparse
 import json
@@ -29,15 +37,61 @@ OPT = os.path.join(ROOT, "build", "bin", "amp-opt")
 OUT = os.path.join(ROOT, "bench", "results")
 
 
-def run(cmd):
-    """Wall seconds and peak RSS (MiB) of one run of `cmd`."""
+def run(cmd, cpu=False):
+    """Wall seconds and peak RSS (MiB) of one run of `cmd` (and its user +
+    system CPU seconds when `cpu`)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if status != 0:
         sys.exit(f"failed: {' '.join(cmd)}")
+    if cpu:
+        return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
     return wall, usage.ru_maxrss / 1024.0
+
+
+def generate(n, path):
+    """Writes the n-layer MLP to `path`; returns its train-op count."""
+    text = subprocess.check_output([sys.executable, os.path.join(ROOT, "bench", "gen_model.py"), "mlp",
+                                    "--layers", str(n), "--width", "64", "--batch", "32"], text=True)
+    open(path, "w").write(text)
+    return int(re.search(r": (\d+) train ops", text).group(1))
+
+
+def bracket(small, large, rounds):
+    """The lowering's growth from `small` to `large` layers, each large run
+    against the geometric mean of the small runs either side of it."""
+    paths = {n: os.path.join(OUT, f"compile_ratio_{n}.mlir") for n in (small, large)}
+    ops = {n: generate(n, paths[n]) for n in (small, large)}
+    runs = []
+    for i in range(2 * rounds + 1):
+        n = small if i % 2 == 0 else large
+        wall, mib, cpu = run([OPT, paths[n], "--amp-pipeline", "--amp-lower-cpu", "-o", "/dev/null"], cpu=True)
+        runs.append({"layers": n, "wall_s": wall, "cpu_s": cpu, "mib": mib})
+        print(json.dumps(runs[-1]), flush=True)
+    for path in paths.values():
+        os.remove(path)
+    ratios = []
+    for i in range(1, 2 * rounds, 2):
+        before, big, after = runs[i - 1], runs[i], runs[i + 1]
+        ratios.append({key: big[key] / (before[key] * after[key]) ** 0.5 for key in ("wall_s", "cpu_s")})
+    result = {"small": small, "large": large, "ops_ratio": ops[large] / ops[small],
+              "runs": runs, "ratios": ratios,
+              "median_wall_ratio": statistics.median(r["wall_s"] for r in ratios),
+              "median_cpu_ratio": statistics.median(r["cpu_s"] for r in ratios)}
+    json.dump(result, open(os.path.join(OUT, "compile_ratio.json"), "w"), indent=2)
+    lines = [f"Lowering (amp-pipeline + amp-lower-cpu), {small} vs {large} layers "
+             f"({result['ops_ratio']:.0f}x the train ops), runs in this order:", "",
+             "| run | layers | wall s | CPU s | peak MiB |", "|---:|---:|---:|---:|---:|"]
+    for i, r in enumerate(runs):
+        lines.append(f"| {i + 1} | {r['layers']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['mib']:.0f} |")
+    lines += ["", "| large run | wall ratio | CPU ratio |", "|---:|---:|---:|"]
+    for i, r in enumerate(ratios):
+        lines.append(f"| {2 * i + 2} | {r['wall_s']:.2f}x | {r['cpu_s']:.2f}x |")
+    lines.append(f"| median | {result['median_wall_ratio']:.2f}x | {result['median_cpu_ratio']:.2f}x |")
+    open(os.path.join(OUT, "compile_ratio.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def measure(cmd, repeats):
@@ -93,19 +147,21 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--layers", default="10,100,1000,10000")
     parser.add_argument("--lower-layers", default="10,30,100,300,1000,3000")
+    parser.add_argument("--bracket", help="SMALL,LARGE: the lowering's growth, drift-bracketed")
+    parser.add_argument("--rounds", type=int, default=2)
     a = parser.parse_args()
     if not os.access(OPT, os.X_OK):
         sys.exit("build first: ninja -C build")
     os.makedirs(OUT, exist_ok=True)
+    if a.bracket:
+        small, large = (int(x) for x in a.bracket.split(","))
+        return bracket(small, large, a.rounds)
     depths = sorted({int(x) for x in a.layers.split(",")} | {int(x) for x in a.lower_layers.split(",")})
     lower = {int(x) for x in a.lower_layers.split(",")}
     rows = []
     tmp = os.path.join(OUT, "compile_time_model.mlir")
     for n in depths:
-        text = subprocess.check_output([sys.executable, os.path.join(ROOT, "bench", "gen_model.py"), "mlp",
-                                        "--layers", str(n), "--width", "64", "--batch", "32"], text=True)
-        open(tmp, "w").write(text)
-        ops = int(re.search(r": (\d+) train ops", text).group(1))
+        ops = generate(n, tmp)
         row = {"layers": n, "ops": ops}
         row["parse_s"], row["parse_mib"] = measure([OPT, tmp, "-o", "/dev/null"], a.repeats)
         if n in {int(x) for x in a.layers.split(",")}:

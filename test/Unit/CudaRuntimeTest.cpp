@@ -338,18 +338,22 @@ TEST(CudaGemm, RowMajorAsSwappedColumnMajor) {
                    "ta=1 tb=0 ab=? d=f16 epilogue=gelu_bias");
 }
 
-TEST(CudaGemm, GeluAuxEpilogues) {
-  // The forward GELU keeping its input and the backward DGELU: the aux
-  // matrix is laid out like D (column-major n x m), so its leading dimension
-  // is n.
+TEST(CudaGemm, AuxEpilogues) {
+  // The forward GELU keeping its input and the backward DGELU, the forward
+  // ReLU keeping its bit mask and the backward DRELU: the aux matrix is laid
+  // out like D (column-major n x m), so its leading dimension is n (elements
+  // of D's type, or bits of the mask).
   GemmKey key;
-  key.m = 1024, key.n = 4096, key.k = 1024;
+  key.m = 512, key.n = 4096, key.k = 1024;
   key.dtypeAB = 1, key.dtypeD = 1;
   std::string error;
-  for (auto [epilogue, expected, name] :
+  for (auto [epilogue, expected, name, mask] :
        {std::tuple{Epilogue::GeluAuxBias, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
-                   "gelu_aux_bias"},
-        std::tuple{Epilogue::Dgelu, CUBLASLT_EPILOGUE_DGELU, "dgelu"}}) {
+                   "gelu_aux_bias", false},
+        std::tuple{Epilogue::Dgelu, CUBLASLT_EPILOGUE_DGELU, "dgelu", false},
+        std::tuple{Epilogue::ReluAuxBias, CUBLASLT_EPILOGUE_RELU_AUX_BIAS,
+                   "relu_aux_bias", true},
+        std::tuple{Epilogue::Drelu, CUBLASLT_EPILOGUE_DRELU, "drelu", true}}) {
     key.epilogue = epilogue;
     auto g = GemmDescriptors::create(key, &error);
     ASSERT_NE(g, nullptr) << error;
@@ -362,10 +366,14 @@ TEST(CudaGemm, GeluAuxEpilogues) {
     EXPECT_NE(key.str().find(std::string("epilogue=") + name),
               std::string::npos);
     EXPECT_TRUE(usesAux(epilogue));
+    EXPECT_EQ(usesReluMask(epilogue), mask) << name;
+    // The forward ones add the bias, the backward ones have none.
+    EXPECT_EQ(usesBias(epilogue), epilogue == Epilogue::GeluAuxBias ||
+                                      epilogue == Epilogue::ReluAuxBias)
+        << name;
   }
-  EXPECT_TRUE(usesBias(Epilogue::GeluAuxBias));
-  EXPECT_FALSE(usesBias(Epilogue::Dgelu));
   EXPECT_FALSE(usesAux(Epilogue::ReluBias));
+  EXPECT_FALSE(usesReluMask(Epilogue::ReluBias));
   // Without aux, no aux leading dimension is set.
   key.epilogue = Epilogue::Bias;
   auto plain = GemmDescriptors::create(key, &error);
@@ -375,9 +383,11 @@ TEST(CudaGemm, GeluAuxEpilogues) {
             0);
 }
 
-TEST(CudaGemm, GeluEntryPointsCheckShapes) {
-  // cuBLASLt's aux leading dimension must be a multiple of 8, and amp's
-  // epilogues take one matrix: a clear error before any device work.
+TEST(CudaGemm, AuxEntryPointsCheckShapes) {
+  // cuBLASLt's aux leading dimension must be a multiple of 8 elements (GELU's
+  // input) or 128 bits (the ReLU mask), and amp's epilogues take one matrix:
+  // a clear error before any device work. n = 200 passes the GELU rule but
+  // not the ReLU one.
   char error[256];
   amp_cuda_take_error(error, sizeof(error));
   amp_cuda_gemm_gelu_aux(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
@@ -392,45 +402,6 @@ TEST(CudaGemm, GeluEntryPointsCheckShapes) {
   EXPECT_STREQ(error, "amp_cuda_gemm: amp_cuda_gemm_dgelu: the GELU "
                       "epilogues need batch 1 and n a multiple of 8, got "
                       "batch 2 n 256");
-}
-
-TEST(CudaGemm, ReluMaskEpilogues) {
-  // The forward ReLU keeping its bit mask and the backward DRELU: the mask is
-  // laid out like D (column-major n x m) with one bit per element, so its
-  // leading dimension is n bits.
-  GemmKey key;
-  key.m = 512, key.n = 4096, key.k = 4096;
-  key.dtypeAB = 2, key.dtypeD = 2;
-  std::string error;
-  for (auto [epilogue, expected, name] :
-       {std::tuple{Epilogue::ReluAuxBias, CUBLASLT_EPILOGUE_RELU_AUX_BIAS,
-                   "relu_aux_bias"},
-        std::tuple{Epilogue::Drelu, CUBLASLT_EPILOGUE_DRELU, "drelu"}}) {
-    key.epilogue = epilogue;
-    auto g = GemmDescriptors::create(key, &error);
-    ASSERT_NE(g, nullptr) << error;
-    EXPECT_EQ(operationAttribute<cublasLtEpilogue_t>(
-                  g->operation, CUBLASLT_MATMUL_DESC_EPILOGUE),
-              expected);
-    EXPECT_EQ(operationAttribute<int64_t>(g->operation,
-                                          CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD),
-              4096);
-    EXPECT_NE(key.str().find(std::string("epilogue=") + name),
-              std::string::npos);
-    EXPECT_TRUE(usesAux(epilogue));
-    EXPECT_TRUE(usesReluMask(epilogue));
-  }
-  EXPECT_TRUE(usesBias(Epilogue::ReluAuxBias));
-  EXPECT_FALSE(usesBias(Epilogue::Drelu));
-  EXPECT_FALSE(usesReluMask(Epilogue::GeluAuxBias));
-  EXPECT_FALSE(usesReluMask(Epilogue::ReluBias));
-}
-
-TEST(CudaGemm, ReluMaskEntryPointsCheckShapes) {
-  // The mask's leading dimension is n bits, which cuBLASLt wants a multiple
-  // of 128: n = 200 passes the GELU rule (8) but not this one.
-  char error[256];
-  amp_cuda_take_error(error, sizeof(error));
   amp_cuda_gemm_relu_aux(nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, 1,
                          128, 200, 64, 0, 0);
   ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);

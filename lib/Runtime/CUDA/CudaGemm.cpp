@@ -475,7 +475,7 @@ bool amp::cuda::launchEpilogueFallback(Epilogue epilogue, int64_t dtypeD,
                                        void *d, void *aux, int64_t m,
                                        int64_t n) {
   const char *base = nullptr;
-  // The kernels' (input, output, count) pointers and element count.
+  // Every kernel takes (input, output, items): one thread per item.
   void *in = aux, *out = d;
   int64_t count = m * n;
   switch (epilogue) {

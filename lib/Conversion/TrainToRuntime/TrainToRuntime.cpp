@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 
 #include <optional>
 
@@ -570,20 +571,39 @@ activationInputGradients(Value h, Operation *activation,
 }
 
 /// Replaces `activation` of `gemm`'s result (a matmul with bias) by one
-/// `amp_cuda_gemm_bias` call with `epilogue`, and erases the matmul.
-void fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
-                          MatmulOp gemm, int64_t epilogue) {
+/// `amp_cuda_gemm_bias` call with `epilogue` and returns the call's value;
+/// the caller erases the matmul once nothing else uses it.
+Value fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
+                           MatmulOp gemm, int64_t epilogue) {
   auto type = cast<RankedTensorType>(activation->getResult(0).getType());
   SmallVector<int64_t> params = cudaGemmParams(
       gemm.getLhs(), gemm.getTransposeLhs(), gemm.getTransposeRhs(), type);
   params.push_back(epilogue);
   rewriter.setInsertionPoint(activation);
-  rewriter.replaceOp(
-      activation,
-      buildRuntimeCall(rewriter, activation, "amp_cuda_gemm_bias",
-                       {gemm.getLhs(), gemm.getRhs(), gemm.getBias()}, params,
-                       type, /*f32Result=*/false));
-  rewriter.eraseOp(gemm);
+  Value y = buildRuntimeCall(rewriter, activation, "amp_cuda_gemm_bias",
+                             {gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
+                             params, type, /*f32Result=*/false);
+  rewriter.replaceOp(activation, y);
+  return y;
+}
+
+/// Replaces `activation` of `gemm`'s result (a matmul with bias) by the
+/// first result of a call of `callee` (GELU_AUX_BIAS or RELU_AUX_BIAS) whose
+/// second result, of `auxType`, is the aux output the backward pass reads;
+/// returns both. The caller erases the matmul once nothing else uses it.
+std::pair<Value, Value> fuseIntoAuxEpilogue(IRRewriter &rewriter,
+                                            Operation *activation,
+                                            MatmulOp gemm, StringRef callee,
+                                            RankedTensorType auxType) {
+  auto type = cast<RankedTensorType>(activation->getResult(0).getType());
+  rewriter.setInsertionPoint(activation);
+  auto call = createRuntimeCall(
+      rewriter, activation, callee, TypeRange{type, auxType},
+      ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
+      cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(),
+                     gemm.getTransposeRhs(), type));
+  rewriter.replaceOp(activation, call.getResult(0));
+  return {call.getResult(0), call.getResult(1)};
 }
 
 /// Whether cuBLASLt's aux epilogues take `gemm`: f16/bf16 operands of one
@@ -658,30 +678,21 @@ void fuseReluEpilogues(ModuleOp module) {
         activationInputGradients<ReluGradOp>(h, relu);
     if (!grads)
       continue;
-    bool keepMask = auxEpilogueFusable(gemm, 128) &&
-                    llvm::any_of(*grads, [](ReluGradOp grad) {
-                      return bool(derivativeGemm(grad, 128));
-                    });
-    if (!keepMask) {
-      for (ReluGradOp grad : *grads)
-        rewriter.modifyOpInPlace(
-            grad, [&] { grad.getInputMutable().assign(relu.getResult()); });
-      fuseIntoBiasEpilogue(rewriter, relu, gemm, /*Epilogue::ReluBias*/ 2);
-      continue;
+    SmallVector<MatmulOp> dgemms = llvm::map_to_vector(
+        *grads, [](ReluGradOp grad) { return derivativeGemm(grad, 128); });
+    Value y, mask;
+    if (auxEpilogueFusable(gemm, 128) &&
+        llvm::any_of(dgemms, [](MatmulOp dgemm) { return bool(dgemm); })) {
+      auto type = cast<RankedTensorType>(relu.getType());
+      std::tie(y, mask) = fuseIntoAuxEpilogue(
+          rewriter, relu, gemm, "amp_cuda_gemm_relu_aux",
+          RankedTensorType::get({type.getDimSize(0), type.getDimSize(1) / 8},
+                                rewriter.getI8Type()));
+    } else {
+      y = fuseIntoBiasEpilogue(rewriter, relu, gemm, /*Epilogue::ReluBias*/ 2);
     }
-    auto type = cast<RankedTensorType>(relu.getType());
-    auto maskType = RankedTensorType::get(
-        {type.getDimSize(0), type.getDimSize(1) / 8}, rewriter.getI8Type());
-    rewriter.setInsertionPoint(relu);
-    auto call = createRuntimeCall(
-        rewriter, relu, "amp_cuda_gemm_relu_aux", TypeRange{type, maskType},
-        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
-        cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(),
-                       gemm.getTransposeRhs(), type));
-    Value y = call.getResult(0), mask = call.getResult(1);
-    rewriter.replaceOp(relu, y);
-    for (ReluGradOp grad : *grads) {
-      if (MatmulOp dgemm = derivativeGemm(grad, 128))
+    for (auto [grad, dgemm] : llvm::zip_equal(*grads, dgemms)) {
+      if (mask && dgemm)
         fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, "amp_cuda_gemm_drelu",
                                    mask);
       else
@@ -727,17 +738,13 @@ void fuseGeluEpilogues(ModuleOp module) {
     if (grads->empty()) {
       // No gradient needs the input (an evaluation function): no aux.
       fuseIntoBiasEpilogue(rewriter, gelu, gemm, /*Epilogue::GeluBias*/ 3);
+      rewriter.eraseOp(gemm);
       continue;
     }
     auto type = cast<RankedTensorType>(gelu.getType());
-    rewriter.setInsertionPoint(gelu);
-    auto call = createRuntimeCall(
-        rewriter, gelu, "amp_cuda_gemm_gelu_aux", TypeRange{type, type},
-        ValueRange{gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
-        cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(),
-                       gemm.getTransposeRhs(), type));
-    Value aux = call.getResult(1);
-    rewriter.replaceOp(gelu, call.getResult(0));
+    Value aux = fuseIntoAuxEpilogue(rewriter, gelu, gemm,
+                                    "amp_cuda_gemm_gelu_aux", type)
+                    .second;
     rewriter.replaceOp(gemm, aux);
 
     for (GeluGradOp grad : *grads)

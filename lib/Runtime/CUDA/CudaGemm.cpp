@@ -408,9 +408,7 @@ void gemm(void *a, void *b, void *bias, void *d, const GemmKey &key,
   if (profiler)
     profiler->add(key, start, profiler->record(stream));
 }
-} // namespace
 
-namespace {
 /// AMP_CUDA_EPILOGUE_FALLBACK=1: every aux epilogue runs as its fallback
 /// (to test the fallback kernels on a GPU that has the algorithms).
 bool fallbackForced() {

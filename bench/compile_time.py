@@ -51,6 +51,11 @@ def run(cmd, cpu=False):
     return wall, usage.ru_maxrss / 1024.0
 
 
+def lower_cmd(path):
+    """The measured lowering of a model: amp-pipeline, then amp-lower-cpu."""
+    return [OPT, path, "--amp-pipeline", "--amp-lower-cpu", "-o", "/dev/null"]
+
+
 def generate(n, path):
     """Writes the n-layer MLP to `path`; returns its train-op count."""
     text = subprocess.check_output([sys.executable, os.path.join(ROOT, "bench", "gen_model.py"), "mlp",
@@ -67,7 +72,7 @@ def bracket(small, large, rounds):
     runs = []
     for i in range(2 * rounds + 1):
         n = small if i % 2 == 0 else large
-        wall, mib, cpu = run([OPT, paths[n], "--amp-pipeline", "--amp-lower-cpu", "-o", "/dev/null"], cpu=True)
+        wall, mib, cpu = run(lower_cmd(paths[n]), cpu=True)
         runs.append({"layers": n, "wall_s": wall, "cpu_s": cpu, "mib": mib})
         print(json.dumps(runs[-1]), flush=True)
     for path in paths.values():
@@ -173,7 +178,7 @@ def main():
             row["ops_per_s_noverify"] = ops / max(row["passes_noverify_s"], 1e-9)
         if n in lower:
             reps = a.repeats if n <= 100 else 1
-            row["lower_s"], row["lower_mib"] = measure([OPT, tmp, "--amp-pipeline", "--amp-lower-cpu", "-o", "/dev/null"], reps)
+            row["lower_s"], row["lower_mib"] = measure(lower_cmd(tmp), reps)
             row["lower_repeats"] = reps
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -2,7 +2,7 @@
 #===- scripts/demo.sh - install, build and run amp's main job ------------===#
 #
 #   scripts/demo.sh
-# Installs what is missing, builds amp-opt, and runs amp's pipeline on the
+# Installs what is missing, builds amp-opt and amp-run, and runs amp's pipeline on the
 # Fashion-MNIST MLP (examples/mlp.mlir): autocast to f16 with the precision
 # report, then the whole training step (autodiff + AdamW) and its CPU code.
 #
@@ -14,7 +14,7 @@ build="${AMP_BUILD_DIR:-$root/build}"
 
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/configure.sh" "$build"
-cmake --build "$build" --target amp-opt -j "${AMP_JOBS:-$(nproc)}"
+cmake --build "$build" --target amp-opt amp-run -j "${AMP_JOBS:-$(nproc)}"
 
 model="$root/examples/mlp.mlir"
 opt="$build/bin/amp-opt"

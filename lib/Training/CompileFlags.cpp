@@ -32,6 +32,18 @@ cl::opt<double> initScale(
     cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
     cl::init(0.0), cl::cat(compileCategory));
 
+cl::opt<int64_t> growthInterval(
+    "growth-interval",
+    cl::desc("Clean steps before the dynamic loss scale grows "
+             "(GradScaler's growth_interval)"),
+    cl::init(2000), cl::cat(compileCategory));
+
+cl::opt<int64_t> accumulate(
+    "accumulate",
+    cl::desc("Micro-batches whose gradients are accumulated into one update "
+             "(one step call per micro-batch)"),
+    cl::init(1), cl::cat(compileCategory));
+
 } // namespace
 
 llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
@@ -45,9 +57,17 @@ llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
     return err("--dtype must be f16 or bf16, got '" + dtype + "'");
   if (!(initScale >= 0) || !std::isfinite(initScale))
     return err("--init-scale must be positive and finite (0: the default)");
+  if (growthInterval < 1)
+    return err("--growth-interval must be at least 1, got " +
+               llvm::Twine(growthInterval.getValue()));
+  if (accumulate < 1)
+    return err("--accumulate must be at least 1, got " +
+               llvm::Twine(accumulate.getValue()));
   options.optLevel = optLevel;
   options.dtype = dtype;
   options.optimizer = optimizer;
   options.initScale = initScale;
+  options.growthInterval = growthInterval;
+  options.accumulate = accumulate;
   return llvm::Error::success();
 }

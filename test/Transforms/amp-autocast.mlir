@@ -236,3 +236,28 @@ func.func @user_cast(%x: tensor<4xf32>) -> tensor<4xbf16> {
   %r = train.relu %h : tensor<4xbf16>
   return %r : tensor<4xbf16>
 }
+
+// -----
+
+// Division by a tensor of a rank-0 numerator is fp32 (PyTorch computes c / x
+// as reciprocal(x) * c, on the fp32 list: 1/x overflows f16 below 1.5e-5);
+// a tensor divided by a scalar or by a tensor promotes as before, so its
+// f16 numerator stays f16.
+// CHECK-LABEL: func.func @scalar_division
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[W:.*]]: tensor<16x4xf32>, %[[C:.*]]: tensor<f32>)
+// CHECK: %[[C16:.*]] = train.cast %[[C]] : tensor<f32> to tensor<f16>
+// CHECK: %[[Y:.*]] = train.matmul {{.*}} -> tensor<8x4xf16>
+// CHECK: %[[Y32:.*]] = train.cast %[[Y]] : tensor<8x4xf16> to tensor<8x4xf32>
+// CHECK: %[[R:.*]] = train.div %[[C]], %[[Y32]] : tensor<f32>, tensor<8x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[Q:.*]] = train.div %[[Y]], %[[C16]] : tensor<8x4xf16>, tensor<f16> -> tensor<8x4xf16>
+// CHECK: %[[T:.*]] = train.div %[[Y]], %[[Y]] : tensor<8x4xf16>, tensor<8x4xf16> -> tensor<8x4xf16>
+// O0-LABEL: func.func @scalar_division
+// O0-NOT: train.cast
+func.func @scalar_division(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %c: tensor<f32>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %y = train.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %r = train.div %c, %y : tensor<f32>, tensor<8x4xf32> -> tensor<8x4xf32>
+  %q = train.div %y, %c : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xf32>
+  %t = train.div %y, %y : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+  return %r, %q, %t : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}

@@ -10,7 +10,7 @@
 // CHECK-SAME: -> (tensor<f32>, tensor<16x4xf32>, tensor<4xf32>)
 // CHECK: %[[Y:.*]] = train.matmul %[[X]], %[[W]], %[[B]]
 // CHECK: %[[LOSS:.*]] = train.cross_entropy %[[Y]], %[[L]]
-// CHECK: %[[SEED:.*]] = train.constant {train.loss_seed} dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[SEED:.*]] = train.loss_seed : tensor<f32>
 // CHECK: %[[DY:.*]] = train.cross_entropy_grad %[[SEED]], %[[Y]], %[[L]]
 // CHECK-NOT: transpose_rhs
 // CHECK: %[[DW:.*]] = train.matmul %[[X]], %[[DY]] transpose_lhs : tensor<8x16xf32>, tensor<8x4xf32> -> tensor<16x4xf32>

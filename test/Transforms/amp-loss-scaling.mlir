@@ -10,6 +10,8 @@
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="min-scale=8 max-scale=4" 2>&1 | FileCheck %s --check-prefix=BADCAPS
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling="hysteresis=0" 2>&1 | FileCheck %s --check-prefix=BADHYST
 // RUN: not amp-opt %s --amp-autodiff --amp-optimizer --amp-loss-scaling --amp-loss-scaling 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not amp-opt %s --amp-autocast="opt-level=O3" --amp-autodiff --amp-optimizer="optimizer=sgd" --amp-loss-scaling="mode=static init-scale=131072" 2>&1 | FileCheck %s --check-prefix=F16LOSS
+// RUN: amp-opt %s --amp-autocast="opt-level=O3" --amp-autodiff --amp-optimizer="optimizer=sgd" --amp-loss-scaling="mode=static init-scale=1" | FileCheck %s --check-prefix=O3
 
 // Dynamic (the default): the backward seed becomes the scale, a step
 // argument initialised to 65536 with its growth tracker beside it. Gradients
@@ -32,14 +34,16 @@
 // DYN: %[[NS:.*]], %[[NT:.*]], %[[COL:.*]] = train.update_scale %[[S]], %[[T]], %[[U]]#1 skip(%[[ACC]]#2) max_scale
 // DYN: return %{{.*}}, %[[P]], %[[ACC]]#0, %[[ACC]]#1, %[[NS]], %[[NT]], %[[U]]#1, %[[COL]]
 
-// Static: the scale is a constant, cast to the (f16) seed's type; the only
-// new result is found_inf.
+// Static: the scale is a constant; the only new result is found_inf. At O2
+// the parameters are f16 but the loss (here the returned reduction) is f32,
+// so the scale seeds the backward graph uncast.
 
 // STATIC-LABEL: func.func @train_step(
 // STATIC-SAME: %{{[a-z0-9]+}}: tensor<f32> {train.lr})
 // STATIC-SAME: -> (tensor<f32>, tensor<3x2xf16>, tensor<3x2xf32>, tensor<i1>)
 // STATIC: %[[S:.*]] = train.constant dense<1.280000e+02> : tensor<f32>
-// STATIC: train.cast %[[S]] : tensor<f32> to tensor<f16>
+// STATIC-NOT: train.cast %[[S]]
+// STATIC: train.reduce_mean {{.*}} : tensor<4x2xf32> -> tensor<f32>
 // STATIC: %[[U:.*]]:2 = train.unscale_grads %[[S]] grads(%{{.*}}) : tensor<f32>, (tensor<3x2xf32>)
 // STATIC: %[[P:.*]] = train.sgd_update %{{.*}} params(%{{.*}}) grads(%[[U]]#0) skip(%[[U]]#1)
 // STATIC: return %{{.*}}, %{{.*}}, %[[P]], %[[U]]#1
@@ -47,7 +51,7 @@
 // NONE-LABEL: func.func @train_step(
 // NONE-SAME: -> (tensor<f32>, tensor<3x2xf32>)
 // NONE-NOT: unscale_grads
-// NONE: train.constant {{.*}}train.loss_seed
+// NONE: train.loss_seed : tensor<f32>
 
 // OPTS: train.init<constant(1.024000e+03)>
 // OPTS: train.update_scale %{{.*}}, %{{.*}}, %{{.*}} growth_factor 4.000000e+00 backoff_factor 2.500000e-01 growth_interval 100 min_scale 1.000000e+00 max_scale 4.096000e+03 hysteresis 3
@@ -60,6 +64,13 @@
 // BADCAPS: amp-loss-scaling: needs 0 <= min-scale < max-scale
 // BADHYST: amp-loss-scaling: hysteresis must be at least 1
 // TWICE: error: amp-loss-scaling: @train_step is already loss-scaled
+
+// O3 computes the loss in f16 (Apex's pure-f16 level, static scale 1.0): a
+// scale f16 cannot hold is refused at the loss; 1.0 is cast to the seed.
+// F16LOSS: amp-loss-scaling.mlir:[[# @LINE + 7]]:8: error: amp-loss-scaling: the loss is computed in 'f16', whose largest value is 65504, but the loss scale is 131072; compute the loss in f32
+// O3-LABEL: func.func @train_step(
+// O3: %[[S:.*]] = train.constant dense<1.000000e+00> : tensor<f32>
+// O3: train.cast %[[S]] : tensor<f32> to tensor<f16>
 
 func.func @f(%x: tensor<4x3xf32>, %w: tensor<3x2xf32> {train.param}) -> tensor<f32> {
   %y = train.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>

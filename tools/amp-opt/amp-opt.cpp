@@ -16,11 +16,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
 #include "amp/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
@@ -40,6 +42,13 @@ static bool hasNoOperations(llvm::StringRef text) {
   }
 }
 
+static llvm::cl::opt<bool> printPrecisionTable(
+    "print-precision-table",
+    llvm::cl::desc("Print every train op's autocast category with its "
+                   "PyTorch and Apex list entries (the table of "
+                   "docs/Passes.md) and exit"),
+    llvm::cl::init(false));
+
 int main(int argc, char **argv) {
   DialectRegistry registry;
   amp::registerAmpDialects(registry);
@@ -47,6 +56,12 @@ int main(int argc, char **argv) {
 
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv, "amp optimizer: mixed-precision training graphs\n", registry);
+  if (printPrecisionTable) {
+    MLIRContext context(registry);
+    return failed(amp::train::printPrecisionTable(&context, llvm::outs()))
+               ? EXIT_FAILURE
+               : EXIT_SUCCESS;
+  }
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   // Listing flags write no IR: let the stock driver answer them.
   if (config.shouldShowDialects() || config.shouldListPasses())

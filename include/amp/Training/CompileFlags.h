@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The amp-pipeline flags amp-run and amp-compile share (--opt-level,
-// --dtype, --optimizer, --init-scale), registered by linking
-// AMPCompileFlags: only tools link it.
+// --dtype, --optimizer, --init-scale, --growth-interval, --accumulate),
+// registered by linking AMPCompileFlags: only tools link it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -522,6 +522,7 @@ struct AnyToLinalg : OpRewritePattern<AnyOp> {
 void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
   patterns
       .add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
-           AccumulateGradsToLinalg, UnscaleGradsToLinalg, UpdateScaleToLinalg>(
+           AccumulateGradsToLinalg, UnscaleGradsToLinalg, UpdateScaleToLinalg,
+           AnyToLinalg>(
           patterns.getContext());
 }

@@ -28,6 +28,19 @@ struct ConstantToArith : OpRewritePattern<ConstantOp> {
   }
 };
 
+/// Without loss scaling the backward seed is the constant 1.
+struct LossSeedToArith : OpRewritePattern<LossSeedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LossSeedOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, DenseElementsAttr::get(
+                type, rewriter.getFloatAttr(type.getElementType(), 1.0)));
+    return success();
+  }
+};
+
 struct ReshapeToTensor : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReshapeOp op,
@@ -177,7 +190,7 @@ struct SliceToTensor : OpRewritePattern<SliceOp> {
 
 void amp::populateTrainShapeToLinalgPatterns(RewritePatternSet &patterns) {
   patterns
-      .add<ConstantToArith, ReshapeToTensor, TransposeToLinalg, ConcatToTensor,
+      .add<ConstantToArith, LossSeedToArith, ReshapeToTensor, TransposeToLinalg, ConcatToTensor,
            EmbeddingToLinalg, EmbeddingGradToLinalg, SliceToTensor>(
           patterns.getContext());
 }

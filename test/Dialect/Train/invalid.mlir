@@ -826,7 +826,7 @@ func.func @precision_on_cast(%x: tensor<4xf32>) -> tensor<4xf16> {
 // -----
 
 func.func @unknown_train_attr(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown train attribute 'train.speed' (expected 'train.precision' or 'train.loss_seed')}}
+  // expected-error @+1 {{unknown train attribute 'train.speed' (expected 'train.precision')}}
   %0 = train.relu %x {train.speed = "fast"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -1043,9 +1043,18 @@ func.func @unscale_scale_type(%s: tensor<f16>, %g: tensor<4xf32>) {
 
 // -----
 
-func.func @loss_seed_on_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'train.loss_seed' is a unit attribute of train.constant}}
+// The backward seed is an op (train.loss_seed), no longer an attribute.
+func.func @loss_seed_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown train attribute 'train.loss_seed' (expected 'train.precision')}}
   %0 = train.relu %x {train.loss_seed} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @loss_seed_not_scalar() -> tensor<4xf32> {
+  // expected-error @+1 {{'train.loss_seed' op result #0 must be 0D tensor of}}
+  %0 = train.loss_seed : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -1091,4 +1100,61 @@ func.func @runtime_call_two_results_signature(%a: tensor<2x3xf32>) -> tensor<2x3
   // expected-error @+1 {{'train.runtime_call' op calls @callee of type '(index, index, index, i64) -> ()'; its 1 inputs, 2 results and 2 params need '(index, index, index, i64, i64) -> ()'}}
   %0, %1 = train.runtime_call @callee(%a) [1, 2] : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>)
   return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Backward ops hold to their forward op's shape rule.
+func.func @pool2d_grad_wrong_grad_shape(%dy: tensor<8x16x5x5xf32>, %x: tensor<8x16x8x8xf32>) -> tensor<8x16x8x8xf32> {
+  // expected-error @+1 {{'train.pool2d_grad' op gradient 'tensor<8x16x5x5xf32>' does not match the pooling output of 'tensor<8x16x8x8xf32>', [8, 16, 4, 4] of 'f32'}}
+  %0 = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] : tensor<8x16x5x5xf32>, tensor<8x16x8x8xf32>
+  return %0 : tensor<8x16x8x8xf32>
+}
+
+// -----
+
+func.func @pool2d_grad_one_kernel_value(%dy: tensor<8x16x4x4xf32>, %x: tensor<8x16x8x8xf32>) -> tensor<8x16x8x8xf32> {
+  // expected-error @+1 {{'train.pool2d_grad' op kernel must have 2 values (H, W), got 1}}
+  %0 = train.pool2d_grad %dy, %x kernel [2] strides [2, 2] : tensor<8x16x4x4xf32>, tensor<8x16x8x8xf32>
+  return %0 : tensor<8x16x8x8xf32>
+}
+
+// -----
+
+func.func @pool2d_grad_type_mismatch(%dy: tensor<8x16x4x4xf16>, %x: tensor<8x16x8x8xf32>) -> tensor<8x16x8x8xf32> {
+  // expected-error @+1 {{'train.pool2d_grad' op gradient 'tensor<8x16x4x4xf16>' does not match the pooling output}}
+  %0 = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] : tensor<8x16x4x4xf16>, tensor<8x16x8x8xf32>
+  return %0 : tensor<8x16x8x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_wrong_scale(%dy: tensor<4x10xf32>, %x: tensor<4x10xf32>, %g: tensor<4xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.layer_norm_grad' op scale shape [4] is not a non-empty trailing part of the input shape [4, 10]}}
+  %0:3 = train.layer_norm_grad %dy, %x, %g : tensor<4x10xf32>, tensor<4xf32>
+  return %0#0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_epsilon(%dy: tensor<4x10xf32>, %x: tensor<4x10xf32>, %g: tensor<10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'train.layer_norm_grad' op epsilon must be positive, got 0}}
+  %0:3 = train.layer_norm_grad %dy, %x, %g epsilon 0.0 : tensor<4x10xf32>, tensor<10xf32>
+  return %0#0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @batch_norm_grad_wrong_channels(%dy: tensor<2x3x8x8xf32>, %x: tensor<2x3x8x8xf32>, %g: tensor<4xf32>) -> tensor<2x3x8x8xf32> {
+  // expected-error @+1 {{'train.batch_norm_grad' op scale, bias and running statistics must be [3] (the input's channels), got [4]}}
+  %0:3 = train.batch_norm_grad %dy, %x, %g : tensor<2x3x8x8xf32>, tensor<4xf32>
+  return %0#0 : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+func.func @batch_norm_grad_rank(%dy: tensor<3xf32>, %x: tensor<3xf32>, %g: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'train.batch_norm_grad' op input must have rank >= 2 ([N, C, ...]), got [3]}}
+  %0:3 = train.batch_norm_grad %dy, %x, %g : tensor<3xf32>, tensor<3xf32>
+  return %0#0 : tensor<3xf32>
 }

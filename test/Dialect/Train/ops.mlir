@@ -131,6 +131,16 @@ func.func @shape_ops(%x: tensor<8x128x256xf32>, %b: tensor<256xf32>, %ids: tenso
   return %1, %2, %3, %4 : tensor<8x4x128x64xf32>, tensor<1024x256xf32>, tensor<8x48xf32>, tensor<2x2xi32>
 }
 
+// The backward seed, in each float type a loss may have.
+// CHECK-LABEL: func.func @loss_seed
+func.func @loss_seed() -> (tensor<f32>, tensor<f16>) {
+  // CHECK: train.loss_seed : tensor<f32>
+  %0 = train.loss_seed : tensor<f32>
+  // CHECK: train.loss_seed : tensor<f16>
+  %1 = train.loss_seed : tensor<f16>
+  return %0, %1 : tensor<f32>, tensor<f16>
+}
+
 // CHECK-LABEL: func.func @losses
 func.func @losses(%logits: tensor<128x10xf32>, %labels: tensor<128xi32>, %p: tensor<64x1xbf16>, %t: tensor<64x1xbf16>) -> (tensor<f32>, tensor<bf16>) {
   // CHECK: train.cross_entropy %{{.*}}, %{{.*}} : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>

@@ -46,16 +46,9 @@ static Location argumentLoc(Operation *op, unsigned regionIndex,
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kLossSeedAttrName) {
-    if (!isa<ConstantOp>(op) || !isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kLossSeedAttrName
-                             << "' is a unit attribute of train.constant";
-    return success();
-  }
   if (name != kPrecisionAttrName)
     return op->emitError() << "unknown train attribute '" << name
-                           << "' (expected '" << kPrecisionAttrName << "' or '"
-                           << kLossSeedAttrName << "')";
+                           << "' (expected '" << kPrecisionAttrName << "')";
   if (!isa<PrecisionPolicyOpInterface>(op))
     return op->emitError() << "'" << kPrecisionAttrName
                            << "' applies to train ops with a precision policy, "

@@ -264,42 +264,74 @@ static LogicalResult verifyEpsilon(Operation *op, double epsilon) {
   return success();
 }
 
-LogicalResult LayerNormOp::verify() {
-  auto input = getInput().getType();
-  auto scale = getScale().getType();
+/// layer_norm's rule, shared by its gradient: scale (and bias) span a
+/// non-empty trailing part of the input, in the input's element type.
+static LogicalResult verifyLayerNormShapes(Operation *op,
+                                           RankedTensorType input,
+                                           RankedTensorType scale,
+                                           double epsilon) {
   if (input.getElementType() != scale.getElementType())
-    return emitOpError("input element type ")
+    return op->emitOpError("input element type ")
            << input.getElementType() << " and scale/bias element type "
            << scale.getElementType() << " differ";
   ArrayRef<int64_t> in = input.getShape(), norm = scale.getShape();
   if (norm.empty() || norm.size() > in.size() ||
       in.take_back(norm.size()) != norm)
-    return emitOpError("scale shape ")
+    return op->emitOpError("scale shape ")
            << formatShape(norm) << " is not a non-empty trailing part of the "
            << "input shape " << formatShape(in);
-  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+  return verifyEpsilon(op, epsilon);
 }
 
-LogicalResult BatchNormOp::verify() {
-  auto input = getInput().getType();
-  auto scale = getScale().getType();
+LogicalResult LayerNormOp::verify() {
+  return verifyLayerNormShapes(*this, getInput().getType(),
+                               getScale().getType(),
+                               getEpsilon().convertToDouble());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyLayerNormShapes(*this, getInput().getType(),
+                               getScale().getType(),
+                               getEpsilon().convertToDouble());
+}
+
+/// batch_norm's rule, shared by its gradient: an [N, C, ...] input with more
+/// than one value per channel, [C] parameters.
+static LogicalResult verifyBatchNormShapes(Operation *op,
+                                           RankedTensorType input,
+                                           RankedTensorType scale,
+                                           double epsilon) {
   if (input.getRank() < 2)
-    return emitOpError("input must have rank >= 2 ([N, C, ...]), got ")
+    return op->emitOpError("input must have rank >= 2 ([N, C, ...]), got ")
            << formatShape(input.getShape());
   int64_t channels = input.getDimSize(1);
   if (scale.getRank() != 1 || scale.getDimSize(0) != channels)
-    return emitOpError("scale, bias and running statistics must be [")
+    return op->emitOpError("scale, bias and running statistics must be [")
            << channels << "] (the input's channels), got "
            << formatShape(scale.getShape());
   // The running variance is unbiased: it divides by (values per channel - 1).
   if (input.getNumElements() / channels < 2)
-    return emitOpError("needs more than one value per channel (batch x "
-                       "spatial = ")
+    return op->emitOpError("needs more than one value per channel (batch x "
+                           "spatial = ")
            << input.getNumElements() / channels << ")";
+  return verifyEpsilon(op, epsilon);
+}
+
+LogicalResult BatchNormOp::verify() {
+  if (failed(verifyBatchNormShapes(*this, getInput().getType(),
+                                   getScale().getType(),
+                                   getEpsilon().convertToDouble())))
+    return failure();
   double momentum = getMomentum().convertToDouble();
   if (!(momentum >= 0.0 && momentum <= 1.0))
     return emitOpError("momentum must be in [0, 1], got ") << momentum;
-  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+  return success();
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  return verifyBatchNormShapes(*this, getInput().getType(),
+                               getScale().getType(),
+                               getEpsilon().convertToDouble());
 }
 
 SmallVector<unsigned> BatchNormOp::getPrecisionOperands() {
@@ -309,6 +341,12 @@ SmallVector<unsigned> BatchNormOp::getPrecisionOperands() {
 }
 
 bool BatchNormOp::keepsFp32AtO2() { return true; }
+
+PrecisionCategory DivOp::getDefaultPrecision() {
+  return cast<RankedTensorType>(getLhs().getType()).getRank() == 0
+             ? PrecisionCategory::fp32
+             : kDefaultPrecision;
+}
 
 LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
@@ -505,6 +543,21 @@ LogicalResult Conv2dGradFilterOp::verify() {
   return verifyConvGrad(*this, getGrad().getType(), getInput().getType(),
                         getResult().getType(), getStrides(), getPadding(),
                         getDilation());
+}
+
+LogicalResult Pool2dGradOp::verify() {
+  auto input = getInput().getType(), grad = getGrad().getType();
+  ShapeOrError forward = inferPool2dShape(input.getShape(), getKernel(),
+                                          getStrides(), getPadding());
+  if (!forward.ok())
+    return emitOpError(forward.getError());
+  if (forward.getShape() != grad.getShape() ||
+      input.getElementType() != grad.getElementType())
+    return emitOpError("gradient ")
+           << grad << " does not match the pooling output of " << input
+           << ", " << formatShape(forward.getShape()) << " of "
+           << input.getElementType();
+  return success();
 }
 
 LogicalResult EmbeddingGradOp::verify() {

@@ -84,8 +84,8 @@ struct AutocastPass : public amp::train::impl::AutocastPassBase<AutocastPass> {
 
 private:
   LogicalResult autocastFunction(func::FuncOp func);
-  LogicalResult autocastOp(PrecisionPolicyOpInterface op, CastCache &casts,
-                           DenseMap<Value, Type> &original);
+  LogicalResult autocastOp(PrecisionPolicyOpInterface op, bool afterModelOutput,
+                           CastCache &casts, DenseMap<Value, Type> &original);
 
   std::optional<PrecisionPolicy> policy;
   FloatType low;
@@ -118,9 +118,9 @@ void AutocastPass::runOnOperation() {
 }
 
 LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
-                                       CastCache &casts,
+                                       bool afterModelOutput, CastCache &casts,
                                        DenseMap<Value, Type> &original) {
-  PrecisionDecision decision = policy->decide(op);
+  PrecisionDecision decision = policy->decide(op, afterModelOutput);
   SmallVector<unsigned> governed = getGovernedOperands(op, decision);
   if (governed.empty())
     return success();
@@ -226,8 +226,9 @@ LogicalResult AutocastPass::autocastFunction(func::FuncOp func) {
   SmallVector<PrecisionPolicyOpInterface> ops;
   func.walk<WalkOrder::PreOrder>(
       [&](PrecisionPolicyOpInterface op) { ops.push_back(op); });
+  llvm::DenseSet<Operation *> lossTail = findLossTail(func);
   for (PrecisionPolicyOpInterface op : ops)
-    if (failed(autocastOp(op, casts, original)))
+    if (failed(autocastOp(op, lossTail.contains(op), casts, original)))
       return failure();
 
   // At O3 state is stored in the low type, so the new state a forward

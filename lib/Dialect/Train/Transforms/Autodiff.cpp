@@ -92,10 +92,7 @@ LogicalResult differentiate(func::FuncOp func) {
       it->second = AddOp::create(b, value.getLoc(), it->second, grad);
   };
   if (active(loss)) {
-    Value seed =
-        filled(b, loss.getLoc(), cast<RankedTensorType>(loss.getType()), 1.0);
-    seed.getDefiningOp()->setAttr(TrainDialect::kLossSeedAttrName,
-                                  b.getUnitAttr());
+    Value seed = LossSeedOp::create(b, loss.getLoc(), loss.getType());
     accumulate(loss, seed);
   }
   SmallVector<Operation *> forward;

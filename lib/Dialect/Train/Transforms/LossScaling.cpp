@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace amp {
 namespace train {
@@ -91,11 +93,8 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
            << func.getName() << " has " << updates.size()
            << " optimizer updates; expected one (made by amp-optimizer)";
   Operation *update = updates.front();
-  SmallVector<ConstantOp> seeds;
-  func.walk([&](ConstantOp c) {
-    if (c->hasAttr(TrainDialect::kLossSeedAttrName))
-      seeds.push_back(c);
-  });
+  SmallVector<LossSeedOp> seeds;
+  func.walk([&](LossSeedOp seed) { seeds.push_back(seed); });
   if (!func.getOps<UnscaleGradsOp>().empty() ||
       llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
         return func.getArgAttr(arg.getArgNumber(),
@@ -112,7 +111,47 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
     return func.emitError("amp-loss-scaling: @")
            << func.getName() << " has " << seeds.size()
            << " backward seeds (train.loss_seed); expected one";
-  ConstantOp seed = seeds.front();
+  LossSeedOp seed = seeds.front();
+
+  // The seed carries the scale in the loss's type, and through the casts
+  // between the loss and the returned value (an f16 loss is returned as
+  // f32): a loss computed in f16 (O3, or an override) cannot hold a scale
+  // above 65504, which would make every step's gradients inf. O1 and O2
+  // compute losses in f32.
+  Value loss = func.getBody().front().getTerminator()->getOperand(0);
+  auto narrowest = cast<FloatType>(
+      cast<RankedTensorType>(seed.getType()).getElementType());
+  auto largestOf = [](FloatType type) {
+    return APFloat::getLargest(type.getFloatSemantics()).convertToDouble();
+  };
+  Location where = seed.getLoc();
+  while (auto cast = loss.getDefiningOp<CastOp>()) {
+    loss = cast.getInput();
+    where = loss.getLoc();
+    auto type = dyn_cast<FloatType>(
+        cast.getInput().getType().getElementType());
+    if (type && largestOf(type) < largestOf(narrowest))
+      narrowest = type;
+  }
+  double largest = largestOf(narrowest);
+  double reachable =
+      mode == "dynamic" ? maxScale.getValue() : initScale.getValue();
+  if (reachable > largest) {
+    auto show = [](double v) {
+      std::string text;
+      llvm::raw_string_ostream(text) << llvm::format("%.17g", v);
+      return text;
+    };
+    return emitError(where, "amp-loss-scaling: the loss is computed "
+                                    "in ")
+           << narrowest << ", whose largest value is " << show(largest)
+           << ", but the loss scale "
+           << (mode == "dynamic" ? "can reach " : "is ") << show(reachable)
+           << (mode == "dynamic" ? " (max-scale)" : "")
+           << "; compute the loss in f32 (its default category at O1 and "
+              "O2) or use a static scale of at most "
+           << show(largest);
+  }
 
   // The scale: a step argument (dynamic) or a constant (static).
   Type f32 = Float32Type::get(ctx);

@@ -6,6 +6,7 @@
 
 #include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/JSON.h"
@@ -112,7 +113,31 @@ bool PrecisionPolicy::loadJson(StringRef text, MLIRContext *context,
   return true;
 }
 
-PrecisionDecision PrecisionPolicy::decide(PrecisionPolicyOpInterface op) const {
+llvm::DenseSet<Operation *> amp::train::findLossTail(Operation *root) {
+  llvm::DenseSet<Operation *> tail;
+  // The op computing a function's returned loss (its first result, rank 0)
+  // is a loss too, whatever it is (a model may end in a reduction).
+  root->walk([&](func::ReturnOp ret) {
+    if (ret.getNumOperands() == 0)
+      return;
+    auto type = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
+    if (type && type.getRank() == 0 && isa<FloatType>(type.getElementType()))
+      if (Operation *def = ret.getOperand(0).getDefiningOp())
+        tail.insert(def);
+  });
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op->hasTrait<IsLoss>() ||
+        llvm::any_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && tail.contains(def);
+        }))
+      tail.insert(op);
+  });
+  return tail;
+}
+
+PrecisionDecision PrecisionPolicy::decide(PrecisionPolicyOpInterface op,
+                                          bool afterModelOutput) const {
   if (auto attr =
           op->getAttrOfType<StringAttr>(TrainDialect::kPrecisionAttrName))
     if (std::optional<PrecisionCategory> c = parsePrecisionCategory(attr))
@@ -125,10 +150,15 @@ PrecisionDecision PrecisionPolicy::decide(PrecisionPolicyOpInterface op) const {
   case OptLevel::O1:
     return {op.getDefaultPrecision(), PrecisionReason::Default, false};
   case OptLevel::O2:
-    // Apex O2: the model runs in the low type except batch norm, which stays
-    // entirely fp32 (keep_batchnorm_fp32).
-    if (op.keepsFp32AtO2())
+    // Apex O2: the model runs in the low type; its outputs are cast to fp32,
+    // so the loss and what follows it run in fp32. Batch norm keeps its
+    // parameters and statistics in fp32 (keep_batchnorm_fp32, kept by
+    // autocast) and takes the activation in the type that arrives, as
+    // cuDNN's batch norm does (f32 statistics inside).
+    if (afterModelOutput)
       return {PrecisionCategory::fp32, PrecisionReason::OptLevel, true};
+    if (op.keepsFp32AtO2())
+      return {PrecisionCategory::follow, PrecisionReason::OptLevel, false};
     return {PrecisionCategory::lower, PrecisionReason::OptLevel, true};
   case OptLevel::O3:
     return {PrecisionCategory::lower, PrecisionReason::OptLevel, true};

@@ -84,6 +84,7 @@ struct FunctionReport {
 FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
   FunctionReport report;
   report.name = func.getName().str();
+  llvm::DenseSet<Operation *> lossTail = findLossTail(func);
   func.walk([&](Operation *op) {
     for (Value result : op->getResults()) {
       auto type = dyn_cast<RankedTensorType>(result.getType());
@@ -107,7 +108,8 @@ FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
     auto policyOp = dyn_cast<PrecisionPolicyOpInterface>(op);
     if (!policyOp)
       return;
-    PrecisionDecision decision = policy.decide(policyOp);
+    PrecisionDecision decision =
+        policy.decide(policyOp, lossTail.contains(op));
     SmallVector<unsigned> governed = getGovernedOperands(policyOp, decision);
     // The precision is the type the governed operands share after autocast
     // (the result type for ops without float operands, like constants).

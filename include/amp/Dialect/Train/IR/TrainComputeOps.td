@@ -76,9 +76,10 @@ def Train_GeluOp : Train_Op<"gelu",
 
 /// An element-wise op on two float tensors of one element type whose shapes
 /// broadcast with NumPy rules; the result has the broadcast shape.
-class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = [],
+                     list<Trait> precision = Train_Promote>
     : Train_Op<mnemonic,
-               !listconcat(traits, Train_Promote, [Pure, InferTypeOpAdaptor,
+               !listconcat(traits, precision, [Pure, InferTypeOpAdaptor,
                            DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "element-wise " # formula # " with broadcasting";
   let description = [{
@@ -112,7 +113,13 @@ def Train_SubOp : Train_BinaryOp<"sub", "lhs - rhs">;
 def Train_MulOp : Train_BinaryOp<"mul", "lhs * rhs", [Commutative]> {
   let hasFolder = 1;
 }
-def Train_DivOp : Train_BinaryOp<"div", "lhs / rhs"> {
+/// A rank-0 numerator divided by a tensor is fp32: PyTorch computes `c / x`
+/// as `reciprocal(x) * c`, and reciprocal is on autocast's fp32 list (1/x
+/// overflows f16 for |x| < 1.5e-5).
+def Train_DivOp : Train_BinaryOp<"div", "lhs / rhs", [],
+    [DeclareOpInterfaceMethods<Train_PrecisionPolicyOpInterface,
+                               ["getDefaultPrecision"]>,
+     Train_DefaultPrecision<"promote">]> {
   let hasFolder = 1;
 }
 

@@ -47,9 +47,6 @@ def Train_Dialect : Dialect {
     /// or "follow".
     static constexpr ::llvm::StringLiteral kPrecisionAttrName =
         "train.precision";
-    /// Marks the constant amp-autodiff seeds the backward graph with (the
-    /// gradient of the loss, 1); amp-loss-scaling replaces it by the scale.
-    static constexpr ::llvm::StringLiteral kLossSeedAttrName = "train.loss_seed";
     /// Marks a step argument holding optimizer state (moments, buffers, the
     /// step count), initialized by its `train.init`.
     static constexpr ::llvm::StringLiteral kOptStateAttrName = "train.opt_state";

@@ -189,6 +189,7 @@ def Train_Pool2dGradOp : Train_Op<"pool2d_grad", [Pure,
     $grad `,` $input (`max` $max^)? `kernel` $kernel `strides` $strides
     (`padding` $padding^)? attr-dict `:` type($grad) `,` type($input)
   }];
+  let hasVerifier = 1;
 }
 
 def Train_LayerNormGradOp : Train_Op<"layer_norm_grad", [Pure,
@@ -215,6 +216,7 @@ def Train_LayerNormGradOp : Train_Op<"layer_norm_grad", [Pure,
     $grad `,` $input `,` $scale (`epsilon` $epsilon^)?
     attr-dict `:` type($grad) `,` type($scale)
   }];
+  let hasVerifier = 1;
 }
 
 def Train_BatchNormGradOp : Train_Op<"batch_norm_grad", [Pure,
@@ -239,6 +241,7 @@ def Train_BatchNormGradOp : Train_Op<"batch_norm_grad", [Pure,
     $grad `,` $input `,` $scale (`epsilon` $epsilon^)?
     attr-dict `:` type($grad) `,` type($scale)
   }];
+  let hasVerifier = 1;
 }
 
 def Train_EmbeddingGradOp : Train_Op<"embedding_grad", [Pure]> {

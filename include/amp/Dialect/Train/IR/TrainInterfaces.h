@@ -27,6 +27,10 @@ using HasAccumulateAttr = decltype(std::declval<OpT &>().setAccumulateAttr(
     std::declval<mlir::TypeAttr>()));
 } // namespace detail
 
+/// The trait behind `Train_Loss`: the op computes a loss.
+template <typename ConcreteOp>
+class IsLoss : public mlir::OpTrait::TraitBase<ConcreteOp, IsLoss> {};
+
 /// The trait behind `Train_DefaultPrecision<category>`: records the op's
 /// default autocast category for PrecisionPolicyOpInterface.
 template <PrecisionCategory Category> struct DefaultPrecision {

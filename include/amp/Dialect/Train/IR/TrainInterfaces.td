@@ -30,8 +30,15 @@ def Train_PrecisionPolicyOpInterface
     default and which operands the category applies to.
   }];
   let methods = [
+    StaticInterfaceMethod<
+      "The op's entry in the autocast lists: its category without regard to "
+      "operand shapes (the precision table of docs/Passes.md prints it).",
+      "::amp::train::PrecisionCategory", "getListedPrecision", (ins), [{}],
+      [{ return ConcreteOp::kDefaultPrecision; }]>,
     InterfaceMethod<
-      "The category autocast uses when nothing overrides it.",
+      "The category autocast uses when nothing overrides it: the listed one, "
+      "unless the operands call for another (a scalar divided by a tensor is "
+      "PyTorch's fp32 reciprocal).",
       "::amp::train::PrecisionCategory", "getDefaultPrecision", (ins), [{}],
       [{ return ConcreteOp::kDefaultPrecision; }]>,
     InterfaceMethod<
@@ -61,8 +68,9 @@ def Train_PrecisionPolicyOpInterface
         return false;
       }]>,
     InterfaceMethod<
-      "Whether Apex's O2 keeps this op, and the parameters it reads, "
-      "entirely in fp32 (keep_batchnorm_fp32).",
+      "Whether Apex's O2 keeps the parameters and state this op reads in "
+      "fp32 while its activation stays in the low type "
+      "(keep_batchnorm_fp32).",
       "bool", "keepsFp32AtO2", (ins), [{}], [{ return false; }]>,
   ];
 }
@@ -88,6 +96,13 @@ def Train_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
            "::mlir::ArrayRef<::mlir::Value>":$resultGrads,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
   ];
+}
+
+/// Marks a loss: its result is the rank-0 value training minimizes. Apex's
+/// O2 casts the model's outputs to fp32 (output_caster), so losses and
+/// everything computed from them run in fp32 there.
+def Train_Loss : NativeOpTrait<"IsLoss"> {
+  let cppNamespace = "::amp::train";
 }
 
 /// Gives an op its default autocast category (see the interface).

@@ -13,7 +13,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Train_CrossEntropyOp : Train_Op<"cross_entropy",
-    !listconcat(Train_Fp32, [Pure, InferTypeOpAdaptor,
+    !listconcat(Train_Fp32, [Pure, Train_Loss, InferTypeOpAdaptor,
                              DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "mean softmax cross-entropy with integer labels";
   let description = [{
@@ -33,7 +33,7 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy",
 }
 
 def Train_MseLossOp : Train_Op<"mse_loss", !listconcat(Train_Fp32,
-    [Pure, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>,
+    [Pure, Train_Loss, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>,
      DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "mean squared error";
   let description = [{

@@ -35,6 +35,23 @@ def Train_ConstantOp : Train_Op<"constant", [ConstantLike, Pure,
   let hasFolder = 1;
 }
 
+def Train_LossSeedOp : Train_Op<"loss_seed", [Pure]> {
+  let summary = "the backward seed: the gradient of the loss, 1";
+  let description = [{
+    The value amp-autodiff starts the backward graph from (d loss / d loss =
+    1). It is an op of its own, not a `train.constant`, so that no generic
+    rewrite (constant merging, CSE) can confuse it with another 1:
+    amp-loss-scaling replaces it by the loss scale, and without loss scaling
+    it lowers to the constant 1.
+
+    ```mlir
+    %seed = train.loss_seed : tensor<f32>
+    ```
+  }];
+  let results = (outs Train_ScalarFloatTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 def Train_ReshapeOp : Train_Op<"reshape",
     !listconcat(Train_Follow, [Pure, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "reinterprets a tensor's shape (row-major order kept)";

@@ -15,6 +15,7 @@
 
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -53,6 +54,19 @@ llvm::SmallVector<unsigned>
 getGovernedOperands(PrecisionPolicyOpInterface op,
                     const PrecisionDecision &decision);
 
+/// The ops of `root` that compute a loss (Train_Loss, or the op defining a
+/// function's returned rank-0 loss) or compute from one: what follows the
+/// model's output. Apex's O2 casts the model's outputs to
+/// fp32, so these run in fp32 and the backward seed, the loss scale, is never
+/// rounded to the low type.
+llvm::DenseSet<mlir::Operation *> findLossTail(mlir::Operation *root);
+
+/// Prints the markdown table of docs/Passes.md: every train op with its
+/// category at O1 and the PyTorch autocast and Apex list entries it
+/// corresponds to. Fails, naming the op, when an op has no list entry.
+llvm::LogicalResult printPrecisionTable(mlir::MLIRContext *context,
+                                        llvm::raw_ostream &os);
+
 /// Decides categories for one opt level plus overrides.
 class PrecisionPolicy {
 public:
@@ -71,8 +85,10 @@ public:
   bool loadJson(llvm::StringRef text, mlir::MLIRContext *context,
                 std::string &error);
 
-  /// The category of `op`.
-  PrecisionDecision decide(PrecisionPolicyOpInterface op) const;
+  /// The category of `op`; `afterModelOutput` says that the op is a loss or
+  /// computes from one (see findLossTail), which Apex's O2 runs in fp32.
+  PrecisionDecision decide(PrecisionPolicyOpInterface op,
+                           bool afterModelOutput = false) const;
 
   OptLevel getOptLevel() const { return level; }
 

@@ -7,12 +7,14 @@
 // examples/mlp.mlir through amp-pipeline at every opt level and low type,
 // lowered and JIT-compiled, against an f64 forward pass on the same data.
 // Relative loss tolerances: 1e-5 when the loss is computed and returned in
-// f32 (O0, O1); at O2/O3 the loss itself is rounded to the low type, which
-// costs up to half an ulp (2^-11 = 4.9e-4 for f16, 2^-8 = 3.9e-3 for bf16),
-// so 1e-3 resp. 8e-3. Measured (printed by the test): O0 1.2e-7, O1 f16
-// 1.4e-6, O1 bf16 4.3e-7, O2/O3 f16 3.2e-4, O2 bf16 2.0e-3. At the
-// initialization the loss is close to ln(10) and insensitive to the logits;
-// OpNumericsTest checks each op's f16/bf16 results element by element.
+// f32 (O0, O1, and O2, where Apex casts the model's outputs to f32: the MLP's
+// O2 step then computes what O1's does); at O3 the loss itself is rounded to
+// the low type, which costs up to half an ulp (2^-11 = 4.9e-4 for f16), so
+// 1e-3. Measured (printed by the test): O0 1.9e-8, O1 and O2 f16 1.0e-6, O1
+// and O2 bf16 4.3e-7, O3 f16 3.2e-4 (O2 was 3.2e-4 f16 and 2.0e-3 bf16 while
+// its loss ran in the low type). At the initialization the loss is close to
+// ln(10) and insensitive to the logits; OpNumericsTest checks each op's
+// f16/bf16 results element by element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,8 +130,8 @@ TEST_P(AutocastNumerics, MlpLossMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     Levels, AutocastNumerics,
     ::testing::Values(Config{"O0", "f16", 1e-5}, Config{"O1", "f16", 1e-5},
-                      Config{"O1", "bf16", 1e-5}, Config{"O2", "f16", 1e-3},
-                      Config{"O2", "bf16", 8e-3}, Config{"O3", "f16", 1e-3}),
+                      Config{"O1", "bf16", 1e-5}, Config{"O2", "f16", 1e-5},
+                      Config{"O2", "bf16", 1e-5}, Config{"O3", "f16", 1e-3}),
     [](const ::testing::TestParamInfo<Config> &info) {
       return std::string(info.param.optLevel) + "_" + info.param.dtype;
     });

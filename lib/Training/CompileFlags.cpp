@@ -32,11 +32,11 @@ cl::opt<double> initScale(
     cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
     cl::init(0.0), cl::cat(compileCategory));
 
-cl::opt<int64_t> growthInterval(
-    "growth-interval",
-    cl::desc("Clean steps before the dynamic loss scale grows "
-             "(GradScaler's growth_interval)"),
-    cl::init(2000), cl::cat(compileCategory));
+cl::opt<int64_t>
+    growthInterval("growth-interval",
+                   cl::desc("Clean steps before the dynamic loss scale grows "
+                            "(GradScaler's growth_interval)"),
+                   cl::init(2000), cl::cat(compileCategory));
 
 cl::opt<int64_t> accumulate(
     "accumulate",

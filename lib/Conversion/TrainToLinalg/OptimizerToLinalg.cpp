@@ -520,9 +520,7 @@ struct AnyToLinalg : OpRewritePattern<AnyOp> {
 } // namespace
 
 void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
-           AccumulateGradsToLinalg, UnscaleGradsToLinalg, UpdateScaleToLinalg,
-           AnyToLinalg>(
-          patterns.getContext());
+  patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
+               AccumulateGradsToLinalg, UnscaleGradsToLinalg,
+               UpdateScaleToLinalg, AnyToLinalg>(patterns.getContext());
 }

@@ -189,8 +189,7 @@ struct SliceToTensor : OpRewritePattern<SliceOp> {
 } // namespace
 
 void amp::populateTrainShapeToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<ConstantToArith, LossSeedToArith, ReshapeToTensor, TransposeToLinalg, ConcatToTensor,
-           EmbeddingToLinalg, EmbeddingGradToLinalg, SliceToTensor>(
-          patterns.getContext());
+  patterns.add<ConstantToArith, LossSeedToArith, ReshapeToTensor,
+               TransposeToLinalg, ConcatToTensor, EmbeddingToLinalg,
+               EmbeddingGradToLinalg, SliceToTensor>(patterns.getContext());
 }

@@ -266,10 +266,9 @@ static LogicalResult verifyEpsilon(Operation *op, double epsilon) {
 
 /// layer_norm's rule, shared by its gradient: scale (and bias) span a
 /// non-empty trailing part of the input, in the input's element type.
-static LogicalResult verifyLayerNormShapes(Operation *op,
-                                           RankedTensorType input,
-                                           RankedTensorType scale,
-                                           double epsilon) {
+template <typename OpT> static LogicalResult verifyLayerNormLike(OpT op) {
+  RankedTensorType input = op.getInput().getType();
+  RankedTensorType scale = op.getScale().getType();
   if (input.getElementType() != scale.getElementType())
     return op->emitOpError("input element type ")
            << input.getElementType() << " and scale/bias element type "
@@ -280,27 +279,17 @@ static LogicalResult verifyLayerNormShapes(Operation *op,
     return op->emitOpError("scale shape ")
            << formatShape(norm) << " is not a non-empty trailing part of the "
            << "input shape " << formatShape(in);
-  return verifyEpsilon(op, epsilon);
+  return verifyEpsilon(op, op.getEpsilon().convertToDouble());
 }
 
-LogicalResult LayerNormOp::verify() {
-  return verifyLayerNormShapes(*this, getInput().getType(),
-                               getScale().getType(),
-                               getEpsilon().convertToDouble());
-}
-
-LogicalResult LayerNormGradOp::verify() {
-  return verifyLayerNormShapes(*this, getInput().getType(),
-                               getScale().getType(),
-                               getEpsilon().convertToDouble());
-}
+LogicalResult LayerNormOp::verify() { return verifyLayerNormLike(*this); }
+LogicalResult LayerNormGradOp::verify() { return verifyLayerNormLike(*this); }
 
 /// batch_norm's rule, shared by its gradient: an [N, C, ...] input with more
 /// than one value per channel, [C] parameters.
-static LogicalResult verifyBatchNormShapes(Operation *op,
-                                           RankedTensorType input,
-                                           RankedTensorType scale,
-                                           double epsilon) {
+template <typename OpT> static LogicalResult verifyBatchNormLike(OpT op) {
+  RankedTensorType input = op.getInput().getType();
+  RankedTensorType scale = op.getScale().getType();
   if (input.getRank() < 2)
     return op->emitOpError("input must have rank >= 2 ([N, C, ...]), got ")
            << formatShape(input.getShape());
@@ -314,13 +303,11 @@ static LogicalResult verifyBatchNormShapes(Operation *op,
     return op->emitOpError("needs more than one value per channel (batch x "
                            "spatial = ")
            << input.getNumElements() / channels << ")";
-  return verifyEpsilon(op, epsilon);
+  return verifyEpsilon(op, op.getEpsilon().convertToDouble());
 }
 
 LogicalResult BatchNormOp::verify() {
-  if (failed(verifyBatchNormShapes(*this, getInput().getType(),
-                                   getScale().getType(),
-                                   getEpsilon().convertToDouble())))
+  if (failed(verifyBatchNormLike(*this)))
     return failure();
   double momentum = getMomentum().convertToDouble();
   if (!(momentum >= 0.0 && momentum <= 1.0))
@@ -328,11 +315,7 @@ LogicalResult BatchNormOp::verify() {
   return success();
 }
 
-LogicalResult BatchNormGradOp::verify() {
-  return verifyBatchNormShapes(*this, getInput().getType(),
-                               getScale().getType(),
-                               getEpsilon().convertToDouble());
-}
+LogicalResult BatchNormGradOp::verify() { return verifyBatchNormLike(*this); }
 
 SmallVector<unsigned> BatchNormOp::getPrecisionOperands() {
   // Only the activation follows the arriving precision; the parameters and
@@ -554,8 +537,8 @@ LogicalResult Pool2dGradOp::verify() {
   if (forward.getShape() != grad.getShape() ||
       input.getElementType() != grad.getElementType())
     return emitOpError("gradient ")
-           << grad << " does not match the pooling output of " << input
-           << ", " << formatShape(forward.getShape()) << " of "
+           << grad << " does not match the pooling output of " << input << ", "
+           << formatShape(forward.getShape()) << " of "
            << input.getElementType();
   return success();
 }

@@ -119,17 +119,17 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
   // above 65504, which would make every step's gradients inf. O1 and O2
   // compute losses in f32.
   Value loss = func.getBody().front().getTerminator()->getOperand(0);
-  auto narrowest = cast<FloatType>(
-      cast<RankedTensorType>(seed.getType()).getElementType());
+  auto narrowest =
+      cast<FloatType>(cast<RankedTensorType>(seed.getType()).getElementType());
   auto largestOf = [](FloatType type) {
     return APFloat::getLargest(type.getFloatSemantics()).convertToDouble();
   };
   Location where = seed.getLoc();
-  while (auto cast = loss.getDefiningOp<CastOp>()) {
-    loss = cast.getInput();
+  while (auto castOp = loss.getDefiningOp<CastOp>()) {
+    loss = castOp.getInput();
     where = loss.getLoc();
     auto type = dyn_cast<FloatType>(
-        cast.getInput().getType().getElementType());
+        cast<RankedTensorType>(loss.getType()).getElementType());
     if (type && largestOf(type) < largestOf(narrowest))
       narrowest = type;
   }
@@ -143,7 +143,7 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
       return text;
     };
     return emitError(where, "amp-loss-scaling: the loss is computed "
-                                    "in ")
+                            "in ")
            << narrowest << ", whose largest value is " << show(largest)
            << ", but the loss scale "
            << (mode == "dynamic" ? "can reach " : "is ") << show(reachable)

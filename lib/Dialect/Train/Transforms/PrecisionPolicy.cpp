@@ -126,8 +126,7 @@ llvm::DenseSet<Operation *> amp::train::findLossTail(Operation *root) {
         tail.insert(def);
   });
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op->hasTrait<IsLoss>() ||
-        llvm::any_of(op->getOperands(), [&](Value v) {
+    if (op->hasTrait<IsLoss>() || llvm::any_of(op->getOperands(), [&](Value v) {
           Operation *def = v.getDefiningOp();
           return def && tail.contains(def);
         }))

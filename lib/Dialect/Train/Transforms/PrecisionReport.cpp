@@ -108,8 +108,7 @@ FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
     auto policyOp = dyn_cast<PrecisionPolicyOpInterface>(op);
     if (!policyOp)
       return;
-    PrecisionDecision decision =
-        policy.decide(policyOp, lossTail.contains(op));
+    PrecisionDecision decision = policy.decide(policyOp, lossTail.contains(op));
     SmallVector<unsigned> governed = getGovernedOperands(policyOp, decision);
     // The precision is the type the governed operands share after autocast
     // (the result type for ops without float operands, like constants).

@@ -10,6 +10,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
@@ -116,41 +117,140 @@ void amp::buildCpuLoweringPipeline(OpPassManager &pm,
                              "not parse; are the passes registered?");
 }
 
-std::string amp::resolveLossScaleMode(const AmpPipelineOptions &options) {
-  if (options.lossScale != "auto")
+amp::train::LossScaleMode
+amp::resolveLossScaleMode(const AmpPipelineOptions &options) {
+  using amp::train::LossScaleMode;
+  if (options.lossScale != LossScaleMode::automatic)
     return options.lossScale;
   // bf16 has f32's exponent range: nothing underflows that would in f32.
-  if (options.dtype != "f16" || options.optLevel == "O0")
-    return "none";
-  return options.optLevel == "O3" ? "static" : "dynamic";
+  if (options.dtype != amp::train::LowType::f16 ||
+      options.optLevel == amp::train::OptLevel::O0)
+    return LossScaleMode::none;
+  return options.optLevel == amp::train::OptLevel::O3 ? LossScaleMode::fixed
+                                                 : LossScaleMode::dynamic;
+}
+
+double amp::resolveInitScale(const AmpPipelineOptions &options) {
+  if (options.initScale > 0.0)
+    return options.initScale;
+  bool apexO3 = options.optLevel == amp::train::OptLevel::O3 &&
+                resolveLossScaleMode(options) == amp::train::LossScaleMode::fixed;
+  return apexO3 ? 1.0 : 65536.0;
+}
+
+/// Splits a printed option list, `{a=1 b={x y} c=z}` or `a=1 b=2`, into
+/// key -> value; braces and quotes keep their spaces.
+static llvm::StringMap<std::string> splitOptions(StringRef text) {
+  text = text.trim();
+  if (text.consume_front("{"))
+    text.consume_back("}");
+  llvm::StringMap<std::string> result;
+  while (!text.empty()) {
+    text = text.ltrim();
+    size_t end = 0;
+    int depth = 0;
+    char quote = 0;
+    for (; end < text.size(); ++end) {
+      char c = text[end];
+      if (quote) {
+        quote = c == quote ? 0 : quote;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}') {
+        --depth;
+      } else if (c == ' ' && depth == 0) {
+        break;
+      }
+    }
+    auto [key, value] = text.take_front(end).split('=');
+    if (!key.empty())
+      result[key] = value.str();
+    text = text.drop_front(end);
+  }
+  return result;
+}
+
+/// The options `pass` declares, with the values it prints.
+static llvm::StringMap<std::string> optionsOf(Pass &pass) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pass.printAsTextualPipeline(os);
+  size_t brace = text.find('{');
+  return splitOptions(brace == std::string::npos ? StringRef()
+                                                 : StringRef(text).drop_front(
+                                                       brace));
+}
+
+/// Holds amp-pipeline to its promise that every option of `pass` is one of
+/// its own, forwarded under the same name: each option `pass` declares must
+/// print the value the same-named pipeline option prints (`resolved` ones,
+/// which amp-pipeline computes, excepted). A pass option added without its
+/// pipeline twin, or not copied, stops every amp-pipeline build, so it
+/// cannot ship.
+static void checkForwarded(Pass &pass,
+                           const llvm::StringMap<std::string> &pipeline,
+                           ArrayRef<StringRef> resolved) {
+  for (const auto &option : optionsOf(pass)) {
+    StringRef name = option.getKey();
+    if (llvm::is_contained(resolved, name))
+      continue;
+    auto it = pipeline.find(name);
+    if (it == pipeline.end())
+      llvm::report_fatal_error("amp-pipeline has no option '" + name +
+                               "' of " + pass.getArgument() +
+                               "; add it to AmpPipelineOptions");
+    if (it->second != option.getValue())
+      llvm::report_fatal_error("amp-pipeline does not forward '" + name +
+                               "' to " + pass.getArgument() + " (" +
+                               option.getValue() + " instead of " +
+                               it->second + ")");
+  }
 }
 
 void amp::buildAmpPipeline(OpPassManager &pm,
                            const AmpPipelineOptions &options) {
-  train::AutocastPassOptions autocast;
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  options.print(os);
+  llvm::StringMap<std::string> pipeline = splitOptions(printed);
+  auto add = [&](std::unique_ptr<Pass> pass,
+                 ArrayRef<StringRef> resolved = {}) {
+    checkForwarded(*pass, pipeline, resolved);
+    pm.addPass(std::move(pass));
+  };
+
+  amp::train::AutocastPassOptions autocast;
   autocast.optLevel = options.optLevel;
   autocast.dtype = options.dtype;
   autocast.policyFile = options.policy;
-  pm.addPass(train::createAutocastPass(autocast));
-  if (options.optimizer != "none") {
-    pm.addPass(train::createAutodiffPass());
-    train::OptimizerPassOptions optimizer;
+  add(amp::train::createAutocastPass(autocast));
+  if (options.optimizer != amp::train::OptimizerKind::none) {
+    add(amp::train::createAutodiffPass());
+    amp::train::OptimizerPassOptions optimizer;
     optimizer.optimizer = options.optimizer;
     optimizer.momentum = options.momentum;
+    optimizer.nesterov = options.nesterov;
+    optimizer.beta1 = options.beta1;
+    optimizer.beta2 = options.beta2;
+    optimizer.epsilon = options.epsilon;
     optimizer.weightDecay = options.weightDecay;
     optimizer.accumulate = options.accumulate;
     optimizer.clipNorm = options.clipNorm;
-    pm.addPass(train::createOptimizerPass(optimizer));
-    train::LossScalingPassOptions scaling;
+    add(amp::train::createOptimizerPass(optimizer));
+    amp::train::LossScalingPassOptions scaling;
     scaling.mode = resolveLossScaleMode(options);
-    bool apexO3 = options.optLevel == "O3" && scaling.mode == "static";
-    scaling.initScale = options.initScale > 0.0 ? options.initScale.getValue()
-                        : apexO3                ? 1.0
-                                                : 65536.0;
+    scaling.initScale = resolveInitScale(options);
+    scaling.growthFactor = options.growthFactor;
+    scaling.backoffFactor = options.backoffFactor;
     scaling.growthInterval = options.growthInterval;
-    pm.addPass(train::createLossScalingPass(scaling));
+    scaling.minScale = options.minScale;
+    scaling.maxScale = options.maxScale;
+    scaling.hysteresis = options.hysteresis;
+    add(amp::train::createLossScalingPass(scaling), {"mode", "init-scale"});
   }
-  pm.addPass(train::createCastCleanupPass());
+  add(amp::train::createCastCleanupPass());
 }
 
 void amp::registerAmpPipelines() {

@@ -6,7 +6,14 @@
 
 #include "amp/Training/CompileFlags.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cmath>
+#include <string>
+#include <vector>
 
 using namespace amp;
 namespace cl = llvm::cl;
@@ -20,13 +27,19 @@ namespace {
 
 cl::OptionCategory &compileCategory = getCompileFlagsCategory();
 
-cl::opt<std::string> optLevel("opt-level", cl::desc("O0, O1, O2 or O3"),
-                              cl::init("O1"), cl::cat(compileCategory));
-cl::opt<std::string> dtype("dtype", cl::desc("f16 or bf16"), cl::init("f16"),
-                           cl::cat(compileCategory));
-cl::opt<std::string> optimizer("optimizer",
-                               cl::desc("sgd, momentum, adam or adamw"),
-                               cl::init("adam"), cl::cat(compileCategory));
+cl::opt<train::OptLevel> optLevel("opt-level",
+                                  cl::desc("Apex opt level (default: O1)"),
+                                  cl::init(train::OptLevel::O1),
+                                  AMP_OPT_LEVEL_VALUES,
+                                  cl::cat(compileCategory));
+cl::opt<train::LowType> dtype("dtype",
+                              cl::desc("Low-precision type (default: f16)"),
+                              cl::init(train::LowType::f16),
+                              AMP_LOW_TYPE_VALUES, cl::cat(compileCategory));
+cl::opt<train::OptimizerKind>
+    optimizer("optimizer", cl::desc("Update rule (default: adam)"),
+              cl::init(train::OptimizerKind::adam),
+              cl::values(AMP_OPTIMIZER_VALUES), cl::cat(compileCategory));
 cl::opt<double> initScale(
     "init-scale",
     cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
@@ -35,13 +48,13 @@ cl::opt<double> initScale(
 cl::opt<int64_t>
     growthInterval("growth-interval",
                    cl::desc("Clean steps before the dynamic loss scale grows "
-                            "(GradScaler's growth_interval)"),
+                            "(GradScaler's growth_interval) (default: 2000)"),
                    cl::init(2000), cl::cat(compileCategory));
 
 cl::opt<int64_t> accumulate(
     "accumulate",
     cl::desc("Micro-batches whose gradients are accumulated into one update "
-             "(one step call per micro-batch)"),
+             "(one step call per micro-batch) (default: 1)"),
     cl::init(1), cl::cat(compileCategory));
 
 } // namespace
@@ -50,11 +63,6 @@ llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   auto err = [](const llvm::Twine &m) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
   };
-  if (optLevel != "O0" && optLevel != "O1" && optLevel != "O2" &&
-      optLevel != "O3")
-    return err("--opt-level must be O0, O1, O2 or O3, got '" + optLevel + "'");
-  if (dtype != "f16" && dtype != "bf16")
-    return err("--dtype must be f16 or bf16, got '" + dtype + "'");
   if (!(initScale >= 0) || !std::isfinite(initScale))
     return err("--init-scale must be positive and finite (0: the default)");
   if (growthInterval < 1)
@@ -70,4 +78,165 @@ llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   options.growthInterval = growthInterval;
   options.accumulate = accumulate;
   return llvm::Error::success();
+}
+
+/// The amp-pipeline options with their defaults, from the options' own
+/// printed form (`{accumulate=1 backoff-factor=5.000000e-01 ...}`).
+static std::vector<std::pair<std::string, std::string>> pipelineDefaults() {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  AmpPipelineOptions().print(os);
+  llvm::StringRef text = llvm::StringRef(printed).trim();
+  text.consume_front("{");
+  text.consume_back("}");
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ' ', -1, /*KeepEmpty=*/false);
+  std::vector<std::pair<std::string, std::string>> result;
+  for (llvm::StringRef item : items) {
+    auto [name, value] = item.split('=');
+    // Numbers as people write them: 0.9, 16777216, 1e-08.
+    double number;
+    std::string shown = value.str();
+    if (value.contains('e') && !value.getAsDouble(number))
+      shown = llvm::formatv("{0}", llvm::format("%.10g", number)).str();
+    // The printed form keeps 7 digits; 2^24 needs 8.
+    if (name == "max-scale")
+      shown = llvm::formatv("{0}", llvm::format(
+                                       "%.10g", AmpPipelineOptions().maxScale.getValue()))
+                  .str();
+    result.emplace_back(name.str(), shown);
+  }
+  return result;
+}
+
+/// Where the settings a model decides live, for flags users reach for.
+static std::optional<std::string> modelDecides(llvm::StringRef name) {
+  if (name == "batch-size" || name == "batch" || name == "bs")
+    return std::string("the batch size is the leading dimension of the "
+                       "model's data arguments (e.g. tensor<128x784xf32>): "
+                       "change it in the model");
+  if (name == "num-classes" || name == "classes")
+    return std::string("the number of classes is the last dimension of the "
+                       "model's logits (the loss's input): change it in the "
+                       "model");
+  if (name == "lr-decay" || name == "learning-rate")
+    return std::string("the learning rate is --lr (with --lr-schedule and "
+                       "--warmup-steps)");
+  return std::nullopt;
+}
+
+bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
+                               llvm::StringRef overview,
+                               AmpPipelineOptions *pipeline) {
+  auto fail = [&](const llvm::Twine &message) {
+    llvm::errs() << tool << ": error: " << message << "\n";
+    return false;
+  };
+  std::string fullOverview = overview.str();
+  std::vector<std::pair<std::string, std::string>> defaults;
+  if (pipeline) {
+    defaults = pipelineDefaults();
+    fullOverview +=
+        "\nEvery amp-pipeline option is a flag as well (docs/Passes.md); "
+        "with their defaults:\n ";
+    unsigned column = 1;
+    for (auto &[name, value] : defaults) {
+      std::string item = " --" + name + "=" + value;
+      if (column + item.size() > 78) {
+        fullOverview += "\n ";
+        column = 1;
+      }
+      fullOverview += item;
+      column += item.size();
+    }
+    fullOverview += "\n";
+  }
+
+  // Flags that are not the tool's: amp-pipeline options go to the pipeline;
+  // the rest are left for LLVM's parser to reject (with its "Did you mean").
+  auto registered =
+      llvm::cl::getRegisteredOptions();
+  std::vector<char *> kept = {argv[0]};
+  std::string forwarded;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--") {
+      kept.insert(kept.end(), argv + i, argv + argc);
+      break;
+    }
+    llvm::StringRef flag = arg;
+    if (!flag.consume_front("-") || flag.empty()) {
+      kept.push_back(argv[i]);
+      continue;
+    }
+    flag.consume_front("-");
+    auto [name, value] = flag.split('=');
+    if (registered.count(name)) {
+      kept.push_back(argv[i]);
+      continue;
+    }
+    if (std::optional<std::string> where = modelDecides(name))
+      return fail("--" + name + " is not a flag of " + tool + ": " + *where);
+    bool isPipelineOption = llvm::any_of(
+        defaults, [&, name = name](auto &entry) { return entry.first == name; });
+    if (!isPipelineOption) {
+      // LLVM would suggest only the tool's own flags; the nearest of those
+      // and the amp-pipeline options is the better guess.
+      std::string best;
+      unsigned bestDistance = std::max<unsigned>(2, name.size() / 3) + 1;
+      auto consider = [&, name = name](llvm::StringRef candidate) {
+        unsigned d = name.edit_distance(candidate, true, bestDistance);
+        if (d < bestDistance) {
+          bestDistance = d;
+          best = candidate.str();
+        }
+      };
+      for (auto &[candidate, option] : registered)
+        if (option->getOptionHiddenFlag() == llvm::cl::NotHidden &&
+            !candidate.empty())
+          consider(candidate);
+      for (auto &entry : defaults)
+        consider(entry.first);
+      return fail("unknown flag '" + arg + "'" +
+                  (best.empty() ? std::string()
+                                : "; did you mean '--" + best +
+                                      (flag.contains('=') ? "=" + value.str()
+                                                          : std::string()) +
+                                      "'?") +
+                  " (" + tool + " --help lists every flag)");
+    }
+    // `--nesterov` alone means true, as for boolean flags.
+    forwarded += (name + "=" + (flag.contains('=') ? value : "true") + " ").str();
+  }
+
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  if (!llvm::cl::ParseCommandLineOptions(int(kept.size()), kept.data(),
+                                         fullOverview, &errorStream)) {
+    // A flag's bad value LLVM has reported itself, on one line
+    // ("<tool>: for the --lr option: 'x' value invalid ..."), to stderr.
+    if (llvm::StringRef(errors).trim().empty())
+      return false;
+    // LLVM prints "<tool>: <message>" lines; one error line of them.
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(errors).trim().split(lines, '\n', -1, false);
+    std::string message;
+    for (llvm::StringRef line : lines) {
+      line = line.trim();
+      line.consume_front(tool);
+      line.consume_front(":");
+      message += (message.empty() ? "" : " ") + line.trim().str();
+    }
+    return fail(message);
+  }
+  if (pipeline) {
+    if (llvm::Error e = readCompileFlags(*pipeline))
+      return fail(llvm::toString(std::move(e)));
+    std::string message;
+    llvm::raw_string_ostream messageStream(message);
+    if (!forwarded.empty() &&
+        failed(pipeline->parseFromString(forwarded, messageStream)))
+      return fail(llvm::StringRef(message).trim().str());
+  }
+  return true;
 }

@@ -75,9 +75,9 @@ TrainingModule::getManifest(llvm::StringRef modelPath,
                             const AmpPipelineOptions &options) const {
   ArtifactManifest manifest;
   manifest.model = modelPath.str();
-  manifest.optLevel = options.optLevel;
-  manifest.dtype = options.dtype;
-  manifest.optimizer = options.optimizer;
+  manifest.optLevel = train::stringifyOptLevel(options.optLevel).str();
+  manifest.dtype = train::stringifyLowType(options.dtype).str();
+  manifest.optimizer = train::stringifyOptimizerKind(options.optimizer).str();
   manifest.step.name = stepName;
   manifest.logits.name = logitsName;
   manifest.abi = abi;

@@ -10,9 +10,9 @@
 // The policy file moves matmul to fp32 and softmax to lower; the attribute on
 // the second matmul is stronger than the file.
 // CHECK-LABEL: func.func @f
-// CHECK: %[[A:.*]] = train.matmul %arg0, %arg1 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
-// CHECK: %[[B:.*]] = train.matmul {{.*}} {train.precision = "lower"} : tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
-// CHECK: train.softmax %{{.*}} axis 1 : tensor<4x4xf16>
+// CHECK: %[[A:.*]] = train.matmul %arg0, %arg1 {{.*}}: tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[B:.*]] = train.matmul {{.*}} {{.*}}train.precision = "lower"} : tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
+// CHECK: train.softmax %{{.*}} axis 1 {{.*}}: tensor<4x4xf16>
 func.func @f(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %a = train.matmul %x, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   %b = train.matmul %a, %w {train.precision = "lower"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
@@ -25,5 +25,5 @@ func.func @f(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // ARRAY: error: amp-autocast: policy file '{{.*}}policy-not-array.json' category 'fp32' must map to an array of op names
 // JSON: error: amp-autocast: policy file '{{.*}}policy-not-json.json' is not valid JSON
 // MISSING: error: amp-autocast: cannot read policy file: cannot open input file '{{.*}}missing.json'
-// DTYPE: error: amp-autocast: dtype must be f16 or bf16, got 'f8'
-// LEVEL: error: amp-autocast: opt-level must be O0, O1, O2 or O3, got 'O4'
+// DTYPE: for the --dtype option: 'f8' is not one of: f16, bf16
+// LEVEL: for the --opt-level option: 'O4' is not one of: O0, O1, O2, O3

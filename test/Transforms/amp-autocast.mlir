@@ -11,11 +11,11 @@
 // CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[W:.*]]: tensor<16x4xf32>) -> tensor<8x4xf32>
 // CHECK-NEXT: %[[W16:.*]] = train.cast %[[W]] : tensor<16x4xf32> to tensor<16x4xf16>
 // CHECK-NEXT: %[[X16:.*]] = train.cast %[[X]] : tensor<8x16xf32> to tensor<8x16xf16>
-// CHECK-NEXT: %[[Y:.*]] = train.matmul %[[X16]], %[[W16]] accumulate f32 : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
+// CHECK-NEXT: %[[Y:.*]] = train.matmul %[[X16]], %[[W16]] accumulate f32 {{.*}}: tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
 // CHECK-NEXT: %[[Y32:.*]] = train.cast %[[Y]] : tensor<8x4xf16> to tensor<8x4xf32>
 // CHECK-NEXT: return %[[Y32]] : tensor<8x4xf32>
 // BF16-LABEL: func.func @lower
-// BF16: train.matmul %{{.*}}, %{{.*}} accumulate f32 : tensor<8x16xbf16>, tensor<16x4xbf16> -> tensor<8x4xbf16>
+// BF16: train.matmul %{{.*}}, %{{.*}} accumulate f32 {{.*}}: tensor<8x16xbf16>, tensor<16x4xbf16> -> tensor<8x4xbf16>
 // O0-LABEL: func.func @lower
 // O0-NOT: train.cast
 // O0: train.matmul %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
@@ -48,7 +48,7 @@ func.func @one_cast_per_value(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> te
 // Inputs already in the low type are not round-tripped: no cast at all.
 // CHECK-LABEL: func.func @low_inputs
 // CHECK-NOT: train.cast
-// CHECK: train.matmul %arg0, %arg1 accumulate f32 : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
+// CHECK: train.matmul %arg0, %arg1 accumulate f32 {{.*}}: tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
 // CHECK-NOT: train.cast
 func.func @low_inputs(%x: tensor<8x16xf16>, %w: tensor<16x4xf16>) -> tensor<8x4xf16> {
   %y = train.matmul %x, %w : tensor<8x16xf16>, tensor<16x4xf16> -> tensor<8x4xf16>
@@ -61,10 +61,10 @@ func.func @low_inputs(%x: tensor<8x16xf16>, %w: tensor<16x4xf16>) -> tensor<8x4x
 // CHECK-LABEL: func.func @fp32_ops
 // CHECK-SAME: (%[[X:.*]]: tensor<4x10xf16>, %[[Y:.*]]: tensor<4x10xf32>)
 // CHECK-NEXT: %[[X32:.*]] = train.cast %[[X]] : tensor<4x10xf16> to tensor<4x10xf32>
-// CHECK-NEXT: %[[S:.*]] = train.softmax %[[X32]] axis 1 : tensor<4x10xf32>
+// CHECK-NEXT: %[[S:.*]] = train.softmax %[[X32]] axis 1 {{.*}}: tensor<4x10xf32>
 // CHECK-NEXT: %[[S16:.*]] = train.cast %[[S]] : tensor<4x10xf32> to tensor<4x10xf16>
-// CHECK-NEXT: %[[E:.*]] = train.exp %[[Y]] : tensor<4x10xf32>
-// CHECK-NEXT: %[[L:.*]] = train.log %[[S]] : tensor<4x10xf32>
+// CHECK-NEXT: %[[E:.*]] = train.exp %[[Y]] {{.*}}: tensor<4x10xf32>
+// CHECK-NEXT: %[[L:.*]] = train.log %[[S]] {{.*}}: tensor<4x10xf32>
 // CHECK-NEXT: %[[L16:.*]] = train.cast %[[L]] : tensor<4x10xf32> to tensor<4x10xf16>
 // CHECK-NEXT: return %[[S16]], %[[E]], %[[L16]]
 func.func @fp32_ops(%x: tensor<4x10xf16>, %y: tensor<4x10xf32>) -> (tensor<4x10xf16>, tensor<4x10xf32>, tensor<4x10xf16>) {
@@ -78,7 +78,7 @@ func.func @fp32_ops(%x: tensor<4x10xf16>, %y: tensor<4x10xf32>) -> (tensor<4x10x
 
 // The softmax result became f32; the return casts back to the declared f16.
 // CHECK-LABEL: func.func @fp32_result_at_boundary
-// CHECK: %[[S:.*]] = train.softmax %{{.*}} axis 1 : tensor<4x10xf32>
+// CHECK: %[[S:.*]] = train.softmax %{{.*}} axis 1 {{.*}}: tensor<4x10xf32>
 // CHECK-NEXT: %[[S16:.*]] = train.cast %[[S]] : tensor<4x10xf32> to tensor<4x10xf16>
 // CHECK-NEXT: return %[[S16]] : tensor<4x10xf16>
 func.func @fp32_result_at_boundary(%x: tensor<4x10xf16>) -> tensor<4x10xf16> {
@@ -96,8 +96,8 @@ func.func @fp32_result_at_boundary(%x: tensor<4x10xf16>) -> tensor<4x10xf16> {
 // CHECK-NEXT: %[[S16:.*]] = train.cast %[[S]] : tensor<f32> to tensor<f16>
 // CHECK: %[[M:.*]] = train.matmul {{.*}} -> tensor<4x4xf16>
 // CHECK-NEXT: %[[M32:.*]] = train.cast %[[M]] : tensor<4x4xf16> to tensor<4x4xf32>
-// CHECK-NEXT: %[[SUM:.*]] = train.add %[[M32]], %[[B]] : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT: %[[P:.*]] = train.mul %[[M]], %[[S16]] : tensor<4x4xf16>, tensor<f16> -> tensor<4x4xf16>
+// CHECK-NEXT: %[[SUM:.*]] = train.add %[[M32]], %[[B]] {{.*}}: tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[P:.*]] = train.mul %[[M]], %[[S16]] {{.*}}: tensor<4x4xf16>, tensor<f16> -> tensor<4x4xf16>
 func.func @promote(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %b: tensor<4x4xf32>, %s: tensor<f32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
   %m = train.matmul %x, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   %sum = train.add %m, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
@@ -110,11 +110,11 @@ func.func @promote(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %b: tensor<4x4xf32>
 // promote with f16 and bf16 operands widens to f32 (neither holds the
 // other's values): a bf16 graph whose matmul autocast moves to f16.
 // CHECK-LABEL: func.func @promote_mixed_low
-// CHECK: %[[R:.*]] = train.relu %arg0 : tensor<2x2xbf16>
+// CHECK: %[[R:.*]] = train.relu %arg0 {{.*}}: tensor<2x2xbf16>
 // CHECK-NEXT: %[[R32:.*]] = train.cast %[[R]] : tensor<2x2xbf16> to tensor<2x2xf32>
 // CHECK: %[[M:.*]] = train.matmul {{.*}} -> tensor<2x2xf16>
 // CHECK-NEXT: %[[M32:.*]] = train.cast %[[M]] : tensor<2x2xf16> to tensor<2x2xf32>
-// CHECK-NEXT: train.concat %[[R32]], %[[M32]] axis 0 : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: train.concat %[[R32]], %[[M32]] axis 0 {{.*}}: tensor<2x2xf32>, tensor<2x2xf32> -> tensor<4x2xf32>
 func.func @promote_mixed_low(%a: tensor<2x2xbf16>, %w: tensor<2x2xbf16>) -> tensor<4x2xbf16> {
   %r = train.relu %a : tensor<2x2xbf16>
   %m = train.matmul %a, %w : tensor<2x2xbf16>, tensor<2x2xbf16> -> tensor<2x2xbf16>
@@ -127,8 +127,8 @@ func.func @promote_mixed_low(%a: tensor<2x2xbf16>, %w: tensor<2x2xbf16>) -> tens
 // follow: relu, reshape and pooling keep the f16 of the matmul.
 // CHECK-LABEL: func.func @follow
 // CHECK: %[[Y:.*]] = train.matmul {{.*}} -> tensor<8x4xf16>
-// CHECK-NEXT: %[[R:.*]] = train.relu %[[Y]] : tensor<8x4xf16>
-// CHECK-NEXT: %[[F:.*]] = train.reshape %[[R]] : tensor<8x4xf16> -> tensor<32xf16>
+// CHECK-NEXT: %[[R:.*]] = train.relu %[[Y]] {{.*}}: tensor<8x4xf16>
+// CHECK-NEXT: %[[F:.*]] = train.reshape %[[R]] {{.*}}: tensor<8x4xf16> -> tensor<32xf16>
 // CHECK-NEXT: %[[F32:.*]] = train.cast %[[F]] : tensor<32xf16> to tensor<32xf32>
 // CHECK-NEXT: return %[[F32]]
 func.func @follow(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<32xf32> {
@@ -144,7 +144,7 @@ func.func @follow(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<32xf32> 
 // statistics untouched (PyTorch's mixed-precision batch norm).
 // CHECK-LABEL: func.func @batch_norm_mixed
 // CHECK: %[[C:.*]] = train.conv2d {{.*}} -> tensor<2x4x6x6xf16>
-// CHECK-NEXT: %{{.*}}, %{{.*}}, %{{.*}} = train.batch_norm %[[C]], %arg2, %arg3, %arg4, %arg5 : tensor<2x4x6x6xf16>, tensor<4xf32>
+// CHECK-NEXT: %{{.*}}, %{{.*}}, %{{.*}} = train.batch_norm %[[C]], %arg2, %arg3, %arg4, %arg5 {{.*}}: tensor<2x4x6x6xf16>, tensor<4xf32>
 func.func @batch_norm_mixed(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>)
     -> (tensor<2x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>) {
   %c = train.conv2d %x, %w : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x6x6xf32>
@@ -158,7 +158,7 @@ func.func @batch_norm_mixed(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %g
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: (%[[L:.*]]: tensor<4x10xf16>, %[[Y:.*]]: tensor<4xi32>)
 // CHECK-NEXT: %[[L32:.*]] = train.cast %[[L]] : tensor<4x10xf16> to tensor<4x10xf32>
-// CHECK-NEXT: train.cross_entropy %[[L32]], %[[Y]] : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
+// CHECK-NEXT: train.cross_entropy %[[L32]], %[[Y]] {{.*}}: tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
 func.func @loss(%logits: tensor<4x10xf16>, %labels: tensor<4xi32>) -> tensor<f32> {
   %l = train.cross_entropy %logits, %labels : tensor<4x10xf16>, tensor<4xi32> -> tensor<f16>
   %l32 = train.cast %l : tensor<f16> to tensor<f32>
@@ -175,7 +175,7 @@ func.func @loss(%logits: tensor<4x10xf16>, %labels: tensor<4xi32>) -> tensor<f32
 // CHECK-NEXT: %[[W16:.*]] = train.cast %[[W]] : tensor<4x4xf32> to tensor<4x4xf16>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[X]]) -> (tensor<4x4xf32>)
 // CHECK-NEXT: %[[A16:.*]] = train.cast %[[ACC]] : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: %[[M:.*]] = train.matmul %[[A16]], %[[W16]] accumulate f32 : tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
+// CHECK-NEXT: %[[M:.*]] = train.matmul %[[A16]], %[[W16]] accumulate f32 {{.*}}: tensor<4x4xf16>, tensor<4x4xf16> -> tensor<4x4xf16>
 // CHECK-NEXT: %[[M32:.*]] = train.cast %[[M]] : tensor<4x4xf16> to tensor<4x4xf32>
 // CHECK-NEXT: scf.yield %[[M32]] : tensor<4x4xf32>
 func.func @region_crossing(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
@@ -216,9 +216,9 @@ func.func @if_region(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %p: i1) -> tensor
 // runs in the low type.
 // CHECK-LABEL: func.func @attribute_override
 // CHECK-NOT: train.cast %arg0
-// CHECK: %[[Y:.*]] = train.matmul %arg0, %arg1 {train.precision = "fp32"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[Y:.*]] = train.matmul %arg0, %arg1 {{.*}}train.precision = "fp32"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
 // CHECK-NEXT: %[[Y16:.*]] = train.cast %[[Y]] : tensor<4x4xf32> to tensor<4x4xf16>
-// CHECK-NEXT: train.softmax %[[Y16]] axis 1 {train.precision = "lower"} : tensor<4x4xf16>
+// CHECK-NEXT: train.softmax %[[Y16]] axis 1 {{.*}}train.precision = "lower"} : tensor<4x4xf16>
 func.func @attribute_override(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %y = train.matmul %x, %w {train.precision = "fp32"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   %s = train.softmax %y axis 1 {train.precision = "lower"} : tensor<4x4xf32>
@@ -230,7 +230,7 @@ func.func @attribute_override(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tenso
 // User-written casts are kept as they are.
 // CHECK-LABEL: func.func @user_cast
 // CHECK: %[[H:.*]] = train.cast %arg0 : tensor<4xf32> to tensor<4xbf16>
-// CHECK-NEXT: train.relu %[[H]] : tensor<4xbf16>
+// CHECK-NEXT: train.relu %[[H]] {{.*}}: tensor<4xbf16>
 func.func @user_cast(%x: tensor<4xf32>) -> tensor<4xbf16> {
   %h = train.cast %x : tensor<4xf32> to tensor<4xbf16>
   %r = train.relu %h : tensor<4xbf16>
@@ -248,9 +248,9 @@ func.func @user_cast(%x: tensor<4xf32>) -> tensor<4xbf16> {
 // CHECK: %[[C16:.*]] = train.cast %[[C]] : tensor<f32> to tensor<f16>
 // CHECK: %[[Y:.*]] = train.matmul {{.*}} -> tensor<8x4xf16>
 // CHECK: %[[Y32:.*]] = train.cast %[[Y]] : tensor<8x4xf16> to tensor<8x4xf32>
-// CHECK: %[[R:.*]] = train.div %[[C]], %[[Y32]] : tensor<f32>, tensor<8x4xf32> -> tensor<8x4xf32>
-// CHECK: %[[Q:.*]] = train.div %[[Y]], %[[C16]] : tensor<8x4xf16>, tensor<f16> -> tensor<8x4xf16>
-// CHECK: %[[T:.*]] = train.div %[[Y]], %[[Y]] : tensor<8x4xf16>, tensor<8x4xf16> -> tensor<8x4xf16>
+// CHECK: %[[R:.*]] = train.div %[[C]], %[[Y32]] {{.*}}: tensor<f32>, tensor<8x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[Q:.*]] = train.div %[[Y]], %[[C16]] {{.*}}: tensor<8x4xf16>, tensor<f16> -> tensor<8x4xf16>
+// CHECK: %[[T:.*]] = train.div %[[Y]], %[[Y]] {{.*}}: tensor<8x4xf16>, tensor<8x4xf16> -> tensor<8x4xf16>
 // O0-LABEL: func.func @scalar_division
 // O0-NOT: train.cast
 func.func @scalar_division(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %c: tensor<f32>)

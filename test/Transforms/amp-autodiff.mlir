@@ -10,17 +10,17 @@
 // CHECK-SAME: -> (tensor<f32>, tensor<16x4xf32>, tensor<4xf32>)
 // CHECK: %[[Y:.*]] = train.matmul %[[X]], %[[W]], %[[B]]
 // CHECK: %[[LOSS:.*]] = train.cross_entropy %[[Y]], %[[L]]
-// CHECK: %[[SEED:.*]] = train.loss_seed : tensor<f32>
+// CHECK: %[[SEED:.*]] = train.loss_seed {{.*}}: tensor<f32>
 // CHECK: %[[DY:.*]] = train.cross_entropy_grad %[[SEED]], %[[Y]], %[[L]]
 // CHECK-NOT: transpose_rhs
-// CHECK: %[[DW:.*]] = train.matmul %[[X]], %[[DY]] transpose_lhs : tensor<8x16xf32>, tensor<8x4xf32> -> tensor<16x4xf32>
-// CHECK: %[[DB:.*]] = train.reduce_sum %[[DY]] axes [0] : tensor<8x4xf32> -> tensor<4xf32>
+// CHECK: %[[DW:.*]] = train.matmul %[[X]], %[[DY]] transpose_lhs {{.*}}: tensor<8x16xf32>, tensor<8x4xf32> -> tensor<16x4xf32>
+// CHECK: %[[DB:.*]] = train.reduce_sum %[[DY]] axes [0] {{.*}}: tensor<8x4xf32> -> tensor<4xf32>
 // CHECK: return %[[LOSS]], %[[DW]], %[[DB]] : tensor<f32>, tensor<16x4xf32>, tensor<4xf32>
 // O1-LABEL: func.func @linear_grad(
-// O1: %[[Y16:.*]] = train.matmul {{.*}} accumulate f32 : tensor<8x16xf16>, tensor<16x4xf16>, tensor<4xf16> -> tensor<8x4xf16>
+// O1: %[[Y16:.*]] = train.matmul {{.*}} accumulate f32 {{.*}}: tensor<8x16xf16>, tensor<16x4xf16>, tensor<4xf16> -> tensor<8x4xf16>
 // O1: %[[DY:.*]] = train.cross_entropy_grad {{.*}} : tensor<f32>, tensor<8x4xf32>, tensor<8xi32>
 // O1: %[[DY16:.*]] = train.cast %[[DY]] : tensor<8x4xf32> to tensor<8x4xf16>
-// O1: %[[DW16:.*]] = train.matmul %{{.*}}, %[[DY16]] transpose_lhs accumulate f32 : tensor<8x16xf16>, tensor<8x4xf16> -> tensor<16x4xf16>
+// O1: %[[DW16:.*]] = train.matmul %{{.*}}, %[[DY16]] transpose_lhs accumulate f32 {{.*}}: tensor<8x16xf16>, tensor<8x4xf16> -> tensor<16x4xf16>
 // O1: %[[DW:.*]] = train.cast %[[DW16]] : tensor<16x4xf16> to tensor<16x4xf32>
 // O1: return %{{.*}}, %[[DW]], %{{.*}} : tensor<f32>, tensor<16x4xf32>, tensor<4xf32>
 func.func @linear(%x: tensor<8x16xf32>, %labels: tensor<8xi32>, %w: tensor<16x4xf32> {train.param}, %b: tensor<4xf32> {train.param}) -> tensor<f32> {
@@ -38,8 +38,8 @@ func.func @linear(%x: tensor<8x16xf32>, %labels: tensor<8xi32>, %w: tensor<16x4x
 // CHECK: %[[SQ:.*]] = train.mul %[[W]], %[[W]]
 // CHECK: %[[G1:.*]] = train.mul %{{.*}}, %[[W]]
 // CHECK: %[[G2:.*]] = train.mul %{{.*}}, %[[W]]
-// CHECK: %[[SUM:.*]] = train.add %[[G1]], %[[G2]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
-// CHECK: %[[ZERO:.*]] = train.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK: %[[SUM:.*]] = train.add %[[G1]], %[[G2]] {{.*}}: tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK: %[[ZERO:.*]] = train.constant dense<0.000000e+00> {{.*}}: tensor<4xf32>
 // CHECK: return %{{.*}}, %[[SUM]], %[[ZERO]]
 func.func @reuse(%w: tensor<4xf32> {train.param}, %unused: tensor<4xf32> {train.param}) -> tensor<f32> {
   %sq = train.mul %w, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
@@ -51,8 +51,8 @@ func.func @reuse(%w: tensor<4xf32> {train.param}, %unused: tensor<4xf32> {train.
 
 // Broadcast operands get their gradients summed back to their own shape.
 // CHECK-LABEL: func.func @broadcast_grad(
-// CHECK: train.reduce_sum %{{.*}} axes [0] : tensor<3x4xf32> -> tensor<4xf32>
-// CHECK: train.reduce_sum %{{.*}} axes [1] : tensor<3x4xf32> -> tensor<3xf32>
+// CHECK: train.reduce_sum %{{.*}} axes [0] {{.*}}: tensor<3x4xf32> -> tensor<4xf32>
+// CHECK: train.reduce_sum %{{.*}} axes [1] {{.*}}: tensor<3x4xf32> -> tensor<3xf32>
 // CHECK: train.reshape %{{.*}} : tensor<3xf32> -> tensor<3x1xf32>
 func.func @broadcast(%a: tensor<4xf32> {train.param}, %b: tensor<3x1xf32> {train.param}) -> tensor<f32> {
   %s = train.add %a, %b : tensor<4xf32>, tensor<3x1xf32> -> tensor<3x4xf32>

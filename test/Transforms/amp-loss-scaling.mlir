@@ -56,7 +56,7 @@
 // OPTS: train.init<constant(1.024000e+03)>
 // OPTS: train.update_scale %{{.*}}, %{{.*}}, %{{.*}} growth_factor 4.000000e+00 backoff_factor 2.500000e-01 growth_interval 100 min_scale 1.000000e+00 max_scale 4.096000e+03 hysteresis 3
 
-// BADMODE: amp-loss-scaling: mode must be dynamic, static or none, got 'sometimes'
+// BADMODE: for the --mode option: 'sometimes' is not one of: dynamic, static, none
 // BADINIT: amp-loss-scaling: init-scale must be positive and finite
 // BADGROW: amp-loss-scaling: growth-factor must be greater than 1
 // BADBACK: amp-loss-scaling: backoff-factor must be in (0, 1)

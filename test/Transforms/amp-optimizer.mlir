@@ -54,7 +54,7 @@
 
 // BADACC: error: amp-optimizer: accumulate must be at least 1, got 0
 // NOGRAD: error: amp-optimizer: no gradient function (@<name>_grad); run amp-autodiff first
-// BADOPT: error: amp-optimizer: optimizer must be sgd, momentum, adam or adamw, got 'lamb'
+// BADOPT: for the --optimizer option: 'lamb' is not one of: sgd, momentum, adam, adamw
 func.func @forward(%x: tensor<4x3xf32>, %labels: tensor<4xi32>, %w: tensor<3x2xf32> {train.param}, %b: tensor<2xf32> {train.param}) -> tensor<f32> {
   %y = train.matmul %x, %w, %b : tensor<4x3xf32>, tensor<3x2xf32>, tensor<2xf32> -> tensor<4x2xf32>
   %l = train.cross_entropy %y, %labels : tensor<4x2xf32>, tensor<4xi32> -> tensor<f32>

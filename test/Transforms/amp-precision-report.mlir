@@ -1,14 +1,23 @@
-// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report -o /dev/null | FileCheck %s --check-prefix=TEXT
+// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT
 // RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report="format=json output=%t.json" -o /dev/null
 // RUN: %python -c "import json, sys; d = json.load(open(sys.argv[1])); f = d['functions'][0]; print(f['name'], len(f['ops']), len(f['casts']), f['ops_by_precision'], round(f['activation_bytes']['saved_fraction'], 6))" %t.json | FileCheck %s --check-prefix=JSON
-// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report="format=dot" -o /dev/null | FileCheck %s --check-prefix=DOT
-// RUN: amp-opt %s --amp-pipeline="opt-level=O3 optimizer=none" --amp-precision-report="opt-level=O3" -o /dev/null | FileCheck %s --check-prefix=O3
-// RUN: amp-opt %s --amp-precision-report -o /dev/null | FileCheck %s --check-prefix=UNCHANGED
+// RUN: amp-opt %s --amp-pipeline="optimizer=none" --amp-precision-report="format=dot output=-" -o /dev/null | FileCheck %s --check-prefix=DOT
+// RUN: amp-opt %s --amp-precision-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNCHANGED
 // RUN: not amp-opt %s --amp-precision-report="format=xml" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not amp-opt %s --amp-precision-report="output=%t.missing/r.txt" 2>&1 | FileCheck %s --check-prefix=WRITE
 
+// The report reads what autocast recorded (issue 18, item 5): the opt level
+// autocast ran at, its decisions (the loss at O3 is f16 by the opt level, not
+// "fp32 list"; at O0 nothing is lowered), the policy file, and backward ops in
+// their forward op's type.
+// RUN: amp-opt %examples/mlp.mlir --amp-pipeline="opt-level=O3" --amp-precision-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=O3
+// RUN: amp-opt %examples/mlp.mlir --amp-pipeline="opt-level=O0" --amp-precision-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=O0
+// RUN: amp-opt %examples/mlp.mlir --amp-pipeline="policy=%S/Inputs/matmul-fp32.json" --amp-precision-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=POLICY
+// The report goes to standard error: the IR on standard output still parses.
+// RUN: amp-opt %examples/mlp.mlir --amp-pipeline --amp-precision-report 2>/dev/null | amp-opt --amp-lower-cpu -o /dev/null
+
 // The report states each op's precision and why, the casts, counts, bytes.
-// TEXT: amp precision report: @net (opt-level O1)
+// TEXT: amp precision report: @net (opt-level O1 f16)
 // TEXT: train.matmul f16 lower lower list {{.*}}amp-precision-report.mlir:[[@LINE+32]]:8
 // TEXT: train.relu f16 follow follows its input {{.*}}:[[@LINE+32]]:8
 // TEXT: train.softmax f32 fp32 fp32 list {{.*}}:[[@LINE+32]]:8
@@ -31,14 +40,14 @@
 // DOT: [label="cast\nf32->f16", fillcolor=lightgrey, shape=ellipse];
 // DOT: "net_{{[0-9]+}}" -> "net_{{[0-9]+}}";
 
-// O3: train.softmax f16 lower opt-level
-
 // Without autocast everything is f32 and nothing is saved.
+// UNCHANGED: amp precision report: @net (opt-level none: amp-autocast has not run)
+// UNCHANGED: train.matmul f32 - autocast not run
 // UNCHANGED: casts: 0
 // UNCHANGED: ops by precision: f32 5
 // UNCHANGED: (0.0% saved)
 
-// FORMAT: error: amp-precision-report: format must be text, json or dot, got 'xml'
+// FORMAT: for the --format option: 'xml' is not one of: text, json, dot
 // WRITE: error: amp-precision-report: cannot write '{{.*}}r.txt'
 func.func @net(%x: tensor<16x32xf32>, %w: tensor<32x16xf32>, %b: tensor<16x16xf32>) -> tensor<16x16xf32> {
   %h = train.matmul %x, %w : tensor<16x32xf32>, tensor<32x16xf32> -> tensor<16x16xf32>
@@ -48,3 +57,22 @@ func.func @net(%x: tensor<16x32xf32>, %w: tensor<32x16xf32>, %b: tensor<16x16xf3
   %m = train.matmul %a, %a {train.precision = "fp32"} : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
   return %m : tensor<16x16xf32>
 }
+
+// O3: amp precision report: @forward (opt-level O3 f16)
+// O3: train.cross_entropy f16 lower opt-level
+// O3-LABEL: amp precision report: @forward_grad
+// O3: train.cross_entropy f16 lower opt-level
+// O3: train.matmul f16 - gradient (forward's type) {{.*}}mlp.mlir:25:13
+// O3: train.reduce_sum f16 - gradient (forward's type) {{.*}}mlp.mlir:25:13
+
+// O0: amp precision report: @forward (opt-level O0)
+// O0-NEXT: op
+// O0-NEXT: train.matmul f32 fp32 opt-level
+// O0-NOT: lower
+// O0: casts: 0
+
+// POLICY: amp precision report: @forward (opt-level O1 f16, policy {{.*}}matmul-fp32.json)
+// POLICY-NEXT: op
+// POLICY-NEXT: train.matmul f32 fp32 policy file
+// POLICY-NEXT: train.relu f32 follow follows its input
+// POLICY: train.cross_entropy f32 fp32 fp32 list

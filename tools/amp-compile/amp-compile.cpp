@@ -36,20 +36,20 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
 cl::opt<std::string> outputPath("o", cl::desc("The artifact to write (.so)"),
                                 cl::value_desc("file"), cl::Required,
                                 cl::cat(category));
-cl::opt<std::string> backend("backend", cl::desc("cpu or cuda"),
+cl::opt<std::string> backend("backend", cl::desc("cpu or cuda (default: cuda)"),
                              cl::init("cuda"), cl::cat(category));
 cl::opt<std::string>
     cpu("cpu",
         cl::desc("Host CPU of the code (LLVM name; default: this machine's "
                  "for cpu artifacts, x86-64 for cuda artifacts)"),
         cl::init(""), cl::cat(category));
-cl::opt<std::string> chip("chip", cl::desc("GPU architecture (cuda)"),
+cl::opt<std::string> chip("chip", cl::desc("GPU architecture (cuda) (default: sm_90)"),
                           cl::init("sm_90"), cl::cat(category));
 cl::opt<std::string> kernelFormat(
     "kernel-format",
     cl::desc("How the kernels are embedded (cuda): fatbin (SASS for --chip "
              "plus PTX), bin (SASS) or isa (PTX, compiled by the driver at "
-             "load)"),
+             "load) (default: fatbin)"),
     cl::init("fatbin"), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
@@ -62,13 +62,11 @@ int fail(const llvm::Twine &message) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&category, &getCompileFlagsCategory()});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "amp-compile: compile a model's mixed-precision training step to a "
-      "shared object\n");
   AmpPipelineOptions options;
-  if (llvm::Error e = readCompileFlags(options))
-    return fail(llvm::toString(std::move(e)));
+  if (!parseToolCommandLine(argc, argv, "amp-compile",
+                            "amp-compile: compile a model's mixed-precision training step to a "
+      "shared object\n", &options))
+    return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
 

@@ -44,7 +44,7 @@ cl::opt<std::string> backend(
     "backend",
     cl::desc("cpu (JIT, CBLAS GEMMs), cpu-loops (GEMMs and convolutions "
              "as generated loops: a slow reference) or cuda (cuBLASLt and "
-             "generated kernels, through an artifact as amp-compile builds)"),
+             "generated kernels, through an artifact as amp-compile builds) (default: cpu)"),
     cl::init("cpu"), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
@@ -58,21 +58,18 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(
       {&category, &getCompileFlagsCategory(), &getTrainingFlagsCategory()});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "amp-run: train a model with its compiled mixed-precision step\n");
-
   AmpPipelineOptions options;
-  if (llvm::Error e = readCompileFlags(options))
-    return fail(llvm::toString(std::move(e)));
+  if (!parseToolCommandLine(argc, argv, "amp-run",
+                            "amp-run: train a model with its compiled mixed-precision step\n", &options))
+    return 1;
   if (backend != "cpu" && backend != "cpu-loops" && backend != "cuda")
     return fail("--backend must be cpu, cpu-loops or cuda, got '" + backend +
                 "'");
   TrainingConfig config = readTrainingFlags("amp-run");
   config.model = modelPath;
-  config.optLevel = options.optLevel;
-  config.dtype = options.dtype;
-  config.optimizer = options.optimizer;
+  config.optLevel = train::stringifyOptLevel(options.optLevel).str();
+  config.dtype = train::stringifyLowType(options.dtype).str();
+  config.optimizer = train::stringifyOptimizerKind(options.optimizer).str();
   config.backend = backend;
   if (llvm::Error e = validateConfig(config))
     return fail(llvm::toString(std::move(e)));

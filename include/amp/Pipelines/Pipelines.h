@@ -7,7 +7,10 @@
 #ifndef AMP_PIPELINES_PIPELINES_H
 #define AMP_PIPELINES_PIPELINES_H
 
+#include "amp/Dialect/Train/Transforms/PassEnums.h"
+
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -19,25 +22,50 @@ class Operation;
 namespace amp {
 
 /// Options of `amp-pipeline`, the mixed-precision training-step pipeline.
+/// Every option of amp-autocast, amp-optimizer and amp-loss-scaling is here
+/// under the pass's own name and forwarded by that name (buildAmpPipeline
+/// refuses to build if one is missing); `loss-scale` (amp-loss-scaling's
+/// `mode`, with `auto`) and `init-scale` (0: the default for the mode) are
+/// resolved first.
 struct AmpPipelineOptions
     : public mlir::PassPipelineOptions<AmpPipelineOptions> {
-  Option<std::string> optLevel{*this, "opt-level",
-                               llvm::cl::desc("Apex opt level: O0-O3"),
-                               llvm::cl::init("O1")};
-  Option<std::string> dtype{*this, "dtype",
-                            llvm::cl::desc("Low-precision type: f16 or bf16"),
-                            llvm::cl::init("f16")};
+  using OptLevel = train::OptLevel;
+  using LowType = train::LowType;
+  using OptimizerKind = train::OptimizerKind;
+  using LossScaleMode = train::LossScaleMode;
+
+  // amp-autocast.
+  Option<OptLevel> optLevel{*this, "opt-level",
+                            llvm::cl::desc("Apex opt level: O0-O3"),
+                            llvm::cl::init(OptLevel::O1),
+                            AMP_OPT_LEVEL_VALUES};
+  Option<LowType> dtype{*this, "dtype",
+                        llvm::cl::desc("Low-precision type: f16 or bf16"),
+                        llvm::cl::init(LowType::f16), AMP_LOW_TYPE_VALUES};
   Option<std::string> policy{
       *this, "policy",
       llvm::cl::desc("JSON file moving op names between autocast categories"),
       llvm::cl::init("")};
-  Option<std::string> optimizer{
+  // amp-optimizer.
+  Option<OptimizerKind> optimizer{
       *this, "optimizer",
       llvm::cl::desc("sgd, momentum, adam or adamw; none stops after autocast"),
-      llvm::cl::init("adam")};
+      llvm::cl::init(OptimizerKind::adam),
+      llvm::cl::values(AMP_OPTIMIZER_VALUES,
+                       clEnumValN(OptimizerKind::none, "none",
+                                  "autocast only (no step)"))};
   Option<double> momentum{*this, "momentum",
                           llvm::cl::desc("Momentum of the momentum optimizer"),
                           llvm::cl::init(0.9)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam's beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam's beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> epsilon{*this, "eps", llvm::cl::desc("Adam's epsilon"),
+                         llvm::cl::init(1e-8)};
   Option<double> weightDecay{
       *this, "weight-decay",
       llvm::cl::desc("Weight decay (decoupled for adamw)"),
@@ -50,29 +78,61 @@ struct AmpPipelineOptions
       *this, "clip-norm",
       llvm::cl::desc("Clip the gradients' global norm (0: off)"),
       llvm::cl::init(0.0)};
-  Option<std::string> lossScale{
+  // amp-loss-scaling.
+  Option<LossScaleMode> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("auto, dynamic, static or none. auto: dynamic for f16 "
                      "at O1/O2, static 1.0 at O3 (Apex), none for bf16 and "
                      "O0"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(LossScaleMode::automatic),
+      llvm::cl::values(AMP_LOSS_SCALE_VALUES,
+                       clEnumValN(LossScaleMode::automatic, "auto",
+                                  "the default of the opt level and type"))};
   Option<double> initScale{
       *this, "init-scale",
       llvm::cl::desc("Initial (dynamic) or fixed (static) scale; 0: 65536, "
                      "or 1.0 for static at O3"),
       llvm::cl::init(0.0)};
+  Option<double> growthFactor{
+      *this, "growth-factor",
+      llvm::cl::desc("Scale growth after growth-interval clean steps (> 1)"),
+      llvm::cl::init(2.0)};
+  Option<double> backoffFactor{
+      *this, "backoff-factor",
+      llvm::cl::desc("Scale backoff on inf/NaN (in (0, 1))"),
+      llvm::cl::init(0.5)};
   Option<int64_t> growthInterval{
       *this, "growth-interval",
       llvm::cl::desc("Clean steps before the dynamic scale grows"),
       llvm::cl::init(2000)};
+  Option<double> minScale{
+      *this, "min-scale",
+      llvm::cl::desc("Floor of the scale; reaching it reports loss-scale "
+                     "collapse"),
+      llvm::cl::init(0.0)};
+  Option<double> maxScale{*this, "max-scale",
+                          llvm::cl::desc("Cap of the scale (Apex: 2^24)"),
+                          llvm::cl::init(16777216.0)};
+  Option<int64_t> hysteresis{
+      *this, "hysteresis",
+      llvm::cl::desc("Consecutive overflowing steps before the scale backs "
+                     "off"),
+      llvm::cl::init(1)};
 };
 
 /// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is
 /// auto, otherwise the Apex/PyTorch default for the opt level and dtype.
-std::string resolveLossScaleMode(const AmpPipelineOptions &options);
+train::LossScaleMode resolveLossScaleMode(const AmpPipelineOptions &options);
+
+/// The scale amp-loss-scaling starts from: `init-scale` unless it is 0,
+/// otherwise GradScaler's 65536 (Apex's static 1.0 at O3).
+double resolveInitScale(const AmpPipelineOptions &options);
 
 /// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer and
-/// amp-loss-scaling (unless optimizer=none), then amp-cast-cleanup.
+/// amp-loss-scaling (unless optimizer=none), then amp-cast-cleanup. Each
+/// pass gets every one of its options from the same-named option of
+/// `options`; a pass option amp-pipeline lacks is a fatal error naming it
+/// (test/Pipelines/amp-pipeline-options.test holds every name to this).
 void buildAmpPipeline(mlir::OpPassManager &pm,
                       const AmpPipelineOptions &options);
 

@@ -27,6 +27,18 @@ llvm::cl::OptionCategory &getCompileFlagsCategory();
 /// bad flag.
 llvm::Error readCompileFlags(AmpPipelineOptions &options);
 
+/// Parses the command line of an amp tool (amp-run, amp-compile,
+/// amp-train). Every error is one `<tool>: error: ...` line on stderr and a
+/// false return, LLVM's own parse errors included. When `pipeline` is given,
+/// a flag that is not the tool's but an amp-pipeline option
+/// (`--weight-decay=0.01`, `--beta2=0.95`) is passed to it, and `--help`
+/// lists those options with their defaults; a flag for what the model itself
+/// decides (`--batch-size`, `--num-classes`) is an error saying where that
+/// setting lives.
+bool parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
+                          llvm::StringRef overview,
+                          AmpPipelineOptions *pipeline);
+
 } // namespace amp
 
 #endif // AMP_TRAINING_COMPILEFLAGS_H

@@ -6,6 +6,7 @@
 
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Conversion/Passes.h"
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -42,7 +43,9 @@ struct ConvertTrainToLinalgPass
     populateTrainToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // What amp-autocast recorded describes train ops, which are gone.
+    getOperation()->removeAttr(train::kAutocastAttrName);
   }
 };
 } // namespace

@@ -71,8 +71,8 @@ TEST_P(AutocastNumerics, MlpLossMatchesReference) {
   ASSERT_TRUE(module);
 
   AmpPipelineOptions options;
-  options.optLevel = config.optLevel;
-  options.dtype = config.dtype;
+  options.optLevel = *amp::train::parseOptLevel(config.optLevel);
+  options.dtype = *amp::train::parseLowType(config.dtype);
   ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
 
   auto fn = CpuFunction::compile(*module, "forward");

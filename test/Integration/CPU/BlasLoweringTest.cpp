@@ -89,9 +89,9 @@ TEST_P(BlasLowering, StepMatchesLoops) {
   OwningOpRef<ModuleOp> module = context.parseExample(c.model);
   ASSERT_TRUE(module);
   AmpPipelineOptions options;
-  options.optLevel = c.optLevel;
-  options.dtype = c.dtype;
-  options.optimizer = "sgd";
+  options.optLevel = *amp::train::parseOptLevel(c.optLevel);
+  options.dtype = *amp::train::parseLowType(c.dtype);
+  options.optimizer = amp::train::OptimizerKind::sgd;
   ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
   auto abi = readStepAbi(module->lookupSymbol<func::FuncOp>("train_step"));
   ASSERT_TRUE(bool(abi)) << llvm::toString(abi.takeError());

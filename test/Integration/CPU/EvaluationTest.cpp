@@ -51,7 +51,7 @@ TEST_P(Evaluation, InferenceBatchNormLogits) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModel, &context);
   ASSERT_TRUE(module);
   AmpPipelineOptions options;
-  options.optLevel = GetParam();
+  options.optLevel = *amp::train::parseOptLevel(GetParam());
   ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
   ASSERT_TRUE(succeeded(addLogitsFunction(*module, forward)));

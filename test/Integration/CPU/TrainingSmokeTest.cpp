@@ -38,8 +38,8 @@ TEST_P(TrainingSmoke, MlpLossFalls) {
   OwningOpRef<ModuleOp> module = context.parseExample("mlp");
   ASSERT_TRUE(module);
   AmpPipelineOptions options;
-  options.optLevel = GetParam();
-  options.optimizer = "adam";
+  options.optLevel = *amp::train::parseOptLevel(GetParam());
+  options.optimizer = amp::train::OptimizerKind::adam;
   ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, options)));
   // The step ABI: data, parameters, optimizer state, then the learning
   // rate, then (f16 at O1) the loss scaler's scale and growth tracker.

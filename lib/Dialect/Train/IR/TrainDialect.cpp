@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -46,6 +47,32 @@ static Location argumentLoc(Operation *op, unsigned regionIndex,
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kAutocastAttrName) {
+    auto config = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!config || !config.getAs<StringAttr>("opt_level") ||
+        !config.getAs<StringAttr>("dtype"))
+      return op->emitError()
+             << "'" << kAutocastAttrName
+             << "' must be a dictionary with string 'opt_level' and 'dtype' "
+                "(what amp-autocast ran with), got "
+             << attr.getValue();
+    return success();
+  }
+  if (name == kDecisionAttrName) {
+    auto value = dyn_cast<StringAttr>(attr.getValue());
+    auto [category, reason] =
+        value ? value.getValue().split('/') : std::make_pair("", "");
+    if (!isa<PrecisionPolicyOpInterface>(op) || !value ||
+        !symbolizePrecisionCategory(category) ||
+        !llvm::is_contained(kDecisionReasons, reason))
+      return op->emitError()
+             << "'" << kDecisionAttrName
+             << "' records amp-autocast's decision on a train op with a "
+                "precision policy as \"<category>/<reason>\" (e.g. "
+                "\"lower/default\"), got "
+             << attr.getValue();
+    return success();
+  }
   if (name != kPrecisionAttrName)
     return op->emitError() << "unknown train attribute '" << name
                            << "' (expected '" << kPrecisionAttrName << "')";

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
 namespace amp {
@@ -31,6 +32,9 @@ using namespace mlir;
 using namespace amp::train;
 
 namespace {
+
+/// The inherent attribute of contractions naming their accumulator type.
+constexpr llvm::StringLiteral kAccumulateAttrName = "accumulate";
 
 /// The element type of a float tensor value, or null.
 FloatType floatElementType(Value value) {
@@ -84,6 +88,7 @@ struct AutocastPass : public amp::train::impl::AutocastPassBase<AutocastPass> {
 
 private:
   LogicalResult autocastFunction(func::FuncOp func);
+  void updateCallSites();
   LogicalResult autocastOp(PrecisionPolicyOpInterface op, bool afterModelOutput,
                            CastCache &casts, DenseMap<Value, Type> &original);
 
@@ -96,12 +101,8 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
   auto fail = [&](const Twine &message) {
     return emitError(UnknownLoc::get(context), "amp-autocast: " + message);
   };
-  if (dtype == "f16")
-    low = Float16Type::get(context);
-  else if (dtype == "bf16")
-    low = BFloat16Type::get(context);
-  else
-    return fail("dtype must be f16 or bf16, got '" + dtype + "'");
+  low = dtype == LowType::bf16 ? FloatType(BFloat16Type::get(context))
+                              : FloatType(Float16Type::get(context));
   std::string error;
   policy = PrecisionPolicy::fromOptions(optLevel, policyFile, context, error);
   if (!policy)
@@ -110,11 +111,48 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
 }
 
 void AutocastPass::runOnOperation() {
+  // The configuration, for amp-precision-report and later readers.
+  Builder b(&getContext());
+  SmallVector<NamedAttribute> config = {
+      b.getNamedAttr("dtype", b.getStringAttr(stringifyLowType(dtype))),
+      b.getNamedAttr("opt_level", b.getStringAttr(stringifyOptLevel(optLevel)))};
+  if (!policyFile.empty())
+    config.push_back(b.getNamedAttr("policy", b.getStringAttr(policyFile)));
+  getOperation()->setAttr(kAutocastAttrName, b.getDictionaryAttr(config));
   if (policy->getOptLevel() == OptLevel::O0)
     return;
   for (auto func : getOperation().getOps<func::FuncOp>())
     if (!func.isExternal() && failed(autocastFunction(func)))
       return signalPassFailure();
+  updateCallSites();
+}
+
+void AutocastPass::updateCallSites() {
+  // O2/O3 store a function's parameters (O3: its state) in the low type;
+  // callers keep passing what they pass and get back what they got: a cast
+  // on each operand and result whose type changed.
+  SymbolTable symbols(getOperation());
+  getOperation().walk([&](func::CallOp call) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee)
+      return;
+    FunctionType type = callee.getFunctionType();
+    OpBuilder b(call);
+    for (auto [operand, argType] :
+         llvm::zip(call->getOpOperands(), type.getInputs()))
+      if (operand.get().getType() != argType)
+        operand.set(CastOp::create(b, call.getLoc(), argType, operand.get()));
+    b.setInsertionPointAfter(call);
+    for (auto [result, resultType] :
+         llvm::zip(call->getResults(), type.getResults())) {
+      Type old = result.getType();
+      if (old == resultType)
+        continue;
+      result.setType(resultType);
+      Value back = CastOp::create(b, call.getLoc(), old, result);
+      result.replaceAllUsesExcept(back, back.getDefiningOp());
+    }
+  });
 }
 
 LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
@@ -124,6 +162,8 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
   SmallVector<unsigned> governed = getGovernedOperands(op, decision);
   if (governed.empty())
     return success();
+  op->setAttr(kDecisionAttrName,
+              StringAttr::get(op->getContext(), formatDecision(decision)));
 
   // The compute type of the op.
   FloatType target;
@@ -157,38 +197,50 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
       op->setOperand(i, casts.get(v, target));
   }
   // Low-precision contractions state their f32 accumulator in the IR (the
-  // CUBLAS_COMPUTE_32F the CUDA backend emits).
-  if (target == low)
+  // CUBLAS_COMPUTE_32F the CUDA backend emits); an accumulator narrower than
+  // a wider compute type (an f16 contraction moved to fp32) is dropped, so
+  // the op accumulates in its operand type again.
+  if (target == low) {
     op.setAccumulatorType(Float32Type::get(op->getContext()));
+  } else if (std::optional<Attribute> acc =
+                 op->getInherentAttr(kAccumulateAttrName)) {
+    auto type = dyn_cast_or_null<TypeAttr>(*acc);
+    if (type && cast<FloatType>(type.getValue()).getWidth() <
+                    target.getWidth())
+      op->setInherentAttr(
+          StringAttr::get(op->getContext(), kAccumulateAttrName), Attribute());
+  }
 
-  // Result types follow the new operand types.
-  auto setResultTypes = [&](TypeRange types) {
-    for (auto [result, type] : llvm::zip(op->getResults(), types)) {
-      if (result.getType() == type)
-        continue;
-      original.try_emplace(result, result.getType());
-      result.setType(type);
-    }
-  };
+  // Result types follow the new operand types: inferred where the op can
+  // infer them; otherwise (reshape, broadcast, slice: explicit result types)
+  // each float result keeps its shape and takes the compute type.
+  SmallVector<Type> types;
   if (auto infer = dyn_cast<InferTypeOpInterface>(op.getOperation())) {
-    SmallVector<Type> types;
     if (failed(infer.inferReturnTypes(
             op->getContext(), op->getLoc(), op->getOperands(),
             op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
             op->getRegions(), types)))
       return op->emitOpError("autocast could not infer the result types");
-    setResultTypes(types);
   } else {
-    // Ops with explicit result types (reshape, broadcast) keep their shape and
-    // take their input's element type.
-    SmallVector<Type> types;
-    for (Value result : op->getResults())
-      types.push_back(
-          cast<RankedTensorType>(result.getType())
-              .clone(cast<RankedTensorType>(op->getOperand(0).getType())
-                         .getElementType()));
-    setResultTypes(types);
+    for (Value result : op->getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      types.push_back(isa<FloatType>(type.getElementType())
+                          ? type.clone(target)
+                          : Type(type));
+    }
   }
+  for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+    if (result.getType() == type)
+      continue;
+    original.try_emplace(result, result.getType());
+    result.setType(type);
+  }
+  // Never leave invalid IR behind: an op its verifier rejects in the new
+  // types is an error at the op, not a crash or a miscompile later.
+  if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
+    return op->emitOpError("cannot compute in ")
+           << target << " (decided by autocast); override its precision "
+           << "with a train.precision attribute or the policy file";
   return success();
 }
 

@@ -34,8 +34,9 @@ struct LossScalingPass
       return emitError(UnknownLoc::get(context),
                        "amp-loss-scaling: " + message);
     };
-    if (mode != "dynamic" && mode != "static" && mode != "none")
-      return fail("mode must be dynamic, static or none, got '" + mode + "'");
+    if (mode == LossScaleMode::automatic)
+      return fail("mode must be dynamic, static or none, got 'auto' (an "
+                  "amp-pipeline setting)");
     if (!(initScale > 0.0) || !std::isfinite(initScale))
       return fail("init-scale must be positive and finite");
     if (!(growthFactor > 1.0))
@@ -52,7 +53,7 @@ struct LossScalingPass
   }
 
   void runOnOperation() override {
-    if (mode == "none")
+    if (mode == LossScaleMode::none)
       return;
     for (auto func :
          llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
@@ -135,7 +136,7 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
   }
   double largest = largestOf(narrowest);
   double reachable =
-      mode == "dynamic" ? maxScale.getValue() : initScale.getValue();
+      mode == LossScaleMode::dynamic ? maxScale.getValue() : initScale.getValue();
   if (reachable > largest) {
     auto show = [](double v) {
       std::string text;
@@ -146,8 +147,8 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
                             "in ")
            << narrowest << ", whose largest value is " << show(largest)
            << ", but the loss scale "
-           << (mode == "dynamic" ? "can reach " : "is ") << show(reachable)
-           << (mode == "dynamic" ? " (max-scale)" : "")
+           << (mode == LossScaleMode::dynamic ? "can reach " : "is ") << show(reachable)
+           << (mode == LossScaleMode::dynamic ? " (max-scale)" : "")
            << "; compute the loss in f32 (its default category at O1 and "
               "O2) or use a static scale of at most "
            << show(largest);
@@ -158,7 +159,7 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
   auto scalarF32 = RankedTensorType::get({}, f32);
   Value scale, tracker;
   OpBuilder b(ctx);
-  if (mode == "dynamic") {
+  if (mode == LossScaleMode::dynamic) {
     scale = addScalerArgument(
         func, scalarF32,
         InitAttr::get(ctx, InitKind::constant, APFloat(initScale), 0, 0));
@@ -221,7 +222,7 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   SmallVector<Value> results(ret.getOperands());
   b.setInsertionPoint(ret);
-  if (mode == "dynamic") {
+  if (mode == LossScaleMode::dynamic) {
     auto next = UpdateScaleOp::create(
         b, loc, scale, tracker, found, pending, b.getF64FloatAttr(growthFactor),
         b.getF64FloatAttr(backoffFactor), b.getI64IntegerAttr(growthInterval),

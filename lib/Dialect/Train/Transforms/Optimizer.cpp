@@ -28,12 +28,10 @@ struct OptimizerPass
   using OptimizerPassBase::OptimizerPassBase;
 
   LogicalResult initialize(MLIRContext *context) override {
-    if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adam" &&
-        optimizer != "adamw")
+    if (optimizer == OptimizerKind::none)
       return emitError(UnknownLoc::get(context),
                        "amp-optimizer: optimizer must be sgd, momentum, adam "
-                       "or adamw, got '" +
-                           optimizer + "'");
+                       "or adamw, got 'none'");
     if (accumulate < 1)
       return emitError(UnknownLoc::get(context),
                        "amp-optimizer: accumulate must be at least 1, got " +
@@ -146,11 +144,11 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
   // Optimizer state, f32, zero-initialized; accumulation state (if any) is
   // inserted before it.
   unsigned firstStateIndex = arguments.size();
-  bool adam = optimizer == "adam" || optimizer == "adamw";
+  bool adam = optimizer == OptimizerKind::adam || optimizer == OptimizerKind::adamw;
   SmallVector<Value> buffers, firsts, seconds;
   for (Value p : updated) {
     Type type = cast<RankedTensorType>(p.getType()).clone(f32);
-    if (optimizer == "momentum")
+    if (optimizer == OptimizerKind::momentum)
       buffers.push_back(
           arguments.append(type, TrainDialect::kOptStateAttrName, zeros));
     if (adam)
@@ -214,13 +212,13 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
         b, loc, lr, stepCount, updated, grads, firsts, seconds, skip,
         b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
         b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay),
-        optimizer == "adamw" ? b.getUnitAttr() : UnitAttr());
+        optimizer == OptimizerKind::adamw ? b.getUnitAttr() : UnitAttr());
     ResultRange r = update.getResults();
     size_t n = updated.size();
     newUpdated.assign(r.begin(), r.begin() + n);
     newState.assign(r.begin() + n, r.end());
   } else {
-    bool withMomentum = optimizer == "momentum";
+    bool withMomentum = optimizer == OptimizerKind::momentum;
     auto update = SgdUpdateOp::create(
         b, loc, lr, updated, grads, buffers, skip,
         b.getF64FloatAttr(withMomentum ? momentum : 0.0),

@@ -15,15 +15,6 @@
 using namespace mlir;
 using namespace amp::train;
 
-std::optional<OptLevel> amp::train::parseOptLevel(StringRef text) {
-  return llvm::StringSwitch<std::optional<OptLevel>>(text)
-      .Case("O0", OptLevel::O0)
-      .Case("O1", OptLevel::O1)
-      .Case("O2", OptLevel::O2)
-      .Case("O3", OptLevel::O3)
-      .Default(std::nullopt);
-}
-
 std::optional<PrecisionCategory>
 amp::train::parsePrecisionCategory(StringRef text) {
   if (text == "f32")
@@ -46,14 +37,9 @@ StringRef amp::train::stringifyPrecisionReason(PrecisionReason reason) {
 }
 
 std::optional<PrecisionPolicy>
-PrecisionPolicy::fromOptions(StringRef optLevel, StringRef policyFile,
+PrecisionPolicy::fromOptions(OptLevel level, StringRef policyFile,
                              MLIRContext *context, std::string &error) {
-  std::optional<OptLevel> level = parseOptLevel(optLevel);
-  if (!level) {
-    error = "opt-level must be O0, O1, O2 or O3, got '" + optLevel.str() + "'";
-    return std::nullopt;
-  }
-  PrecisionPolicy policy(*level);
+  PrecisionPolicy policy(level);
   if (policyFile.empty())
     return policy;
   std::string message;
@@ -111,6 +97,28 @@ bool PrecisionPolicy::loadJson(StringRef text, MLIRContext *context,
     }
   }
   return true;
+}
+
+std::string amp::train::formatDecision(const PrecisionDecision &decision) {
+  return (stringifyPrecisionCategory(decision.category) + "/" +
+          stringifyPrecisionReason(decision.reason))
+      .str();
+}
+
+std::optional<std::pair<PrecisionCategory, PrecisionReason>>
+amp::train::parseDecision(StringRef text) {
+  auto [category, reason] = text.split('/');
+  std::optional<PrecisionCategory> c = symbolizePrecisionCategory(category);
+  std::optional<PrecisionReason> r =
+      llvm::StringSwitch<std::optional<PrecisionReason>>(reason)
+          .Case("default", PrecisionReason::Default)
+          .Case("opt-level", PrecisionReason::OptLevel)
+          .Case("policy file", PrecisionReason::PolicyFile)
+          .Case("attribute", PrecisionReason::Attribute)
+          .Default(std::nullopt);
+  if (!c || !r)
+    return std::nullopt;
+  return std::make_pair(*c, *r);
 }
 
 llvm::DenseSet<Operation *> amp::train::findLossTail(Operation *root) {

@@ -81,10 +81,26 @@ struct FunctionReport {
   int64_t activationBytes = 0, f32ActivationBytes = 0, castBytes = 0;
 };
 
-FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
+/// The first float element type among `values`, or null.
+Type firstFloatType(ValueRange values) {
+  for (Value v : values)
+    if (Type t = elementTypeOf(v); t && isa<FloatType>(t))
+      return t;
+  return Type();
+}
+
+/// Reads what amp-autocast recorded (PrecisionPolicy.h's kDecisionAttrName
+/// on each op it decided); recomputes nothing, so what the report says is
+/// what autocast did, whatever opt level, policy file or attributes it had.
+FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
   FunctionReport report;
   report.name = func.getName().str();
-  llvm::DenseSet<Operation *> lossTail = findLossTail(func);
+  // Autodiff gives each backward op its forward op's location.
+  DenseSet<Location> decidedLocs;
+  func.walk([&](Operation *op) {
+    if (op->hasAttr(kDecisionAttrName))
+      decidedLocs.insert(op->getLoc());
+  });
   func.walk([&](Operation *op) {
     for (Value result : op->getResults()) {
       auto type = dyn_cast<RankedTensorType>(result.getType());
@@ -105,39 +121,50 @@ FunctionReport analyze(func::FuncOp func, const PrecisionPolicy &policy) {
                               cast.getType().getNumElements()});
       return;
     }
-    auto policyOp = dyn_cast<PrecisionPolicyOpInterface>(op);
-    if (!policyOp)
+    if (!isa<PrecisionPolicyOpInterface>(op))
       return;
-    PrecisionDecision decision = policy.decide(policyOp, lossTail.contains(op));
-    SmallVector<unsigned> governed = getGovernedOperands(policyOp, decision);
-    // The precision is the type the governed operands share after autocast
-    // (the result type for ops without float operands, like constants).
-    Type precision =
-        governed.empty()
-            ? (op->getNumResults() ? elementTypeOf(op->getResult(0)) : Type())
-            : elementTypeOf(op->getOperand(governed.front()));
-    OpEntry entry{op, precision ? typeString(precision) : "-",
-                  stringifyPrecisionCategory(decision.category).str(), ""};
-    switch (decision.category) {
-    case PrecisionCategory::lower:
-    case PrecisionCategory::fp32:
-      entry.reason = decision.reason == PrecisionReason::Default
-                         ? entry.category + " list"
-                         : stringifyPrecisionReason(decision.reason).str();
-      break;
-    case PrecisionCategory::promote:
-      entry.reason = "widest non-scalar operand";
-      break;
-    case PrecisionCategory::follow:
-      entry.reason =
-          governed.empty() ? "no float operands" : "follows its input";
-      break;
+    // The precision is the type the op computes in, as the IR states it: its
+    // first float result's (a contraction's f16 result, f32 accumulator
+    // aside), or its first float operand's when no result is a float.
+    Type precision = firstFloatType(op->getResults());
+    if (!precision)
+      precision = firstFloatType(op->getOperands());
+    OpEntry entry{op, precision ? typeString(precision) : "-", "-", ""};
+    auto recorded = op->getAttrOfType<StringAttr>(kDecisionAttrName);
+    std::optional<std::pair<PrecisionCategory, PrecisionReason>> decision =
+        recorded ? parseDecision(recorded.getValue()) : std::nullopt;
+    if (decision) {
+      auto [category, reason] = *decision;
+      entry.category = stringifyPrecisionCategory(category).str();
+      switch (category) {
+      case PrecisionCategory::lower:
+      case PrecisionCategory::fp32:
+        entry.reason = reason == PrecisionReason::Default
+                           ? entry.category + " list"
+                           : stringifyPrecisionReason(reason).str();
+        break;
+      case PrecisionCategory::promote:
+        entry.reason = "widest non-scalar operand";
+        break;
+      case PrecisionCategory::follow:
+        entry.reason = "follows its input";
+        break;
+      }
+      if (reason != PrecisionReason::Default &&
+          (category == PrecisionCategory::promote ||
+           category == PrecisionCategory::follow))
+        entry.reason += " (" + stringifyPrecisionReason(reason).str() + ")";
+    } else if (o0) {
+      entry.category = "fp32";
+      entry.reason = "opt-level";
+    } else if (!firstFloatType(op->getOperands())) {
+      entry.reason = "no float operands";
+    } else {
+      entry.reason = !autocastRan ? "autocast not run"
+                     : decidedLocs.contains(op->getLoc())
+                         ? "gradient (forward's type)"
+                         : "made after autocast";
     }
-    if (decision.reason != PrecisionReason::Default &&
-        (decision.category == PrecisionCategory::promote ||
-         decision.category == PrecisionCategory::follow))
-      entry.reason +=
-          " (" + stringifyPrecisionReason(decision.reason).str() + ")";
     ++report.opsByPrecision[entry.precision];
     report.ops.push_back(std::move(entry));
   });
@@ -262,34 +289,40 @@ struct PrecisionReportPass
     : public amp::train::impl::PrecisionReportPassBase<PrecisionReportPass> {
   using PrecisionReportPassBase::PrecisionReportPassBase;
 
-  LogicalResult initialize(MLIRContext *context) override {
-    if (format != "text" && format != "json" && format != "dot")
-      return emitError(UnknownLoc::get(context),
-                       "amp-precision-report: format must be text, json or "
-                       "dot, got '" +
-                           format + "'");
-    std::string error;
-    policy = PrecisionPolicy::fromOptions(optLevel, policyFile, context, error);
-    if (!policy)
-      return emitError(UnknownLoc::get(context),
-                       "amp-precision-report: " + error);
-    return success();
-  }
-
   void runOnOperation() override {
+    auto config =
+        getOperation()->getAttrOfType<DictionaryAttr>(kAutocastAttrName);
+    auto level = config ? config.getAs<StringAttr>("opt_level") : StringAttr();
+    std::string optLevel =
+        level ? level.getValue().str() : "none: amp-autocast has not run";
+    if (auto dtype = config ? config.getAs<StringAttr>("dtype") : StringAttr())
+      if (level && level.getValue() != "O0")
+        optLevel += " " + dtype.getValue().str();
+    if (auto policy = config ? config.getAs<StringAttr>("policy") : StringAttr())
+      optLevel += ", policy " + policy.getValue().str();
+    bool o0 = level && level.getValue() == "O0";
+
     std::vector<FunctionReport> reports;
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal())
-        reports.push_back(analyze(func, *policy));
-    llvm::Error error = llvm::writeToOutput(output, [&](llvm::raw_ostream &os) {
-      if (format == "json")
+        reports.push_back(analyze(func, bool(config), o0));
+    auto print = [&](llvm::raw_ostream &os) {
+      if (format == ReportFormat::json)
         printJson(os, reports, optLevel);
-      else if (format == "dot")
+      else if (format == ReportFormat::dot)
         printDot(os, reports);
       else
         printText(os, reports, optLevel);
       return llvm::Error::success();
-    });
+    };
+    // Standard error by default: the IR amp-opt prints on standard output
+    // stays parseable by the next tool in a pipe.
+    if (output.empty()) {
+      (void)print(llvm::errs());
+      markAllAnalysesPreserved();
+      return;
+    }
+    llvm::Error error = llvm::writeToOutput(output, print);
     if (error) {
       getOperation().emitError("amp-precision-report: cannot write '")
           << output << "': " << llvm::toString(std::move(error));
@@ -297,8 +330,6 @@ struct PrecisionReportPass
     }
     markAllAnalysesPreserved();
   }
-
-  std::optional<PrecisionPolicy> policy;
 };
 
 } // namespace

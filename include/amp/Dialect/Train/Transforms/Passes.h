@@ -8,6 +8,7 @@
 #define AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_H
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/Transforms/PassEnums.h"
 
 #include "mlir/Pass/Pass.h"
 

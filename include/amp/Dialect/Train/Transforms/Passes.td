@@ -41,10 +41,13 @@ def AutocastPass : Pass<"amp-autocast", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
-           "Low-precision type: f16 or bf16">,
-    Option<"optLevel", "opt-level", "std::string", /*default=*/"\"O1\"",
-           "Apex optimization level: O0, O1, O2 or O3">,
+    Option<"dtype", "dtype", "::amp::train::LowType",
+           /*default=*/"::amp::train::LowType::f16",
+           "Low-precision type: f16 or bf16", "AMP_LOW_TYPE_VALUES">,
+    Option<"optLevel", "opt-level", "::amp::train::OptLevel",
+           /*default=*/"::amp::train::OptLevel::O1",
+           "Apex optimization level: O0, O1, O2 or O3",
+           "AMP_OPT_LEVEL_VALUES">,
     Option<"policyFile", "policy", "std::string", /*default=*/"\"\"",
            "JSON file moving op names between categories">,
   ];
@@ -106,8 +109,10 @@ def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adam\"",
-           "sgd, momentum, adam or adamw">,
+    Option<"optimizer", "optimizer", "::amp::train::OptimizerKind",
+           /*default=*/"::amp::train::OptimizerKind::adam",
+           "sgd, momentum, adam or adamw",
+           "::llvm::cl::values(AMP_OPTIMIZER_VALUES)">,
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
            "Momentum of the momentum optimizer">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
@@ -150,8 +155,10 @@ def LossScalingPass : Pass<"amp-loss-scaling", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
-           "dynamic, static or none">,
+    Option<"mode", "mode", "::amp::train::LossScaleMode",
+           /*default=*/"::amp::train::LossScaleMode::dynamic",
+           "dynamic, static or none",
+           "::llvm::cl::values(AMP_LOSS_SCALE_VALUES)">,
     Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
            "Initial (or static) scale">,
     Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
@@ -212,14 +219,16 @@ def PrecisionReportPass : Pass<"amp-precision-report", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"format", "format", "std::string", /*default=*/"\"text\"",
-           "Report format: text, json or dot">,
-    Option<"output", "output", "std::string", /*default=*/"\"-\"",
-           "File to write the report to ('-' for standard output)">,
-    Option<"optLevel", "opt-level", "std::string", /*default=*/"\"O1\"",
-           "The opt level autocast ran with (for the reasons)">,
-    Option<"policyFile", "policy", "std::string", /*default=*/"\"\"",
-           "The policy file autocast ran with (for the reasons)">,
+    Option<"format", "format", "::amp::train::ReportFormat",
+           /*default=*/"::amp::train::ReportFormat::text",
+           "Report format: text, json or dot",
+           [{::llvm::cl::values(
+               clEnumValN(::amp::train::ReportFormat::text, "text", "for people"),
+               clEnumValN(::amp::train::ReportFormat::json, "json", "for tools"),
+               clEnumValN(::amp::train::ReportFormat::dot, "dot", "Graphviz"))}]>,
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "File to write the report to (default: standard error, so the "
+           "IR on standard output stays parseable; '-': standard output)">,
   ];
 }
 

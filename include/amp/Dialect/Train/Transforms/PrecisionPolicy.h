@@ -13,7 +13,9 @@
 #ifndef AMP_DIALECT_TRAIN_TRANSFORMS_PRECISIONPOLICY_H
 #define AMP_DIALECT_TRAIN_TRANSFORMS_PRECISIONPOLICY_H
 
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/PassEnums.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -23,12 +25,6 @@
 
 namespace amp {
 namespace train {
-
-/// Apex's optimization levels (shared/AMP-REFERENCE.md).
-enum class OptLevel { O0, O1, O2, O3 };
-
-/// "O0".."O3", or nullopt.
-std::optional<OptLevel> parseOptLevel(llvm::StringRef text);
 
 /// "lower", "fp32" (or "f32"), "promote", "follow", or nullopt.
 std::optional<PrecisionCategory> parsePrecisionCategory(llvm::StringRef text);
@@ -47,6 +43,13 @@ struct PrecisionDecision {
   /// getPrecisionOperands() (batch_norm's activation at O1).
   bool allOperands;
 };
+
+/// The `train.decision` value of a decision.
+std::string formatDecision(const PrecisionDecision &decision);
+
+/// The category and reason of a `train.decision` value, or nullopt.
+std::optional<std::pair<PrecisionCategory, PrecisionReason>>
+parseDecision(llvm::StringRef text);
 
 /// The operands `decision` governs: every float tensor operand, or the op's
 /// getPrecisionOperands() when the decision is the op's own default.
@@ -74,7 +77,7 @@ public:
 
   /// The policy for pass options `opt-level` and `policy` (a JSON file path,
   /// or empty). On error returns nullopt and sets `error`.
-  static std::optional<PrecisionPolicy> fromOptions(llvm::StringRef optLevel,
+  static std::optional<PrecisionPolicy> fromOptions(OptLevel optLevel,
                                                     llvm::StringRef policyFile,
                                                     mlir::MLIRContext *context,
                                                     std::string &error);

@@ -1,0 +1,37 @@
+//===- TrainAttrNames.h - Discardable attributes amp-autocast records -*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// What amp-autocast decided, recorded in the IR for amp-precision-report and
+// any later reader; the dialect verifies both (TrainDialect.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINATTRNAMES_H
+#define AMP_DIALECT_TRAIN_IR_TRAINATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace amp {
+namespace train {
+
+/// On the module: `train.autocast = {dtype = "f16", opt_level = "O2",
+/// policy = "my.json"}` (policy only when one was given).
+inline constexpr llvm::StringLiteral kAutocastAttrName = "train.autocast";
+
+/// On each op autocast decided: `train.decision = "<category>/<reason>"`,
+/// e.g. "lower/default" or "fp32/opt-level". Ops made later (gradients, the
+/// update) carry none.
+inline constexpr llvm::StringLiteral kDecisionAttrName = "train.decision";
+
+/// The reasons of a decision, strongest last: the op's default (its list
+/// entry), the opt level, the policy file, a `train.precision` attribute.
+inline constexpr llvm::StringLiteral kDecisionReasons[] = {
+    "default", "opt-level", "policy file", "attribute"};
+
+} // namespace train
+} // namespace amp
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINATTRNAMES_H

@@ -212,6 +212,24 @@ int amp::runTraining(const TrainingConfig &config,
     return fail("the model takes " + llvm::Twine(features) +
                 " features per example, the data has " +
                 llvm::Twine(trainSet.features));
+  // A label the logits have no class for makes every loss NaN and every
+  // step "skipped": say so before the first step.
+  llvm::ArrayRef<TensorSpec> logitSpecs = logitsFn->getResultSpecs();
+  if (!logitSpecs.empty() && logitSpecs[0].shape.size() == 2) {
+    int64_t classes = logitSpecs[0].shape[1];
+    for (const Dataset *d : {&trainSet, &testSet})
+      for (int32_t label : d->labels)
+        if (label < 0 || label >= classes)
+          return fail("the model has " + llvm::Twine(classes) +
+                      " classes (its logits are " +
+                      llvm::Twine(logitSpecs[0].shape[0]) + "x" +
+                      llvm::Twine(classes) + "), the " +
+                      (d == &trainSet ? "training" : "test") +
+                      " labels go up to " +
+                      llvm::Twine(*std::max_element(d->labels.begin(),
+                                                    d->labels.end())) +
+                      ": give the model's last layer one output per class");
+  }
 
   // State, initialised from the attributes.
   auto initial = initialArguments(compiled, seed);

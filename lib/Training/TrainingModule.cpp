@@ -85,6 +85,51 @@ TrainingModule::getManifest(llvm::StringRef modelPath,
   return manifest;
 }
 
+/// "file:line:col" of a location, or "".
+static std::string locationString(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) +
+            ":" + llvm::Twine(file.getColumn()))
+        .str();
+  return "";
+}
+
+llvm::Error amp::checkModelArguments(ModuleOp model) {
+  for (auto forward : model.getOps<func::FuncOp>()) {
+    if (forward.isExternal())
+      continue;
+    for (BlockArgument arg : forward.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto has = [&](StringRef name) {
+        return bool(forward.getArgAttr(i, name));
+      };
+      std::string what;
+      llvm::raw_string_ostream os(what);
+      os << locationString(arg.getLoc()) << ": argument " << i + 1 << " of @"
+         << forward.getName() << " (" << arg.getType() << ")";
+      if (i >= 2 && !has(train::TrainDialect::kParamAttrName) &&
+          !has(train::TrainDialect::kStateAttrName))
+        return llvm::createStringError(
+            what + " is neither data (the first two arguments: inputs, "
+                   "labels) nor a parameter or state: mark it {train.param, "
+                   "train.init = #train.init<...>} if it is learned, or "
+                   "{train.state, train.init = ...} for running statistics");
+      if (has(train::TrainDialect::kParamAttrName) &&
+          !has(train::TrainDialect::kInitAttrName)) {
+        std::string kinds;
+        for (uint32_t k = 0; auto kind = train::symbolizeInitKind(k); ++k)
+          kinds += (k ? ", " : "") + train::stringifyInitKind(*kind).str();
+        return llvm::createStringError(
+            what + " is a parameter without an initializer (it would "
+                   "start as zeros and a network of them never learns): "
+                   "add train.init = #train.init<KIND>, KIND one of " +
+            kinds + " (docs/UserGuide.md, \"Initializers\")");
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<TrainingModule>
 amp::loadTrainingModule(MLIRContext &context, llvm::SourceMgr &sourceMgr,
                         llvm::StringRef path,
@@ -100,6 +145,8 @@ amp::loadTrainingModule(MLIRContext &context, llvm::SourceMgr &sourceMgr,
   OwningOpRef<ModuleOp> model = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!model)
     return err("cannot parse " + path);
+  if (llvm::Error e = checkModelArguments(*model))
+    return std::move(e);
   auto training = buildTrainingModule(std::move(model), options);
   if (!training)
     return err(path + ": " + llvm::toString(training.takeError()));

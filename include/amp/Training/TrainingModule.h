@@ -49,6 +49,12 @@ llvm::Expected<TrainingModule>
 buildTrainingModule(mlir::OwningOpRef<mlir::ModuleOp> model,
                     const AmpPipelineOptions &options);
 
+/// Checks what the pipeline cannot: every argument of the model after its
+/// data (inputs, labels) is a parameter or state, and every parameter has an
+/// initializer. The error starts with the argument's file:line:col and says
+/// the fix.
+llvm::Error checkModelArguments(mlir::ModuleOp model);
+
 /// Parses the model at `path` (diagnostics go to `sourceMgr`'s handler on
 /// the context) and builds its training module. Errors: the file cannot be
 /// opened, does not parse, or the pipeline fails ("PATH: ...").

@@ -43,7 +43,7 @@ rows, base = [], None
 for c in configs:
     level, dtype = c.split()
     m = json.load(open(os.path.join(out, f"{model}-{level}-{dtype}.json")))
-    acc = 100 * m["test_accuracy"]
+    acc = m["test_accuracy_percent"]
     base = acc if base is None else base
     rows.append((level, "f32" if level == "O0" else dtype, acc, m["skipped_steps"],
                  m["final_scale"], m["step_time_ms_median"], m["compile_time_s"]))

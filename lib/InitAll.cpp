@@ -124,4 +124,8 @@ static mlir::DialectRegistry &withAmpDialects(mlir::DialectRegistry &registry) {
 amp::ToolContext::ToolContext()
     : context(withAmpDialects(registry)), diagnostics(sourceMgr, &context) {
   context.loadAllAvailableDialects();
+  // A pass's error is one located message; the op it is about is not printed
+  // after it (for an error on a function, the whole function in generic
+  // form). Tools offer --print-op-on-error for that.
+  context.printOpOnDiagnostic(false);
 }

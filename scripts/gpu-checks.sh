@@ -95,7 +95,7 @@ phase_accuracy() {
     python3 - "$ref/$cfg.json" "$out/gpu-$cfg.json" > "$out/$cfg.accuracy.txt" <<'PY'
 import json, sys
 cpu, gpu = (json.load(open(p)) for p in sys.argv[1:])
-a, b = 100 * cpu["test_accuracy"], 100 * gpu["test_accuracy"]
+a, b = cpu["test_accuracy_percent"], gpu["test_accuracy_percent"]
 ok = abs(a - b) <= 0.5
 print(f"{'PASS' if ok else 'FAIL'} GPU {b:.2f}% vs CPU {a:.2f}% ({b - a:+.2f}), "
       f"{gpu['skipped_steps']} skipped, median step {gpu['step_time_ms_median']:.2f} ms "

@@ -57,7 +57,15 @@ cl::opt<int64_t> accumulate(
              "(one step call per micro-batch) (default: 1)"),
     cl::init(1), cl::cat(compileCategory));
 
+cl::opt<bool> printOpOnError(
+    "print-op-on-error",
+    cl::desc("After a compile error, print the op it is about (a function: "
+             "all of it, in generic form) (default: false)"),
+    cl::init(false), cl::cat(compileCategory));
+
 } // namespace
+
+bool amp::getPrintOpOnError() { return printOpOnError; }
 
 llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   auto err = [](const llvm::Twine &m) {

@@ -364,8 +364,11 @@ int amp::runTraining(const TrainingConfig &config,
   bool hasScaler = abi->scaler.size() == 2;
   bool hasFound = abi->numResults > 1 + abi->state.size();
   std::vector<ResultRoute> routes = stepResultRoutes(compiled);
-  llvm::outs() << config.tool << ": " << modelPath << " at " << optLevel << " "
-               << dtype << ", " << optimizer << " lr " << learningRate << " ("
+  // O0 runs in f32 whatever --dtype says.
+  std::string precision =
+      optLevel == "O0" ? "O0 f32" : (optLevel + " " + dtype);
+  llvm::outs() << config.tool << ": " << modelPath << " at " << precision
+               << ", " << optimizer << " lr " << learningRate << " ("
                << config.lrSchedule << "), " << totalSteps << " steps of batch "
                << batch;
   if (compileSeconds > 0)
@@ -485,7 +488,7 @@ int amp::runTraining(const TrainingConfig &config,
       llvm::outs().flush();
       epochLog.push_back(
           llvm::json::Object{{"epoch", epoch},
-                             {"test_accuracy", accuracy},
+                             {"test_accuracy_percent", 100 * accuracy},
                              {"train_loss", jsonNumber(trainLoss)}});
       epochLoss = 0;
       epochSteps = 0;
@@ -506,11 +509,17 @@ int amp::runTraining(const TrainingConfig &config,
   double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
   llvm::outs() << "summary: test accuracy "
                << llvm::format("%.2f%%", 100 * accuracy) << ", " << skipped
-               << " skipped steps, final scale " << finalScale
+               << " skipped steps, ";
+  // Without dynamic scaling there is no scale to report (bf16, O0, static).
+  if (hasScaler)
+    llvm::outs() << "final scale " << finalScale;
+  else
+    llvm::outs() << "no dynamic loss scale";
+  llvm::outs()
                << ", median step " << llvm::format("%.2f", median) << " ms\n";
   if (!plotPath.empty()) {
     std::string title = (llvm::sys::path::filename(modelPath) + " at " +
-                         optLevel + " " + dtype + ", " + optimizer)
+                         precision + ", " + optimizer)
                             .str();
     if (llvm::Error e = writeFileAtomically(
             plotPath,
@@ -537,9 +546,9 @@ int amp::runTraining(const TrainingConfig &config,
                                       {"shuffle", shuffle}}},
         {"steps", std::move(stepLog)},
         {"epochs", std::move(epochLog)},
-        {"test_accuracy", accuracy},
+        {"test_accuracy_percent", 100 * accuracy},
         {"skipped_steps", skipped},
-        {"final_scale", finalScale},
+        {"final_scale", hasScaler ? llvm::json::Value(finalScale) : nullptr},
         {"step_time_ms_median", median},
         {"compile_time_s", compileSeconds}};
     std::string text;

@@ -36,8 +36,10 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
 cl::opt<std::string> outputPath("o", cl::desc("The artifact to write (.so)"),
                                 cl::value_desc("file"), cl::Required,
                                 cl::cat(category));
-cl::opt<std::string> backend("backend", cl::desc("cpu or cuda (default: cuda)"),
-                             cl::init("cuda"), cl::cat(category));
+// The CPU by default: it is on every machine (a CUDA artifact compiles
+// without a GPU but needs one to train).
+cl::opt<std::string> backend("backend", cl::desc("cpu or cuda (default: cpu)"),
+                             cl::init("cpu"), cl::cat(category));
 cl::opt<std::string>
     cpu("cpu",
         cl::desc("Host CPU of the code (LLVM name; default: this machine's "
@@ -71,6 +73,7 @@ int main(int argc, char **argv) {
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
 
   ToolContext tool;
+  tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
   auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
                                      modelPath, options);
   if (!training)

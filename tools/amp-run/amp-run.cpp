@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
 
   auto compileStart = std::chrono::steady_clock::now();
   ToolContext tool;
+  tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
   auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
                                      modelPath, options);
   if (!training)

@@ -286,6 +286,11 @@ def UnshareInitsPass : Pass<"amp-unshare-inits", "::mlir::func::FuncOp"> {
     fill of an empty tensor) right before each destination-style op that
     uses it as an init, when the value has other uses.
 
+    A value a function returns more than once is copied (`linalg.copy` into a
+    new `tensor.empty`) for each repeat, so every result gets its own buffer:
+    `buffer-results-to-out-params` crashes on one buffer returned twice in
+    MLIR 22 (llvm-project #219492).
+
     ```
     amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-unshare-inits))'
     ```

@@ -27,6 +27,10 @@ llvm::cl::OptionCategory &getCompileFlagsCategory();
 /// bad flag.
 llvm::Error readCompileFlags(AmpPipelineOptions &options);
 
+/// --print-op-on-error: the tool's context prints the op after each error
+/// (MLIRContext::printOpOnDiagnostic; ToolContext turns it off).
+bool getPrintOpOnError();
+
 /// Parses the command line of an amp tool (amp-run, amp-compile,
 /// amp-train). Every error is one `<tool>: error: ...` line on stderr and a
 /// false return, LLVM's own parse errors included. When `pipeline` is given,

@@ -60,6 +60,24 @@ struct UnshareInitsPass
           init.set(fresh);
       }
     }
+    // A value returned twice becomes two out-parameters that would share a
+    // buffer, which buffer-results-to-out-params crashes on in MLIR 22
+    // (llvm-project #219492): each repeat returns a copy.
+    getOperation().walk([&](func::ReturnOp ret) {
+      llvm::SmallDenseSet<Value> seen;
+      b.setInsertionPoint(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Value value = operand.get();
+        auto type = dyn_cast<RankedTensorType>(value.getType());
+        if (seen.insert(value).second || !type || !type.hasStaticShape())
+          continue;
+        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
+                                              type.getElementType());
+        operand.set(linalg::CopyOp::create(b, ret.getLoc(), ValueRange{value},
+                                              ValueRange{empty})
+                        .getResult(0));
+      }
+    });
   }
 };
 

@@ -25,11 +25,12 @@ def main():
             sys.exit(f"step {sa['step']}: loss {la!r} vs {lb!r} (rtol {rtol})")
         if sa["skipped"] != sb["skipped"] or sa["scale"] != sb["scale"]:
             sys.exit(f"step {sa['step']}: skipped/scale differ")
-    acc_tol = 0.02 if rtol else 0.0
-    if abs(a["test_accuracy"] - b["test_accuracy"]) > acc_tol:
-        sys.exit(f"accuracy {a['test_accuracy']} vs {b['test_accuracy']}")
+    acc_tol = 2.0 if rtol else 0.0  # percentage points
+    if abs(a["test_accuracy_percent"] - b["test_accuracy_percent"]) > acc_tol:
+        sys.exit(f"accuracy {a['test_accuracy_percent']}% vs "
+                 f"{b['test_accuracy_percent']}%")
     print(f"same run: {len(a['steps'])} steps, final loss "
-          f"{a['steps'][-1]['loss']:.6f}, accuracy {a['test_accuracy']:.4f}")
+          f"{a['steps'][-1]['loss']:.6f}, accuracy {a['test_accuracy_percent']:.2f}%")
 
 
 main()

@@ -127,14 +127,15 @@ amp::resolveLossScaleMode(const AmpPipelineOptions &options) {
       options.optLevel == amp::train::OptLevel::O0)
     return LossScaleMode::none;
   return options.optLevel == amp::train::OptLevel::O3 ? LossScaleMode::fixed
-                                                 : LossScaleMode::dynamic;
+                                                      : LossScaleMode::dynamic;
 }
 
 double amp::resolveInitScale(const AmpPipelineOptions &options) {
   if (options.initScale > 0.0)
     return options.initScale;
-  bool apexO3 = options.optLevel == amp::train::OptLevel::O3 &&
-                resolveLossScaleMode(options) == amp::train::LossScaleMode::fixed;
+  bool apexO3 =
+      options.optLevel == amp::train::OptLevel::O3 &&
+      resolveLossScaleMode(options) == amp::train::LossScaleMode::fixed;
   return apexO3 ? 1.0 : 65536.0;
 }
 
@@ -178,9 +179,9 @@ static llvm::StringMap<std::string> optionsOf(Pass &pass) {
   llvm::raw_string_ostream os(text);
   pass.printAsTextualPipeline(os);
   size_t brace = text.find('{');
-  return splitOptions(brace == std::string::npos ? StringRef()
-                                                 : StringRef(text).drop_front(
-                                                       brace));
+  return splitOptions(brace == std::string::npos
+                          ? StringRef()
+                          : StringRef(text).drop_front(brace));
 }
 
 /// Holds amp-pipeline to its promise that every option of `pass` is one of
@@ -198,14 +199,14 @@ static void checkForwarded(Pass &pass,
       continue;
     auto it = pipeline.find(name);
     if (it == pipeline.end())
-      llvm::report_fatal_error("amp-pipeline has no option '" + name +
-                               "' of " + pass.getArgument() +
+      llvm::report_fatal_error("amp-pipeline has no option '" + name + "' of " +
+                               pass.getArgument() +
                                "; add it to AmpPipelineOptions");
     if (it->second != option.getValue())
       llvm::report_fatal_error("amp-pipeline does not forward '" + name +
                                "' to " + pass.getArgument() + " (" +
-                               option.getValue() + " instead of " +
-                               it->second + ")");
+                               option.getValue() + " instead of " + it->second +
+                               ")");
   }
 }
 

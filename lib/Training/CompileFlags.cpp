@@ -36,10 +36,11 @@ cl::opt<train::LowType> dtype("dtype",
                               cl::desc("Low-precision type (default: f16)"),
                               cl::init(train::LowType::f16),
                               AMP_LOW_TYPE_VALUES, cl::cat(compileCategory));
-cl::opt<train::OptimizerKind>
-    optimizer("optimizer", cl::desc("Update rule (default: adam)"),
-              cl::init(train::OptimizerKind::adam),
-              cl::values(AMP_OPTIMIZER_VALUES), cl::cat(compileCategory));
+cl::opt<train::OptimizerKind> optimizer("optimizer",
+                                        cl::desc("Update rule (default: adam)"),
+                                        cl::init(train::OptimizerKind::adam),
+                                        cl::values(AMP_OPTIMIZER_VALUES),
+                                        cl::cat(compileCategory));
 cl::opt<double> initScale(
     "init-scale",
     cl::desc("Initial loss scale (f16 at O1/O2; 0: 65536, GradScaler's)"),
@@ -109,8 +110,9 @@ static std::vector<std::pair<std::string, std::string>> pipelineDefaults() {
       shown = llvm::formatv("{0}", llvm::format("%.10g", number)).str();
     // The printed form keeps 7 digits; 2^24 needs 8.
     if (name == "max-scale")
-      shown = llvm::formatv("{0}", llvm::format(
-                                       "%.10g", AmpPipelineOptions().maxScale.getValue()))
+      shown = llvm::formatv(
+                  "{0}", llvm::format("%.10g",
+                                      AmpPipelineOptions().maxScale.getValue()))
                   .str();
     result.emplace_back(name.str(), shown);
   }
@@ -162,8 +164,7 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
 
   // Flags that are not the tool's: amp-pipeline options go to the pipeline;
   // the rest are left for LLVM's parser to reject (with its "Did you mean").
-  auto registered =
-      llvm::cl::getRegisteredOptions();
+  auto registered = llvm::cl::getRegisteredOptions();
   std::vector<char *> kept = {argv[0]};
   std::string forwarded;
   for (int i = 1; i < argc; ++i) {
@@ -185,8 +186,10 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
     }
     if (std::optional<std::string> where = modelDecides(name))
       return fail("--" + name + " is not a flag of " + tool + ": " + *where);
-    bool isPipelineOption = llvm::any_of(
-        defaults, [&, name = name](auto &entry) { return entry.first == name; });
+    bool isPipelineOption =
+        llvm::any_of(defaults, [&, name = name](auto &entry) {
+          return entry.first == name;
+        });
     if (!isPipelineOption) {
       // LLVM would suggest only the tool's own flags; the nearest of those
       // and the amp-pipeline options is the better guess.
@@ -214,7 +217,8 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
                   " (" + tool + " --help lists every flag)");
     }
     // `--nesterov` alone means true, as for boolean flags.
-    forwarded += (name + "=" + (flag.contains('=') ? value : "true") + " ").str();
+    forwarded +=
+        (name + "=" + (flag.contains('=') ? value : "true") + " ").str();
   }
 
   std::string errors;

@@ -515,8 +515,7 @@ int amp::runTraining(const TrainingConfig &config,
     llvm::outs() << "final scale " << finalScale;
   else
     llvm::outs() << "no dynamic loss scale";
-  llvm::outs()
-               << ", median step " << llvm::format("%.2f", median) << " ms\n";
+  llvm::outs() << ", median step " << llvm::format("%.2f", median) << " ms\n";
   if (!plotPath.empty()) {
     std::string title = (llvm::sys::path::filename(modelPath) + " at " +
                          precision + ", " + optimizer)

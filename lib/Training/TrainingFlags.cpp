@@ -18,51 +18,65 @@ namespace {
 
 cl::OptionCategory &trainingCategory = getTrainingFlagsCategory();
 
-cl::opt<double> learningRate("lr", cl::desc("Peak learning rate (default: 0.001)"),
+cl::opt<double> learningRate("lr",
+                             cl::desc("Peak learning rate (default: 0.001)"),
                              cl::init(1e-3), cl::cat(trainingCategory));
-cl::opt<std::string> lrSchedule("lr-schedule",
-                                cl::desc("constant, cosine or step (default: constant)"),
-                                cl::init("constant"),
-                                cl::cat(trainingCategory));
-cl::opt<int64_t> warmupSteps("warmup-steps", cl::desc("Linear warm-up steps (default: 0)"),
+cl::opt<std::string>
+    lrSchedule("lr-schedule",
+               cl::desc("constant, cosine or step (default: constant)"),
+               cl::init("constant"), cl::cat(trainingCategory));
+cl::opt<int64_t> warmupSteps("warmup-steps",
+                             cl::desc("Linear warm-up steps (default: 0)"),
                              cl::init(0), cl::cat(trainingCategory));
-cl::opt<std::string> dataset("dataset", cl::desc("fashion-mnist or synthetic (default: fashion-mnist)"),
-                             cl::init("fashion-mnist"),
-                             cl::cat(trainingCategory));
-cl::opt<std::string> dataDir("data-dir",
-                             cl::desc("Directory of the IDX .gz files (default: /usr/share/datasets/fashion-mnist)"),
-                             cl::init("/usr/share/datasets/fashion-mnist"),
-                             cl::cat(trainingCategory));
-cl::opt<int64_t> epochs("epochs", cl::desc("Passes over the training set (default: 1)"),
+cl::opt<std::string>
+    dataset("dataset",
+            cl::desc("fashion-mnist or synthetic (default: fashion-mnist)"),
+            cl::init("fashion-mnist"), cl::cat(trainingCategory));
+cl::opt<std::string>
+    dataDir("data-dir",
+            cl::desc("Directory of the IDX .gz files (default: "
+                     "/usr/share/datasets/fashion-mnist)"),
+            cl::init("/usr/share/datasets/fashion-mnist"),
+            cl::cat(trainingCategory));
+cl::opt<int64_t> epochs("epochs",
+                        cl::desc("Passes over the training set (default: 1)"),
                         cl::init(1), cl::cat(trainingCategory));
-cl::opt<int64_t> steps("steps",
-                       cl::desc("Train this many steps instead (-1: epochs) (default: -1)"),
-                       cl::init(-1), cl::cat(trainingCategory));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of initialisation and shuffling (default: 0)"),
-                       cl::init(0), cl::cat(trainingCategory));
-cl::opt<bool> shuffle("shuffle", cl::desc("Shuffle the batches each epoch (default: true)"),
-                      cl::init(true), cl::cat(trainingCategory));
-cl::opt<std::string> metricsPath("metrics",
-                                 cl::desc("Write metrics JSON to this file (default: none)"),
-                                 cl::init(""), cl::cat(trainingCategory));
-cl::opt<std::string>
-    savePath("save",
-             cl::desc("Write the training state (safetensors) at the end (default: none)"),
-             cl::init(""), cl::cat(trainingCategory));
-cl::opt<std::string> loadPath("load",
-                              cl::desc("Resume from a checkpoint of --save (default: none)"),
-                              cl::init(""), cl::cat(trainingCategory));
 cl::opt<int64_t>
-    trainExamples("train-examples",
-                  cl::desc("Use only the first N training examples (0: all) (default: 0)"),
-                  cl::init(0), cl::cat(trainingCategory));
-cl::opt<int64_t>
-    testExamples("test-examples",
-                 cl::desc("Evaluate on the first N test examples (0: all) (default: 0)"),
-                 cl::init(0), cl::cat(trainingCategory));
+    steps("steps",
+          cl::desc("Train this many steps instead (-1: epochs) (default: -1)"),
+          cl::init(-1), cl::cat(trainingCategory));
+cl::opt<uint64_t>
+    seed("seed", cl::desc("Seed of initialisation and shuffling (default: 0)"),
+         cl::init(0), cl::cat(trainingCategory));
+cl::opt<bool>
+    shuffle("shuffle",
+            cl::desc("Shuffle the batches each epoch (default: true)"),
+            cl::init(true), cl::cat(trainingCategory));
 cl::opt<std::string>
-    plotPath("plot", cl::desc("Draw the loss (and loss scale) per step as SVG (default: none)"),
+    metricsPath("metrics",
+                cl::desc("Write metrics JSON to this file (default: none)"),
+                cl::init(""), cl::cat(trainingCategory));
+cl::opt<std::string> savePath(
+    "save",
+    cl::desc(
+        "Write the training state (safetensors) at the end (default: none)"),
+    cl::init(""), cl::cat(trainingCategory));
+cl::opt<std::string>
+    loadPath("load",
+             cl::desc("Resume from a checkpoint of --save (default: none)"),
              cl::init(""), cl::cat(trainingCategory));
+cl::opt<int64_t> trainExamples(
+    "train-examples",
+    cl::desc("Use only the first N training examples (0: all) (default: 0)"),
+    cl::init(0), cl::cat(trainingCategory));
+cl::opt<int64_t> testExamples(
+    "test-examples",
+    cl::desc("Evaluate on the first N test examples (0: all) (default: 0)"),
+    cl::init(0), cl::cat(trainingCategory));
+cl::opt<std::string> plotPath(
+    "plot",
+    cl::desc("Draw the loss (and loss scale) per step as SVG (default: none)"),
+    cl::init(""), cl::cat(trainingCategory));
 cl::opt<int64_t> stopAt(
     "stop-at",
     cl::desc("Stop (and --save) after this many steps of the run, keeping "
@@ -72,21 +86,25 @@ cl::list<int64_t>
     injectNonfinite("inject-nonfinite",
                     cl::desc("Steps whose batch gets a NaN (testing)"),
                     cl::CommaSeparated, cl::cat(trainingCategory));
-cl::opt<int64_t> maxConsecutiveSkips(
-    "max-consecutive-skips",
-    cl::desc("Stop with an error after this many skipped steps in a row (default: 20)"),
-    cl::init(20), cl::cat(trainingCategory));
-cl::opt<int64_t> logEvery("log-every", cl::desc("Print the loss every N steps (default: 100)"),
-                          cl::init(100), cl::cat(trainingCategory));
+cl::opt<int64_t>
+    maxConsecutiveSkips("max-consecutive-skips",
+                        cl::desc("Stop with an error after this many skipped "
+                                 "steps in a row (default: 20)"),
+                        cl::init(20), cl::cat(trainingCategory));
+cl::opt<int64_t>
+    logEvery("log-every",
+             cl::desc("Print the loss every N steps (default: 100)"),
+             cl::init(100), cl::cat(trainingCategory));
 
 cl::opt<int64_t> benchSteps(
     "bench-steps",
     cl::desc("Benchmark: time this many steps on one fixed random batch "
              "instead of training (0: train) (default: 0)"),
     cl::init(0), cl::cat(trainingCategory));
-cl::opt<int64_t> benchWarmup("bench-warmup",
-                             cl::desc("Benchmark: untimed steps first (default: 5)"),
-                             cl::init(5), cl::cat(trainingCategory));
+cl::opt<int64_t>
+    benchWarmup("bench-warmup",
+                cl::desc("Benchmark: untimed steps first (default: 5)"),
+                cl::init(5), cl::cat(trainingCategory));
 
 } // namespace
 

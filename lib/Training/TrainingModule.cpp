@@ -120,9 +120,10 @@ llvm::Error amp::checkModelArguments(ModuleOp model) {
         for (uint32_t k = 0; auto kind = train::symbolizeInitKind(k); ++k)
           kinds += (k ? ", " : "") + train::stringifyInitKind(*kind).str();
         return llvm::createStringError(
-            what + " is a parameter without an initializer (it would "
-                   "start as zeros and a network of them never learns): "
-                   "add train.init = #train.init<KIND>, KIND one of " +
+            what +
+            " is a parameter without an initializer (it would "
+            "start as zeros and a network of them never learns): "
+            "add train.init = #train.init<KIND>, KIND one of " +
             kinds + " (docs/UserGuide.md, \"Initializers\")");
       }
     }

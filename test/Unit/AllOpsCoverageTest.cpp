@@ -1,4 +1,5 @@
-//===- AllOpsCoverageTest.cpp - Every train op in test/Conversion/all-ops --===//
+//===- AllOpsCoverageTest.cpp - Every train op in test/Conversion/all-ops
+//--===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
@@ -59,7 +60,8 @@ TEST(TrainOpCoverage, EveryRegisteredOpIsInAllOpsMlir) {
       parseSourceFile<ModuleOp>(AMP_ALL_OPS_MLIR, &context);
   ASSERT_TRUE(module) << "cannot parse " << AMP_ALL_OPS_MLIR;
   llvm::StringSet<> used;
-  module->walk([&](Operation *op) { used.insert(op->getName().getStringRef()); });
+  module->walk(
+      [&](Operation *op) { used.insert(op->getName().getStringRef()); });
 
   for (const auto &entry : registered) {
     llvm::StringRef name = entry.getKey();

@@ -45,7 +45,8 @@ cl::opt<std::string>
         cl::desc("Host CPU of the code (LLVM name; default: this machine's "
                  "for cpu artifacts, x86-64 for cuda artifacts)"),
         cl::init(""), cl::cat(category));
-cl::opt<std::string> chip("chip", cl::desc("GPU architecture (cuda) (default: sm_90)"),
+cl::opt<std::string> chip("chip",
+                          cl::desc("GPU architecture (cuda) (default: sm_90)"),
                           cl::init("sm_90"), cl::cat(category));
 cl::opt<std::string> kernelFormat(
     "kernel-format",
@@ -65,9 +66,11 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&category, &getCompileFlagsCategory()});
   AmpPipelineOptions options;
-  if (!parseToolCommandLine(argc, argv, "amp-compile",
-                            "amp-compile: compile a model's mixed-precision training step to a "
-      "shared object\n", &options))
+  if (!parseToolCommandLine(
+          argc, argv, "amp-compile",
+          "amp-compile: compile a model's mixed-precision training step to a "
+          "shared object\n",
+          &options))
     return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");

@@ -44,7 +44,8 @@ cl::opt<std::string> backend(
     "backend",
     cl::desc("cpu (JIT, CBLAS GEMMs), cpu-loops (GEMMs and convolutions "
              "as generated loops: a slow reference) or cuda (cuBLASLt and "
-             "generated kernels, through an artifact as amp-compile builds) (default: cpu)"),
+             "generated kernels, through an artifact as amp-compile builds) "
+             "(default: cpu)"),
     cl::init("cpu"), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
@@ -59,8 +60,10 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(
       {&category, &getCompileFlagsCategory(), &getTrainingFlagsCategory()});
   AmpPipelineOptions options;
-  if (!parseToolCommandLine(argc, argv, "amp-run",
-                            "amp-run: train a model with its compiled mixed-precision step\n", &options))
+  if (!parseToolCommandLine(
+          argc, argv, "amp-run",
+          "amp-run: train a model with its compiled mixed-precision step\n",
+          &options))
     return 1;
   if (backend != "cpu" && backend != "cpu-loops" && backend != "cuda")
     return fail("--backend must be cpu, cpu-loops or cuda, got '" + backend +

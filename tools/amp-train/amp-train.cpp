@@ -39,9 +39,10 @@ namespace {
 cl::OptionCategory category("amp-train options");
 cl::opt<std::string> artifactPath(cl::Positional, cl::desc("<step.so>"),
                                   cl::Required, cl::cat(category));
-cl::opt<bool> describe("describe",
-                       cl::desc("Print what the artifact holds and exit (default: false)"),
-                       cl::init(false), cl::cat(category));
+cl::opt<bool> describe(
+    "describe",
+    cl::desc("Print what the artifact holds and exit (default: false)"),
+    cl::init(false), cl::cat(category));
 
 /// The artifact's manifest, readably.
 void printManifest(const ArtifactManifest &m) {

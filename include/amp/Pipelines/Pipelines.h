@@ -37,8 +37,7 @@ struct AmpPipelineOptions
   // amp-autocast.
   Option<OptLevel> optLevel{*this, "opt-level",
                             llvm::cl::desc("Apex opt level: O0-O3"),
-                            llvm::cl::init(OptLevel::O1),
-                            AMP_OPT_LEVEL_VALUES};
+                            llvm::cl::init(OptLevel::O1), AMP_OPT_LEVEL_VALUES};
   Option<LowType> dtype{*this, "dtype",
                         llvm::cl::desc("Low-precision type: f16 or bf16"),
                         llvm::cl::init(LowType::f16), AMP_LOW_TYPE_VALUES};
@@ -51,14 +50,13 @@ struct AmpPipelineOptions
       *this, "optimizer",
       llvm::cl::desc("sgd, momentum, adam or adamw; none stops after autocast"),
       llvm::cl::init(OptimizerKind::adam),
-      llvm::cl::values(AMP_OPTIMIZER_VALUES,
-                       clEnumValN(OptimizerKind::none, "none",
-                                  "autocast only (no step)"))};
+      llvm::cl::values(
+          AMP_OPTIMIZER_VALUES,
+          clEnumValN(OptimizerKind::none, "none", "autocast only (no step)"))};
   Option<double> momentum{*this, "momentum",
                           llvm::cl::desc("Momentum of the momentum optimizer"),
                           llvm::cl::init(0.9)};
-  Option<bool> nesterov{*this, "nesterov",
-                        llvm::cl::desc("Nesterov momentum"),
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("Nesterov momentum"),
                         llvm::cl::init(false)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam's beta1"),
                        llvm::cl::init(0.9)};

@@ -74,7 +74,7 @@ struct UnshareInitsPass
         Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
                                               type.getElementType());
         operand.set(linalg::CopyOp::create(b, ret.getLoc(), ValueRange{value},
-                                              ValueRange{empty})
+                                           ValueRange{empty})
                         .getResult(0));
       }
     });

@@ -102,7 +102,7 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
     return emitError(UnknownLoc::get(context), "amp-autocast: " + message);
   };
   low = dtype == LowType::bf16 ? FloatType(BFloat16Type::get(context))
-                              : FloatType(Float16Type::get(context));
+                               : FloatType(Float16Type::get(context));
   std::string error;
   policy = PrecisionPolicy::fromOptions(optLevel, policyFile, context, error);
   if (!policy)
@@ -115,7 +115,8 @@ void AutocastPass::runOnOperation() {
   Builder b(&getContext());
   SmallVector<NamedAttribute> config = {
       b.getNamedAttr("dtype", b.getStringAttr(stringifyLowType(dtype))),
-      b.getNamedAttr("opt_level", b.getStringAttr(stringifyOptLevel(optLevel)))};
+      b.getNamedAttr("opt_level",
+                     b.getStringAttr(stringifyOptLevel(optLevel)))};
   if (!policyFile.empty())
     config.push_back(b.getNamedAttr("policy", b.getStringAttr(policyFile)));
   getOperation()->setAttr(kAutocastAttrName, b.getDictionaryAttr(config));
@@ -205,8 +206,7 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
   } else if (std::optional<Attribute> acc =
                  op->getInherentAttr(kAccumulateAttrName)) {
     auto type = dyn_cast_or_null<TypeAttr>(*acc);
-    if (type && cast<FloatType>(type.getValue()).getWidth() <
-                    target.getWidth())
+    if (type && cast<FloatType>(type.getValue()).getWidth() < target.getWidth())
       op->setInherentAttr(
           StringAttr::get(op->getContext(), kAccumulateAttrName), Attribute());
   }
@@ -224,9 +224,8 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
   } else {
     for (Value result : op->getResults()) {
       auto type = cast<RankedTensorType>(result.getType());
-      types.push_back(isa<FloatType>(type.getElementType())
-                          ? type.clone(target)
-                          : Type(type));
+      types.push_back(isa<FloatType>(type.getElementType()) ? type.clone(target)
+                                                            : Type(type));
     }
   }
   for (auto [result, type] : llvm::zip(op->getResults(), types)) {

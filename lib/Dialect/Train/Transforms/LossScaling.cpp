@@ -135,8 +135,8 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
       narrowest = type;
   }
   double largest = largestOf(narrowest);
-  double reachable =
-      mode == LossScaleMode::dynamic ? maxScale.getValue() : initScale.getValue();
+  double reachable = mode == LossScaleMode::dynamic ? maxScale.getValue()
+                                                    : initScale.getValue();
   if (reachable > largest) {
     auto show = [](double v) {
       std::string text;
@@ -147,7 +147,8 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
                             "in ")
            << narrowest << ", whose largest value is " << show(largest)
            << ", but the loss scale "
-           << (mode == LossScaleMode::dynamic ? "can reach " : "is ") << show(reachable)
+           << (mode == LossScaleMode::dynamic ? "can reach " : "is ")
+           << show(reachable)
            << (mode == LossScaleMode::dynamic ? " (max-scale)" : "")
            << "; compute the loss in f32 (its default category at O1 and "
               "O2) or use a static scale of at most "

@@ -144,7 +144,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
   // Optimizer state, f32, zero-initialized; accumulation state (if any) is
   // inserted before it.
   unsigned firstStateIndex = arguments.size();
-  bool adam = optimizer == OptimizerKind::adam || optimizer == OptimizerKind::adamw;
+  bool adam =
+      optimizer == OptimizerKind::adam || optimizer == OptimizerKind::adamw;
   SmallVector<Value> buffers, firsts, seconds;
   for (Value p : updated) {
     Type type = cast<RankedTensorType>(p.getType()).clone(f32);

@@ -298,7 +298,8 @@ struct PrecisionReportPass
     if (auto dtype = config ? config.getAs<StringAttr>("dtype") : StringAttr())
       if (level && level.getValue() != "O0")
         optLevel += " " + dtype.getValue().str();
-    if (auto policy = config ? config.getAs<StringAttr>("policy") : StringAttr())
+    if (auto policy =
+            config ? config.getAs<StringAttr>("policy") : StringAttr())
       optLevel += ", policy " + policy.getValue().str();
     bool o0 = level && level.getValue() == "O0";
 

@@ -1,4 +1,5 @@
-//===- TrainAttrNames.h - Discardable attributes amp-autocast records -*- C++ -*-===//
+//===- TrainAttrNames.h - Discardable attributes amp-autocast records -*- C++
+//-*-===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //

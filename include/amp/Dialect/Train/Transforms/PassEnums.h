@@ -81,8 +81,8 @@ public:
   }
 
   /// True on error.
-  bool parse(llvm::cl::Option &o, llvm::StringRef argName,
-             llvm::StringRef arg, E &value) {
+  bool parse(llvm::cl::Option &o, llvm::StringRef argName, llvm::StringRef arg,
+             E &value) {
     llvm::StringRef text = Owner.hasArgStr() ? arg : argName;
     std::string choices;
     for (const OptionInfo &info : Values) {
@@ -126,26 +126,26 @@ AMP_CHOICE_PARSER(amp::train::ReportFormat)
 /// Passes.td's options and amp-pipeline's.
 #define AMP_OPT_LEVEL_VALUES                                                   \
   ::llvm::cl::values(                                                          \
-      clEnumValN(::amp::train::OptLevel::O0, "O0", "fp32 (no autocast)"),     \
-      clEnumValN(::amp::train::OptLevel::O1, "O1", "autocast lists"),         \
-      clEnumValN(::amp::train::OptLevel::O2, "O2",                            \
+      clEnumValN(::amp::train::OptLevel::O0, "O0", "fp32 (no autocast)"),      \
+      clEnumValN(::amp::train::OptLevel::O1, "O1", "autocast lists"),          \
+      clEnumValN(::amp::train::OptLevel::O2, "O2",                             \
                  "low-precision model, fp32 masters and batch norm"),          \
       clEnumValN(::amp::train::OptLevel::O3, "O3", "everything low"))
 #define AMP_LOW_TYPE_VALUES                                                    \
   ::llvm::cl::values(                                                          \
-      clEnumValN(::amp::train::LowType::f16, "f16", "IEEE half"),             \
+      clEnumValN(::amp::train::LowType::f16, "f16", "IEEE half"),              \
       clEnumValN(::amp::train::LowType::bf16, "bf16", "bfloat16"))
 #define AMP_OPTIMIZER_VALUES                                                   \
-  clEnumValN(::amp::train::OptimizerKind::sgd, "sgd", "plain SGD"),           \
-      clEnumValN(::amp::train::OptimizerKind::momentum, "momentum",           \
+  clEnumValN(::amp::train::OptimizerKind::sgd, "sgd", "plain SGD"),            \
+      clEnumValN(::amp::train::OptimizerKind::momentum, "momentum",            \
                  "SGD with momentum"),                                         \
-      clEnumValN(::amp::train::OptimizerKind::adam, "adam", "Adam"),          \
-      clEnumValN(::amp::train::OptimizerKind::adamw, "adamw",                 \
+      clEnumValN(::amp::train::OptimizerKind::adam, "adam", "Adam"),           \
+      clEnumValN(::amp::train::OptimizerKind::adamw, "adamw",                  \
                  "Adam with decoupled weight decay")
 #define AMP_LOSS_SCALE_VALUES                                                  \
-  clEnumValN(::amp::train::LossScaleMode::dynamic, "dynamic",                 \
+  clEnumValN(::amp::train::LossScaleMode::dynamic, "dynamic",                  \
              "GradScaler's adaptive scale"),                                   \
-      clEnumValN(::amp::train::LossScaleMode::fixed, "static",                \
+      clEnumValN(::amp::train::LossScaleMode::fixed, "static",                 \
                  "a constant scale, non-finite steps skipped"),                \
       clEnumValN(::amp::train::LossScaleMode::none, "none", "no scaling")
 

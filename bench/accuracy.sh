@@ -56,6 +56,6 @@ with open(path, "w") as f:
     f.write("|---|---|---|---|---|---|---|---|\n")
     for level, dtype, acc, skipped, scale, ms, cs in rows:
         f.write(f"| {level} | {dtype} | {acc:.2f}% | {acc - base:+.2f} | {skipped} | "
-                f"{scale:g} | {ms:.1f} | {cs:.1f} |\n")
+                f"{'-' if scale is None else f'{scale:g}'} | {ms:.1f} | {cs:.1f} |\n")
 print(open(path).read())
 PY

@@ -155,7 +155,10 @@ static llvm::StringMap<std::string> splitOptions(StringRef text) {
       char c = text[end];
       if (quote) {
         quote = c == quote ? 0 : quote;
-      } else if (c == '"' || c == '\'') {
+      } else if ((c == '"' || c == '\'') &&
+                 text.find(c, end + 1) != StringRef::npos) {
+        // A quote only with its closing partner, as MLIR's option parser
+        // reads them (a path may hold a lone one: it's.json).
         quote = c;
       } else if (c == '{') {
         ++depth;

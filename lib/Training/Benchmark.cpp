@@ -146,7 +146,9 @@ int amp::runBenchmark(const TrainingConfig &config,
       {"peak_bytes_held", bytes(memory ? memory->peakHeld : 0)},
       {"last_loss", std::isfinite(loss) ? llvm::json::Value(loss)
                                         : llvm::json::Value(nullptr)},
-      {"final_scale", scale},
+      // As amp-run's metrics: null without a dynamic loss scale.
+      {"final_scale", abi.scaler.size() == 2 ? llvm::json::Value(scale)
+                                             : llvm::json::Value(nullptr)},
       {"skipped_steps", skipped}};
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -180,8 +180,12 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
     }
     flag.consume_front("-");
     auto [name, value] = flag.split('=');
-    if (registered.count(name)) {
+    if (auto it = registered.find(name); it != registered.end()) {
       kept.push_back(argv[i]);
+      // `--steps -1`: the next argument is this flag's value, not a flag.
+      if (!flag.contains('=') && i + 1 < argc &&
+          it->second->getValueExpectedFlag() == llvm::cl::ValueRequired)
+        kept.push_back(argv[++i]);
       continue;
     }
     if (std::optional<std::string> where = modelDecides(name))
@@ -216,9 +220,22 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
                                       "'?") +
                   " (" + tool + " --help lists every flag)");
     }
-    // `--nesterov` alone means true, as for boolean flags.
-    forwarded +=
-        (name + "=" + (flag.contains('=') ? value : "true") + " ").str();
+    // `--beta2=0.95` or `--beta2 0.95`; a boolean alone (`--nesterov`) is
+    // true. Braces keep a value's spaces ("--policy=my runs/p.json").
+    std::string given = value.str();
+    if (!flag.contains('=')) {
+      bool boolean = llvm::any_of(defaults, [&, name = name](auto &entry) {
+        return entry.first == name &&
+               (entry.second == "true" || entry.second == "false");
+      });
+      if (boolean)
+        given = "true";
+      else if (i + 1 < argc)
+        given = argv[++i];
+      else
+        return fail("--" + name + " needs a value");
+    }
+    forwarded += (name + "={" + given + "} ").str();
   }
 
   std::string errors;
@@ -247,8 +264,12 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
     std::string message;
     llvm::raw_string_ostream messageStream(message);
     if (!forwarded.empty() &&
-        failed(pipeline->parseFromString(forwarded, messageStream)))
+        failed(pipeline->parseFromString(forwarded, messageStream))) {
+      // A bad value LLVM's option parser has already reported on its own.
+      if (llvm::StringRef(message).trim().empty())
+        return false;
       return fail(llvm::StringRef(message).trim().str());
+    }
   }
   return true;
 }

@@ -185,10 +185,19 @@ int amp::runTraining(const TrainingConfig &config,
       specs[abi->labels].shape != llvm::ArrayRef<int64_t>{batch})
     return fail("the model's first two arguments must be a batch of inputs "
                 "and its i32 labels");
+  // The classes are the logits' last dimension (the cross-entropy's).
+  llvm::ArrayRef<TensorSpec> logitSpecs = logitsFn->getResultSpecs();
+  int64_t classes = !logitSpecs.empty() && logitSpecs[0].shape.size() == 2
+                        ? logitSpecs[0].shape[1]
+                        : 0;
   Dataset trainSet, testSet;
   if (dataset == "synthetic") {
-    trainSet = makeSyntheticDataset(batch * 16, features, 10, seed + 1, true);
-    testSet = makeSyntheticDataset(batch * 4, features, 10, seed + 1, false);
+    // Labelled by a random teacher over the model's classes.
+    int32_t synthetic = classes >= 2 ? int32_t(classes) : 10;
+    trainSet =
+        makeSyntheticDataset(batch * 16, features, synthetic, seed + 1, true);
+    testSet =
+        makeSyntheticDataset(batch * 4, features, synthetic, seed + 1, false);
   } else {
     auto tr = loadFashionMnist(config.dataDir, true);
     if (!tr)
@@ -214,21 +223,21 @@ int amp::runTraining(const TrainingConfig &config,
                 llvm::Twine(trainSet.features));
   // A label the logits have no class for makes every loss NaN and every
   // step "skipped": say so before the first step.
-  llvm::ArrayRef<TensorSpec> logitSpecs = logitsFn->getResultSpecs();
-  if (!logitSpecs.empty() && logitSpecs[0].shape.size() == 2) {
-    int64_t classes = logitSpecs[0].shape[1];
-    for (const Dataset *d : {&trainSet, &testSet})
-      for (int32_t label : d->labels)
-        if (label < 0 || label >= classes)
-          return fail("the model has " + llvm::Twine(classes) +
-                      " classes (its logits are " +
-                      llvm::Twine(logitSpecs[0].shape[0]) + "x" +
-                      llvm::Twine(classes) + "), the " +
-                      (d == &trainSet ? "training" : "test") +
-                      " labels go up to " +
-                      llvm::Twine(*std::max_element(d->labels.begin(),
-                                                    d->labels.end())) +
-                      ": give the model's last layer one output per class");
+  if (classes > 0) {
+    for (const Dataset *d : {&trainSet, &testSet}) {
+      if (d->labels.empty())
+        continue;
+      auto [lo, hi] = std::minmax_element(d->labels.begin(), d->labels.end());
+      if (*lo < 0 || *hi >= classes)
+        return fail("the model has " + llvm::Twine(classes) +
+                    " classes (its logits are " +
+                    llvm::Twine(logitSpecs[0].shape[0]) + "x" +
+                    llvm::Twine(classes) + "), the " +
+                    (d == &trainSet ? "training" : "test") + " labels go " +
+                    (*lo < 0 ? "from " + llvm::Twine(*lo) + " " : "") +
+                    "up to " + llvm::Twine(*hi) +
+                    ": give the model's last layer one output per class");
+    }
   }
 
   // State, initialised from the attributes.

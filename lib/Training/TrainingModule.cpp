@@ -95,7 +95,11 @@ static std::string locationString(Location loc) {
 }
 
 llvm::Error amp::checkModelArguments(ModuleOp model) {
-  for (auto forward : model.getOps<func::FuncOp>()) {
+  // The forward: a model of several functions is buildTrainingModule's error.
+  SmallVector<func::FuncOp> functions(model.getOps<func::FuncOp>());
+  if (functions.size() != 1)
+    return llvm::Error::success();
+  for (auto forward : functions) {
     if (forward.isExternal())
       continue;
     for (BlockArgument arg : forward.getArguments()) {

@@ -1,5 +1,6 @@
 // RUN: amp-opt %s --split-input-file --amp-autocast | FileCheck %s
 // RUN: amp-opt %s --split-input-file --amp-autocast="opt-level=O2" | FileCheck %s --check-prefix=O2
+// RUN: amp-opt %s --split-input-file --amp-autocast="opt-level=O3" | FileCheck %s --check-prefix=O3
 
 // Autocast leaves valid IR whatever it changes (issue 18, item 4).
 
@@ -37,3 +38,25 @@ func.func @caller(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<f32> {
   return %l : tensor<f32>
 }
 
+
+// -----
+
+// At O3 state is stored in the low type, in the callee and in a caller that
+// returns the callee's new state as its own: the return gets the caller's
+// result type (it got the f32 cast-back of the call's result before).
+// O3-LABEL: func.func @step
+// O3-SAME: %arg1: tensor<4xf16> {train.state}) -> (tensor<f32>, tensor<4xf16>)
+// O3: %[[R:.*]]:2 = call @stats(%arg0, %{{.*}}) : (tensor<2x4xf32>, tensor<4xf16>) -> (tensor<f32>, tensor<4xf16>)
+// O3: %[[W:.*]] = train.cast %[[R]]#1 : tensor<4xf16> to tensor<4xf32>
+// O3: %[[N:.*]] = train.cast %[[W]] : tensor<4xf32> to tensor<4xf16>
+// O3: return %[[R]]#0, %[[N]] : tensor<f32>, tensor<4xf16>
+func.func @stats(%x: tensor<2x4xf32>, %m: tensor<4xf32> {train.state}) -> (tensor<f32>, tensor<4xf32>) {
+  %y = train.add %x, %m : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  %l = train.reduce_mean %y axes [0, 1] : tensor<2x4xf32> -> tensor<f32>
+  %s = train.reduce_mean %y axes [0] : tensor<2x4xf32> -> tensor<4xf32>
+  return %l, %s : tensor<f32>, tensor<4xf32>
+}
+func.func @step(%x: tensor<2x4xf32>, %m: tensor<4xf32> {train.state}) -> (tensor<f32>, tensor<4xf32>) {
+  %l, %s = call @stats(%x, %m) : (tensor<2x4xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)
+  return %l, %s : tensor<f32>, tensor<4xf32>
+}

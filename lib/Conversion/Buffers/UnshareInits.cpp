@@ -69,10 +69,11 @@ struct UnshareInitsPass
       for (OpOperand &operand : ret->getOpOperands()) {
         Value value = operand.get();
         auto type = dyn_cast<RankedTensorType>(value.getType());
-        if (seen.insert(value).second || !type || !type.hasStaticShape())
+        if (seen.insert(value).second || !type)
           continue;
-        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
-                                              type.getElementType());
+        Value empty = tensor::EmptyOp::create(
+            b, ret.getLoc(), tensor::getMixedSizes(b, ret.getLoc(), value),
+            type.getElementType());
         operand.set(linalg::CopyOp::create(b, ret.getLoc(), ValueRange{value},
                                            ValueRange{empty})
                         .getResult(0));

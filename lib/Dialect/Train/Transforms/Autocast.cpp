@@ -154,6 +154,20 @@ void AutocastPass::updateCallSites() {
       result.replaceAllUsesExcept(back, back.getDefiningOp());
     }
   });
+  // A call's result a caller returns as its own low-precision result (O3
+  // state) arrives through the cast back: each return gives its function's
+  // result types.
+  getOperation().walk([&](func::ReturnOp ret) {
+    auto func = ret->getParentOfType<func::FuncOp>();
+    if (!func)
+      return;
+    OpBuilder b(ret);
+    for (auto [operand, type] :
+         llvm::zip(ret->getOpOperands(), func.getResultTypes()))
+      if (operand.get().getType() != type &&
+          isa<RankedTensorType>(operand.get().getType()))
+        operand.set(CastOp::create(b, ret.getLoc(), type, operand.get()));
+  });
 }
 
 LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,

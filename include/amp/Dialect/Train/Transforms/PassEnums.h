@@ -102,7 +102,9 @@ public:
     AddLiteralOption(Owner, name);
   }
   void removeLiteralOption(llvm::StringRef name) {
-    Values.erase(Values.begin() + findOption(name));
+    unsigned n = findOption(name);
+    if (n < Values.size())
+      Values.erase(Values.begin() + n);
   }
 };
 

@@ -38,11 +38,11 @@
 // CUDA: llvm.func @runtime_call(
 // CUDA: llvm.call @amp_test_gemm(
 
-// train.relu train.tanh train.sigmoid train.exp train.log train.gelu
-// train.add train.sub train.mul train.div train.cast
+// train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
+// train.gelu train.add train.sub train.mul train.div train.cast
 func.func @elementwise(%x: tensor<4x8xf32>, %a: tensor<2x1x5xf16>, %b: tensor<4x1xf16>, %c: tensor<5xf16>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
-        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>) {
+        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>) {
   %0 = train.relu %x : tensor<4x8xf32>
   %1 = train.tanh %x : tensor<4x8xf32>
   %2 = train.sigmoid %x : tensor<4x8xf32>
@@ -56,9 +56,10 @@ func.func @elementwise(%x: tensor<4x8xf32>, %a: tensor<2x1x5xf16>, %b: tensor<4x
   %10 = train.div %9, %7 : tensor<2x4x5xf16>, tensor<2x4x5xf16> -> tensor<2x4x5xf16>
   %11 = train.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
   %12 = train.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
-  return %0, %1, %2, %3, %4, %5, %6, %10, %11, %12
+  %13 = train.sqrt %x : tensor<4x8xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %10, %11, %12, %13
       : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
-        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>
+        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>
 }
 
 // train.matmul train.batch_matmul, in f32 and f16 (the CPU and CUDA runtime

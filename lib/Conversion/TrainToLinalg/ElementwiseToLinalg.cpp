@@ -4,7 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Unary and binary element-wise ops, cast, dropout and broadcast: each is one
+// Element-wise ops: those defined by their scalar formula (every
+// ElementwiseOpInterface op) through one generic pattern; gelu, cast,
+// dropout, broadcast and the activation gradients by their own. Each is one
 // parallel linalg.generic computing in f32 for f16/bf16 and rounding once.
 //
 //===----------------------------------------------------------------------===//
@@ -30,29 +32,6 @@ namespace {
 // Scalar formulas (x in the compute type)
 //===----------------------------------------------------------------------===//
 
-Value unary(ReluOp, OpBuilder &b, Location loc, Value x) {
-  // maximumf propagates NaN, as torch.relu does.
-  return arith::MaximumFOp::create(b, loc, x,
-                                   floatConstant(b, loc, x.getType(), 0.0));
-}
-Value unary(TanhOp, OpBuilder &b, Location loc, Value x) {
-  return math::TanhOp::create(b, loc, x);
-}
-Value unary(SigmoidOp, OpBuilder &b, Location loc, Value x) {
-  // 1 / (1 + exp(-x)): exp overflows to inf for x < -88 and gives 0 exactly.
-  Type t = x.getType();
-  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  Value one = floatConstant(b, loc, t, 1.0);
-  return arith::DivFOp::create(b, loc, one,
-                               arith::AddFOp::create(b, loc, one, e));
-}
-Value unary(ExpOp, OpBuilder &b, Location loc, Value x) {
-  return math::ExpOp::create(b, loc, x);
-}
-Value unary(LogOp, OpBuilder &b, Location loc, Value x) {
-  return math::LogOp::create(b, loc, x);
-}
-
 /// gelu(x) = x * Phi(x): 0.5 x (1 + erf(x / sqrt 2)), or the tanh form.
 Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   Type t = x.getType();
@@ -75,35 +54,28 @@ Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
                                arith::AddFOp::create(b, loc, c(1.0), inner));
 }
 
-Value binary(AddOp, OpBuilder &b, Location loc, Value l, Value r) {
-  return arith::AddFOp::create(b, loc, l, r);
-}
-Value binary(SubOp, OpBuilder &b, Location loc, Value l, Value r) {
-  return arith::SubFOp::create(b, loc, l, r);
-}
-Value binary(MulOp, OpBuilder &b, Location loc, Value l, Value r) {
-  return arith::MulFOp::create(b, loc, l, r);
-}
-Value binary(DivOp, OpBuilder &b, Location loc, Value l, Value r) {
-  return arith::DivFOp::create(b, loc, l, r);
-}
-
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
 
-template <typename OpTy> struct UnaryToLinalg : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
-  LogicalResult matchAndRewrite(OpTy op,
+/// Every op defined by its scalar formula (ElementwiseOpInterface): one
+/// parallel linalg.generic over the operands broadcast to the result's shape,
+/// computing in f32 for f16/bf16 and rounding once.
+struct ElementwiseToLinalg
+    : OpInterfaceRewritePattern<ElementwiseOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(ElementwiseOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    RankedTensorType type = op.getType();
-    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    Location loc = op->getLoc();
+    SmallVector<GenericInput> inputs;
+    for (Value operand : op->getOperands())
+      inputs.push_back(
+          broadcastInput(rewriter, loc, operand, type.getShape()));
     Value result = buildElementwise(
-        rewriter, loc, type,
-        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
-        getComputeType(type.getElementType()),
+        rewriter, loc, type, inputs, getComputeType(type.getElementType()),
         [&](OpBuilder &b, Location l, ValueRange args) {
-          return unary(op, b, l, args[0]);
+          return op.buildScalar(b, l, args);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -122,26 +94,6 @@ struct GeluToLinalg : OpRewritePattern<GeluOp> {
         getComputeType(type.getElementType()),
         [&](OpBuilder &b, Location l, ValueRange args) {
           return gelu(b, l, args[0], tanhForm);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-template <typename OpTy> struct BinaryToLinalg : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
-  LogicalResult matchAndRewrite(OpTy op,
-                                PatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
-    Location loc = op.getLoc();
-    GenericInput lhs =
-        broadcastInput(rewriter, loc, op.getLhs(), type.getShape());
-    GenericInput rhs =
-        broadcastInput(rewriter, loc, op.getRhs(), type.getShape());
-    Value result = buildElementwise(
-        rewriter, loc, type, {lhs, rhs}, getComputeType(type.getElementType()),
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          return binary(op, b, l, args[0], args[1]);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -322,10 +274,7 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
 void amp::populateTrainElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<UnaryToLinalg<ReluOp>, UnaryToLinalg<TanhOp>,
-               UnaryToLinalg<SigmoidOp>, UnaryToLinalg<ExpOp>,
-               UnaryToLinalg<LogOp>, GeluToLinalg, BinaryToLinalg<AddOp>,
-               BinaryToLinalg<SubOp>, BinaryToLinalg<MulOp>,
-               BinaryToLinalg<DivOp>, CastToLinalg, BroadcastToLinalg,
-               DropoutToLinalg, ReluGradToLinalg, GeluGradToLinalg>(ctx);
+  patterns.add<ElementwiseToLinalg, GeluToLinalg, CastToLinalg,
+               BroadcastToLinalg, DropoutToLinalg, ReluGradToLinalg,
+               GeluGradToLinalg>(ctx);
 }

@@ -44,8 +44,12 @@ struct ConvertTrainToLinalgPass
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
-    // What amp-autocast recorded describes train ops, which are gone.
+    // What amp-autocast and amp-autodiff recorded describes train ops and
+    // functions, which are gone or become plain code.
     getOperation()->removeAttr(train::kAutocastAttrName);
+    getOperation()->walk([](FunctionOpInterface func) {
+      func->removeAttr(train::kGradientOfAttrName);
+    });
   }
 };
 } // namespace

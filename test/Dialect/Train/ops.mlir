@@ -22,8 +22,10 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %5 = train.gelu %4 : tensor<4x8xf32>
   // CHECK: %[[GT:.*]] = train.gelu %[[G]] approximate tanh : tensor<4x8xf32>
   %6 = train.gelu %5 approximate tanh : tensor<4x8xf32>
-  // CHECK: return %[[GT]]
-  return %6 : tensor<4x8xf32>
+  // CHECK: %[[Q:.*]] = train.sqrt %[[GT]] : tensor<4x8xf32>
+  %7 = train.sqrt %6 : tensor<4x8xf32>
+  // CHECK: return %[[Q]]
+  return %7 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @binary_broadcast

@@ -203,6 +203,11 @@ TEST_F(GradientCheck, Unary) {
   check(unary(
             "train.log", [](double x) { return std::log(x); }, 0.2f, 3),
         "log");
+  // sqrt: defined by its formula alone (ElementwiseOpInterface); lowering
+  // and VJP are the generic ones.
+  check(unary(
+            "train.sqrt", [](double x) { return std::sqrt(x); }, 0.2f, 3),
+        "sqrt");
   check(
       unary(
           "train.gelu",

@@ -58,6 +58,16 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == kGradientOfAttrName) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << kGradientOfAttrName
+             << "' names the forward function of a gradient function, as "
+                "@name, got "
+             << attr.getValue();
+    return success();
+  }
   if (name == kDecisionAttrName) {
     auto value = dyn_cast<StringAttr>(attr.getValue());
     auto [category, reason] =

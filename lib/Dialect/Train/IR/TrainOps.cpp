@@ -11,8 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/IR/ElementwiseBuilders.h"
 #include "amp/Dialect/Train/IR/ShapeInference.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -856,6 +859,31 @@ RuntimeCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
            << " results and " << getParams().size() << " params need "
            << expectedType;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient transforms: what each needs of the loss scale
+//===----------------------------------------------------------------------===//
+
+/// Clipping's norm must be the true one.
+GradientScaleUse ClipGradNormOp::getScaleUse() {
+  return GradientScaleUse::unscaled;
+}
+
+/// Micro-batch gradients are summed scaled and unscaled once.
+GradientScaleUse AccumulateGradsOp::getScaleUse() {
+  return GradientScaleUse::scaled;
+}
+
+/// The mean gradients are the last results (after the accumulators, the
+/// count and the pending flag).
+ValueRange AccumulateGradsOp::getOutputGrads() {
+  return getResults().take_back(getGrads().size());
+}
+
+/// Unscaling takes scaled gradients.
+GradientScaleUse UnscaleGradsOp::getScaleUse() {
+  return GradientScaleUse::scaled;
 }
 
 #include "amp/Dialect/Train/IR/TrainInterfaces.cpp.inc"

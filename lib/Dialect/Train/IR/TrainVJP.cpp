@@ -12,6 +12,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/IR/ElementwiseBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -36,11 +39,18 @@ static Type elementOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType();
 }
 
-/// Sums `grad` (of a broadcast result's shape) back to `operandType`'s shape:
-/// over the leading dimensions the operand lacks and over its unit dimensions
-/// that were broadcast.
-static Value unbroadcast(OpBuilder &b, Location loc, Value grad,
-                         Type operandType) {
+Value amp::train::scalarConstant(OpBuilder &b, Location loc, Type type,
+                                 double value) {
+  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
+}
+
+Value amp::train::scalarLike(OpBuilder &b, Location loc, Value like,
+                             double value) {
+  return scalar(b, loc, elementOf(like), value);
+}
+
+Value amp::train::unbroadcast(OpBuilder &b, Location loc, Value grad,
+                              Type operandType) {
   auto target = cast<RankedTensorType>(operandType);
   auto type = cast<RankedTensorType>(grad.getType());
   if (type.getShape() == target.getShape())
@@ -59,9 +69,14 @@ static Value unbroadcast(OpBuilder &b, Location loc, Value grad,
   return ReshapeOp::create(b, loc, target, sum);
 }
 
+Value amp::train::scaledBy(OpBuilder &b, Location loc, Value x,
+                           double factor) {
+  return MulOp::create(b, loc, x, scalar(b, loc, elementOf(x), factor));
+}
+
 /// `x * factor` for a float constant factor.
 static Value scaled(OpBuilder &b, Location loc, Value x, double factor) {
-  return MulOp::create(b, loc, x, scalar(b, loc, elementOf(x), factor));
+  return scaledBy(b, loc, x, factor);
 }
 
 /// The common shape of a single-result VJP: one (null) gradient slot per
@@ -80,61 +95,6 @@ static LogicalResult singleResultVJP(Operation *op, ArrayRef<Value> resultGrads,
 //===----------------------------------------------------------------------===//
 // Element-wise
 //===----------------------------------------------------------------------===//
-
-LogicalResult ReluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                               SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           grads[0] =
-                               ReluGradOp::create(b, getLoc(), dy, getInput());
-                         });
-}
-
-LogicalResult TanhOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                               SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           // dy * (1 - y^2)
-                           Location loc = getLoc();
-                           Value y = getResult();
-                           Value one = scalar(b, loc, elementOf(y), 1.0);
-                           Value d = SubOp::create(b, loc, one,
-                                                   MulOp::create(b, loc, y, y));
-                           grads[0] = MulOp::create(b, loc, dy, d);
-                         });
-}
-
-LogicalResult SigmoidOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                  SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           // dy * y * (1 - y)
-                           Location loc = getLoc();
-                           Value y = getResult();
-                           Value one = scalar(b, loc, elementOf(y), 1.0);
-                           Value d = MulOp::create(
-                               b, loc, y, SubOp::create(b, loc, one, y));
-                           grads[0] = MulOp::create(b, loc, dy, d);
-                         });
-}
-
-LogicalResult ExpOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           grads[0] =
-                               MulOp::create(b, getLoc(), dy, getResult());
-                         });
-}
-
-LogicalResult LogOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           grads[0] =
-                               DivOp::create(b, getLoc(), dy, getInput());
-                         });
-}
 
 LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
@@ -168,57 +128,19 @@ LogicalResult CastOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 }
 
 //===----------------------------------------------------------------------===//
-// Binary, with broadcasting
+// Element-wise ops defined by their formula (ElementwiseOpInterface)
 //===----------------------------------------------------------------------===//
 
-LogicalResult AddOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           grads[0] =
-                               unbroadcast(b, getLoc(), dy, getLhs().getType());
-                           grads[1] =
-                               unbroadcast(b, getLoc(), dy, getRhs().getType());
-                         });
-}
-
-LogicalResult SubOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+amp::train::buildElementwiseVJP(ElementwiseOpInterface op, OpBuilder &b,
+                                ArrayRef<Value> resultGrads,
+                                SmallVectorImpl<Value> &operandGrads) {
   return singleResultVJP(
-      *this, resultGrads, operandGrads,
+      op, resultGrads, operandGrads,
       [&](Value dy, MutableArrayRef<Value> grads) {
-        grads[0] = unbroadcast(b, getLoc(), dy, getLhs().getType());
-        grads[1] = unbroadcast(b, getLoc(), scaled(b, getLoc(), dy, -1.0),
-                               getRhs().getType());
-      });
-}
-
-LogicalResult MulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(
-      *this, resultGrads, operandGrads,
-      [&](Value dy, MutableArrayRef<Value> grads) {
-        Location loc = getLoc();
-        grads[0] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getRhs()),
-                               getLhs().getType());
-        grads[1] = unbroadcast(b, loc, MulOp::create(b, loc, dy, getLhs()),
-                               getRhs().getType());
-      });
-}
-
-LogicalResult DivOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(
-      *this, resultGrads, operandGrads,
-      [&](Value dy, MutableArrayRef<Value> grads) {
-        Location loc = getLoc();
-        // d(a / b) = dy / b;  d/db = -dy * (a / b) / b.
-        grads[0] = unbroadcast(b, loc, DivOp::create(b, loc, dy, getRhs()),
-                               getLhs().getType());
-        Value t = MulOp::create(b, loc, dy,
-                                DivOp::create(b, loc, getResult(), getRhs()));
-        grads[1] =
-            unbroadcast(b, loc, scaled(b, loc, t, -1.0), getRhs().getType());
+        for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+          if (Value g = op.buildOperandGrad(b, i, dy))
+            grads[i] = unbroadcast(b, op->getLoc(), g, operand.getType());
       });
 }
 

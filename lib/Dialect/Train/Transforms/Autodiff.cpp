@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
@@ -162,6 +163,8 @@ struct AutodiffPass : public amp::train::impl::AutodiffPassBase<AutodiffPass> {
       }
       auto grad = cast<func::FuncOp>(forward->clone());
       grad.setName(name);
+      grad->setAttr(kGradientOfAttrName,
+                    FlatSymbolRefAttr::get(forward.getNameAttr()));
       symbols.insert(grad, std::next(Block::iterator(forward)));
       if (failed(differentiate(grad)))
         return signalPassFailure();

@@ -57,11 +57,9 @@ struct LossScalingPass
       return;
     for (auto func :
          llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
-      SmallVector<Operation *> updates;
-      func.walk([&](Operation *op) {
-        if (isa<SgdUpdateOp, AdamUpdateOp>(op))
-          updates.push_back(op);
-      });
+      SmallVector<OptimizerUpdateOpInterface> updates;
+      func.walk(
+          [&](OptimizerUpdateOpInterface op) { updates.push_back(op); });
       if (updates.empty())
         continue;
       if (failed(scaleStep(func, updates)))
@@ -69,7 +67,8 @@ struct LossScalingPass
     }
   }
 
-  LogicalResult scaleStep(func::FuncOp func, ArrayRef<Operation *> updates);
+  LogicalResult scaleStep(func::FuncOp func,
+                          ArrayRef<OptimizerUpdateOpInterface> updates);
 };
 
 /// Adds a scaler-state argument with initializer `init`.
@@ -86,14 +85,51 @@ Value addScalerArgument(func::FuncOp func, Type type, Attribute init) {
   return func.getArgument(index);
 }
 
-LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
-                                         ArrayRef<Operation *> updates) {
+/// Where unscaling goes: the gradients of the first transform on the way
+/// from backward to the update that needs true values, after every one that
+/// keeps them scaled; the update's own gradients when none needs them. The
+/// transforms are found by walking the chain back from the update
+/// (GradientTransformOpInterface), whatever they are.
+FailureOr<MutableOperandRange>
+findUnscalePoint(OptimizerUpdateOpInterface update, Operation *&consumer) {
+  // The chain from backward to the update.
+  SmallVector<GradientTransformOpInterface> chain;
+  MutableOperandRange grads = update.getGradsMutable();
+  while (!grads.empty()) {
+    auto transform =
+        grads[0].get().getDefiningOp<GradientTransformOpInterface>();
+    if (!transform)
+      break;
+    chain.insert(chain.begin(), transform);
+    grads = transform.getInputGradsMutable();
+  }
+  consumer = update;
+  std::optional<MutableOperandRange> point;
+  for (GradientTransformOpInterface transform : chain) {
+    GradientScaleUse use = transform.getScaleUse();
+    if (use == GradientScaleUse::unscaled && !point) {
+      point = transform.getInputGradsMutable();
+      consumer = transform;
+    } else if (use == GradientScaleUse::scaled && point) {
+      return consumer->emitError("amp-loss-scaling: '")
+             << consumer->getName()
+             << "' needs unscaled gradients but comes before '"
+             << transform->getName()
+             << "', which needs them scaled; no place to unscale";
+    }
+  }
+  return point ? *point : update.getGradsMutable();
+}
+
+LogicalResult
+LossScalingPass::scaleStep(func::FuncOp func,
+                           ArrayRef<OptimizerUpdateOpInterface> updates) {
   MLIRContext *ctx = &getContext();
   if (updates.size() != 1)
     return func.emitError("amp-loss-scaling: @")
            << func.getName() << " has " << updates.size()
            << " optimizer updates; expected one (made by amp-optimizer)";
-  Operation *update = updates.front();
+  OptimizerUpdateOpInterface update = updates.front();
   SmallVector<LossSeedOp> seeds;
   func.walk([&](LossSeedOp seed) { seeds.push_back(seed); });
   if (!func.getOps<UnscaleGradsOp>().empty() ||
@@ -182,20 +218,12 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
   seed.getResult().replaceAllUsesWith(scaledSeed);
   seed->erase();
 
-  // Unscale once, where the gradients enter clipping or the update.
-  auto updateGrads = [&]() -> MutableOperandRange {
-    if (auto sgd = dyn_cast<SgdUpdateOp>(update))
-      return sgd.getGradsMutable();
-    return cast<AdamUpdateOp>(update).getGradsMutable();
-  };
-  Operation *consumer = update;
-  MutableOperandRange grads = updateGrads();
-  if (auto clip = grads.empty()
-                      ? ClipGradNormOp()
-                      : grads[0].get().getDefiningOp<ClipGradNormOp>()) {
-    consumer = clip;
-    grads = clip.getGradsMutable();
-  }
+  // Unscale once: after accumulation, before clipping (findUnscalePoint).
+  Operation *consumer = nullptr;
+  FailureOr<MutableOperandRange> point = findUnscalePoint(update, consumer);
+  if (failed(point))
+    return failure();
+  MutableOperandRange grads = *point;
   b.setInsertionPoint(consumer);
   Location loc = update->getLoc();
   SmallVector<Value> scaled;
@@ -208,12 +236,7 @@ LogicalResult LossScalingPass::scaleStep(func::FuncOp func,
 
   // Skip on inf/NaN (and while micro-batches are pending).
   b.setInsertionPoint(update);
-  auto skipOperand = [&]() -> MutableOperandRange {
-    if (auto sgd = dyn_cast<SgdUpdateOp>(update))
-      return sgd.getSkipMutable();
-    return cast<AdamUpdateOp>(update).getSkipMutable();
-  };
-  MutableOperandRange skip = skipOperand();
+  MutableOperandRange skip = update.getSkipMutable();
   Value pending = skip.empty() ? Value() : skip[0].get();
   Value skipFlag =
       pending ? AnyOp::create(b, loc, found, pending).getResult() : found;

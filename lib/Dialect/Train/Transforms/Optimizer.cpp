@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
@@ -100,6 +101,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
   MLIRContext *ctx = &getContext();
   auto step = cast<func::FuncOp>(grad->clone());
   step.setName(name);
+  // The step is not a gradient function (amp-optimizer pairs by this).
+  step->removeAttr(kGradientOfAttrName);
   SymbolTable(getOperation()).insert(step, std::next(Block::iterator(grad)));
 
   // The parameters, and how many state results precede the gradients.
@@ -255,12 +258,17 @@ void OptimizerPass::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<std::pair<func::FuncOp, func::FuncOp>> pairs;
   for (auto func : module.getOps<func::FuncOp>()) {
-    StringRef name = func.getName();
-    if (!name.ends_with("_grad"))
+    auto of = func->getAttrOfType<FlatSymbolRefAttr>(kGradientOfAttrName);
+    if (!of)
       continue;
-    if (auto forward =
-            module.lookupSymbol<func::FuncOp>(name.drop_back(strlen("_grad"))))
-      pairs.emplace_back(func, forward);
+    auto forward = module.lookupSymbol<func::FuncOp>(of);
+    if (!forward) {
+      func.emitError("amp-optimizer: @")
+          << func.getName() << " is the gradient of " << of
+          << ", which the module does not define";
+      return signalPassFailure();
+    }
+    pairs.emplace_back(func, forward);
   }
   if (pairs.empty()) {
     // Say why there is nothing to train, at the function that should have

@@ -116,6 +116,7 @@ const ListEntry kEntries[] = {
     {"train.slice", kNone, "none", ""},
     {"train.softmax", "fp32_set_opt_dtype: softmax", "FP32_FUNCS: softmax", ""},
     {"train.softmax_grad", kBackward, "", ""},
+    {"train.sqrt", kNone, "none", ""},
     {"train.sub", kPromotion, "none", ""},
     {"train.tanh", kNone, "none", ""},
     {"train.transpose", kNone, "none", ""},

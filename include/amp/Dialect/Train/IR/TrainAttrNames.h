@@ -27,6 +27,11 @@ inline constexpr llvm::StringLiteral kAutocastAttrName = "train.autocast";
 /// update) carry none.
 inline constexpr llvm::StringLiteral kDecisionAttrName = "train.decision";
 
+/// On a gradient function amp-autodiff made: `train.gradient_of = @forward`,
+/// the function it differentiates (amp-optimizer pairs them by it, not by
+/// the `_grad` suffix of the name).
+inline constexpr llvm::StringLiteral kGradientOfAttrName = "train.gradient_of";
+
 /// The reasons of a decision, strongest last: the op's default (its list
 /// entry), the opt level, the policy file, a `train.precision` attribute.
 inline constexpr llvm::StringLiteral kDecisionReasons[] = {

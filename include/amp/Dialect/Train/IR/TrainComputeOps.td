@@ -23,8 +23,16 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 /// An element-wise op on one float tensor; the result has the operand's type.
-class Train_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
+/// Defined once: `scalar` builds the result from the scalar `x` (in the
+/// compute type) with arith/math ops at builder `b`, location `loc`;
+/// `derivative` builds the input's gradient from `dy` with train ops, given
+/// the input `x` and the result `y`. The generic lowering and VJP
+/// (ElementwiseOpInterface) do the rest (docs/Architecture.md, "adding an
+/// element-wise op").
+class Train_UnaryOp<string mnemonic, string formula, list<Trait> traits,
+                    code scalar, code derivative>
     : Train_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<Train_ElementwiseOpInterface>,
         DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "element-wise " # formula;
   let description = [{
@@ -38,16 +46,65 @@ class Train_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
   let arguments = (ins Train_FloatTensor:$input);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = [{
+    ::mlir::Value $cppClass::buildScalar(::mlir::OpBuilder &b,
+        ::mlir::Location loc, ::mlir::ValueRange args) {
+      [[maybe_unused]] ::mlir::Value x = args[0];
+      }] # scalar # [{
+    }
+    ::mlir::Value $cppClass::buildOperandGrad(::mlir::OpBuilder &b,
+        unsigned operand, ::mlir::Value dy) {
+      [[maybe_unused]] ::mlir::Location loc = getLoc();
+      [[maybe_unused]] ::mlir::Value x = getInput(), y = getResult();
+      }] # derivative # [{
+    }
+    ::llvm::LogicalResult $cppClass::buildVJP(::mlir::OpBuilder &b,
+        ::llvm::ArrayRef<::mlir::Value> resultGrads,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      return ::amp::train::buildElementwiseVJP(*this, b, resultGrads,
+                                                operandGrads);
+    }
+  }];
 }
 
-def Train_ReluOp : Train_UnaryOp<"relu", "max(x, 0)", Train_Follow> {
+def Train_ReluOp : Train_UnaryOp<"relu", "max(x, 0)", Train_Follow,
+    // maximumf propagates NaN, as torch.relu does.
+    [{ return ::mlir::arith::MaximumFOp::create(b, loc, x,
+           scalarConstant(b, loc, x.getType(), 0.0)); }],
+    [{ return ReluGradOp::create(b, loc, dy, x); }]> {
   let hasFolder = 1;
 }
-def Train_TanhOp : Train_UnaryOp<"tanh", "tanh(x)", Train_Follow>;
-def Train_SigmoidOp
-    : Train_UnaryOp<"sigmoid", "1 / (1 + exp(-x))", Train_Follow>;
-def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)", Train_Fp32>;
-def Train_LogOp : Train_UnaryOp<"log", "log(x)", Train_Fp32>;
+def Train_TanhOp : Train_UnaryOp<"tanh", "tanh(x)", Train_Follow,
+    [{ return ::mlir::math::TanhOp::create(b, loc, x); }],
+    // dy * (1 - y^2)
+    [{ Value one = scalarLike(b, loc, y, 1.0);
+       Value d = SubOp::create(b, loc, one, MulOp::create(b, loc, y, y));
+       return MulOp::create(b, loc, dy, d); }]>;
+def Train_SigmoidOp : Train_UnaryOp<"sigmoid", "1 / (1 + exp(-x))",
+    Train_Follow,
+    // exp overflows to inf for x < -88 and gives 0 exactly.
+    [{ Value e = ::mlir::math::ExpOp::create(b, loc,
+           ::mlir::arith::NegFOp::create(b, loc, x));
+       Value one = scalarConstant(b, loc, x.getType(), 1.0);
+       return ::mlir::arith::DivFOp::create(b, loc, one,
+           ::mlir::arith::AddFOp::create(b, loc, one, e)); }],
+    // dy * y * (1 - y)
+    [{ Value one = scalarLike(b, loc, y, 1.0);
+       Value d = MulOp::create(b, loc, y, SubOp::create(b, loc, one, y));
+       return MulOp::create(b, loc, dy, d); }]>;
+def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)", Train_Fp32,
+    [{ return ::mlir::math::ExpOp::create(b, loc, x); }],
+    [{ return MulOp::create(b, loc, dy, y); }]>;
+def Train_LogOp : Train_UnaryOp<"log", "log(x)", Train_Fp32,
+    [{ return ::mlir::math::LogOp::create(b, loc, x); }],
+    [{ return DivOp::create(b, loc, dy, x); }]>;
+/// PyTorch's autocast lists leave sqrt out (it runs in the type it gets);
+/// Apex's O1 lists do too.
+def Train_SqrtOp : Train_UnaryOp<"sqrt", "sqrt(x)", Train_Follow,
+    [{ return ::mlir::math::SqrtOp::create(b, loc, x); }],
+    // dy / (2 y)
+    [{ return DivOp::create(b, loc, dy,
+           MulOp::create(b, loc, y, scalarLike(b, loc, y, 2.0))); }]>;
 
 def Train_GeluOp : Train_Op<"gelu",
     !listconcat(Train_Follow, [Pure, SameOperandsAndResultType,
@@ -75,11 +132,15 @@ def Train_GeluOp : Train_Op<"gelu",
 //===----------------------------------------------------------------------===//
 
 /// An element-wise op on two float tensors of one element type whose shapes
-/// broadcast with NumPy rules; the result has the broadcast shape.
-class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = [],
-                     list<Trait> precision = Train_Promote>
+/// broadcast with NumPy rules; the result has the broadcast shape. Defined
+/// once, as Train_UnaryOp: `scalar` from `lhs` and `rhs`; `derivative` gives
+/// operand `operand`'s gradient from `dy` (in the result's shape; the
+/// generic VJP reduces it over the broadcast dimensions).
+class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits,
+                     list<Trait> precision, code scalar, code derivative>
     : Train_Op<mnemonic,
                !listconcat(traits, precision, [Pure, InferTypeOpAdaptor,
+                           DeclareOpInterfaceMethods<Train_ElementwiseOpInterface>,
                            DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "element-wise " # formula # " with broadcasting";
   let description = [{
@@ -105,12 +166,38 @@ class Train_BinaryOp<string mnemonic, string formula, list<Trait> traits = [],
                                   adaptor.getLhs().getType(),
                                   adaptor.getRhs().getType(), results);
     }
+    ::mlir::Value $cppClass::buildScalar(::mlir::OpBuilder &b,
+        ::mlir::Location loc, ::mlir::ValueRange args) {
+      [[maybe_unused]] ::mlir::Value lhs = args[0], rhs = args[1];
+      }] # scalar # [{
+    }
+    ::mlir::Value $cppClass::buildOperandGrad(::mlir::OpBuilder &b,
+        unsigned operand, ::mlir::Value dy) {
+      [[maybe_unused]] ::mlir::Location loc = getLoc();
+      [[maybe_unused]] ::mlir::Value lhs = getLhs(), rhs = getRhs(),
+                                     y = getResult();
+      }] # derivative # [{
+    }
+    ::llvm::LogicalResult $cppClass::buildVJP(::mlir::OpBuilder &b,
+        ::llvm::ArrayRef<::mlir::Value> resultGrads,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      return ::amp::train::buildElementwiseVJP(*this, b, resultGrads,
+                                                operandGrads);
+    }
   }];
 }
 
-def Train_AddOp : Train_BinaryOp<"add", "lhs + rhs", [Commutative]>;
-def Train_SubOp : Train_BinaryOp<"sub", "lhs - rhs">;
-def Train_MulOp : Train_BinaryOp<"mul", "lhs * rhs", [Commutative]> {
+def Train_AddOp : Train_BinaryOp<"add", "lhs + rhs", [Commutative],
+    Train_Promote,
+    [{ return ::mlir::arith::AddFOp::create(b, loc, lhs, rhs); }],
+    [{ return dy; }]>;
+def Train_SubOp : Train_BinaryOp<"sub", "lhs - rhs", [], Train_Promote,
+    [{ return ::mlir::arith::SubFOp::create(b, loc, lhs, rhs); }],
+    [{ return operand == 0 ? dy : scaledBy(b, loc, dy, -1.0); }]>;
+def Train_MulOp : Train_BinaryOp<"mul", "lhs * rhs", [Commutative],
+    Train_Promote,
+    [{ return ::mlir::arith::MulFOp::create(b, loc, lhs, rhs); }],
+    [{ return MulOp::create(b, loc, dy, operand == 0 ? rhs : lhs); }]> {
   let hasFolder = 1;
 }
 /// A rank-0 numerator divided by a tensor is fp32: PyTorch computes `c / x`
@@ -119,7 +206,13 @@ def Train_MulOp : Train_BinaryOp<"mul", "lhs * rhs", [Commutative]> {
 def Train_DivOp : Train_BinaryOp<"div", "lhs / rhs", [],
     [DeclareOpInterfaceMethods<Train_PrecisionPolicyOpInterface,
                                ["getDefaultPrecision"]>,
-     Train_DefaultPrecision<"promote">]> {
+     Train_DefaultPrecision<"promote">],
+    [{ return ::mlir::arith::DivFOp::create(b, loc, lhs, rhs); }],
+    // d(a / b)/da = dy / b;  d/db = -dy * (a / b) / b.
+    [{ if (operand == 0)
+         return DivOp::create(b, loc, dy, rhs);
+       return scaledBy(b, loc,
+           MulOp::create(b, loc, dy, DivOp::create(b, loc, y, rhs)), -1.0); }]> {
   let hasFolder = 1;
 }
 

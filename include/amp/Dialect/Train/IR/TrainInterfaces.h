@@ -11,6 +11,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -26,6 +27,10 @@ template <typename OpT>
 using HasAccumulateAttr = decltype(std::declval<OpT &>().setAccumulateAttr(
     std::declval<mlir::TypeAttr>()));
 } // namespace detail
+
+/// What a gradient transform needs of the loss scale
+/// (GradientTransformOpInterface::getScaleUse).
+enum class GradientScaleUse { scaled, unscaled, either };
 
 /// The trait behind `Train_Loss`: the op computes a loss.
 template <typename ConcreteOp>

@@ -98,6 +98,79 @@ def Train_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def Train_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
+  let cppNamespace = "::amp::train";
+  let description = [{
+    An element-wise op given by its scalar formula and its local derivative,
+    both written once in the op's definition (`Train_UnaryOp`,
+    `Train_BinaryOp` in TrainComputeOps.td). One generic lowering (a parallel
+    linalg.generic over the broadcast operands, in f32 for f16/bf16 with one
+    rounding) and one generic VJP (`buildElementwiseVJP`: each operand's
+    gradient, reduced over its broadcast dimensions) serve every such op.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The scalar result from the scalar operands `args` (one per operand, "
+      "in the compute type: f32 for f16/bf16 tensors), built at `b`.",
+      "::mlir::Value", "buildScalar",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$args)>,
+    InterfaceMethod<
+      "The gradient of operand `operand` for the result gradient `dy`, "
+      "built of train ops at `b` in the result's shape (the generic VJP "
+      "reduces it to the operand's); null when the operand has none.",
+      "::mlir::Value", "buildOperandGrad",
+      (ins "::mlir::OpBuilder &":$b, "unsigned":$operand,
+           "::mlir::Value":$dy)>,
+  ];
+}
+
+/// How a gradient transform relates to the loss scale.
+def Train_GradientTransformOpInterface
+    : OpInterface<"GradientTransformOpInterface"> {
+  let cppNamespace = "::amp::train";
+  let description = [{
+    An op between backward and the optimizer update that maps the step's
+    gradients to new gradients, one for one and in order (accumulation,
+    clipping, unscaling, and next an all-reduce). Passes find their place in
+    the chain by walking it from the update's gradients, not by op names:
+    amp-loss-scaling puts `unscale_grads` after every transform that keeps
+    gradients scaled and before every one that needs true values.
+  }];
+  let methods = [
+    InterfaceMethod<"The gradients the op takes.",
+      "::mlir::MutableOperandRange", "getInputGradsMutable", (ins), [{}],
+      [{ return $_op.getGradsMutable(); }]>,
+    InterfaceMethod<"The new gradients, one per input gradient, in order.",
+      "::mlir::ValueRange", "getOutputGrads", (ins), [{}],
+      [{ return $_op->getResults().take_front($_op.getGrads().size()); }]>,
+    InterfaceMethod<
+      "What the op needs of the loss scale: `scaled` (it must see the "
+      "gradients before unscaling: accumulation sums micro-batches scaled "
+      "and they are unscaled once), `unscaled` (it needs true values: "
+      "clipping's norm), or `either` (linear: a sum across ranks).",
+      "::amp::train::GradientScaleUse", "getScaleUse">,
+  ];
+}
+
+/// The optimizer update a training step ends in.
+def Train_OptimizerUpdateOpInterface
+    : OpInterface<"OptimizerUpdateOpInterface"> {
+  let cppNamespace = "::amp::train";
+  let description = [{
+    The fused parameter update (sgd_update, adam_update, and any later
+    optimizer): its gradients and its `skip` flag (the update leaves every
+    parameter and state unchanged when set). amp-loss-scaling and
+    amp-optimizer find it through this interface.
+  }];
+  let methods = [
+    InterfaceMethod<"The gradients, one per parameter.",
+      "::mlir::MutableOperandRange", "getGradsMutable">,
+    InterfaceMethod<"The optional skip flag (rank-0 i1).",
+      "::mlir::MutableOperandRange", "getSkipMutable">,
+  ];
+}
+
 /// Marks a loss: its result is the rank-0 value training minimizes. Apex's
 /// O2 casts the model's outputs to fp32 (output_caster), so losses and
 /// everything computed from them run in fp32 there.

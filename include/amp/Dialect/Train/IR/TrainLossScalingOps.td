@@ -18,7 +18,8 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Train_UnscaleGradsOp : Train_Op<"unscale_grads", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<Train_GradientTransformOpInterface>]> {
   let summary = "unscale all gradients and detect inf/NaN in one pass";
   let description = [{
     GradScaler's fused check-and-unscale: `inv = 1 / scale` computed in f64

@@ -28,7 +28,8 @@ def Train_Flag : Type<And<[
   BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI1Type())">;
 
 def Train_SgdUpdateOp : Train_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    Train_OptimizerUpdateOpInterface]> {
   let summary = "fused SGD (with momentum and weight decay) over all parameters";
   let description = [{
     For each parameter p with gradient g (PyTorch's SGD, dampening 0):
@@ -68,7 +69,8 @@ def Train_SgdUpdateOp : Train_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
 }
 
 def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
-    AttrSizedOperandSegments, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    AttrSizedOperandSegments, DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    Train_OptimizerUpdateOpInterface]> {
   let summary = "fused Adam / AdamW over all parameters";
   let description = [{
     With t = step + 1 (step counts the updates already made) and, for each
@@ -115,7 +117,8 @@ def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
 }
 
 def Train_ClipGradNormOp : Train_Op<"clip_grad_norm", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<Train_GradientTransformOpInterface>]> {
   let summary = "scale gradients so their global L2 norm is at most max_norm";
   let description = [{
     PyTorch's `clip_grad_norm_`: `norm = sqrt(sum_i sum(g_i^2))` in f32 over
@@ -137,7 +140,9 @@ def Train_ClipGradNormOp : Train_Op<"clip_grad_norm", [Pure,
 }
 
 def Train_AccumulateGradsOp : Train_Op<"accumulate_grads", [Pure,
-    AttrSizedOperandSegments, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    AttrSizedOperandSegments, DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<Train_GradientTransformOpInterface,
+                              ["getOutputGrads"]>]> {
   let summary = "gradient accumulation over a fixed number of micro-batches";
   let description = [{
     Adds each gradient to its accumulator and counts micro-batches: with

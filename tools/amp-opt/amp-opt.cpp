@@ -18,6 +18,7 @@
 
 #include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
 #include "amp/InitAll.h"
+#include "TestDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -52,6 +53,7 @@ static llvm::cl::opt<bool> printPrecisionTable(
 int main(int argc, char **argv) {
   DialectRegistry registry;
   amp::registerAmpDialects(registry);
+  amp::test::registerTestDialect(registry);
   amp::registerAmpPasses();
 
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(

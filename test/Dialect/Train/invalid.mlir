@@ -1158,3 +1158,25 @@ func.func @batch_norm_grad_rank(%dy: tensor<3xf32>, %x: tensor<3xf32>, %g: tenso
   %0:3 = train.batch_norm_grad %dy, %x, %g : tensor<3xf32>, tensor<3xf32>
   return %0#0 : tensor<3xf32>
 }
+
+// -----
+
+// What amp-autocast and amp-autodiff record is checked like any attribute.
+// expected-error @+1 {{'train.autocast' must be a dictionary with string 'opt_level' and 'dtype' (what amp-autocast ran with), got "O1"}}
+module attributes {train.autocast = "O1"} {
+}
+
+// -----
+
+func.func @bad_decision(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.decision' records amp-autocast's decision on a train op with a precision policy as "<category>/<reason>" (e.g. "lower/default"), got "lower/because"}}
+  %0 = train.relu %x {train.decision = "lower/because"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'train.gradient_of' names the forward function of a gradient function, as @name, got "forward"}}
+func.func @bad_gradient_of(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.gradient_of = "forward"} {
+  return %x : tensor<4xf32>
+}

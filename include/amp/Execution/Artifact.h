@@ -19,7 +19,7 @@
 #define AMP_EXECUTION_ARTIFACT_H
 
 #include "amp/Execution/CompiledFunction.h"
-#include "amp/Training/Trainer.h"
+#include "amp/Execution/CompiledStep.h"
 
 #include <memory>
 #include <string>

@@ -7,6 +7,8 @@
 #ifndef AMP_TRAINING_INITIALIZERS_H
 #define AMP_TRAINING_INITIALIZERS_H
 
+#include "amp/Execution/CompiledStep.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -20,15 +22,6 @@ namespace train {
 class InitAttr;
 } // namespace train
 
-/// A #train.init attribute resolved for one tensor: the distribution's name
-/// (the attribute's mnemonic: "zeros", "kaiming_uniform", ...), its value
-/// (constant, normal's std, uniform's bound) and the fans it uses. Plain data,
-/// so an ahead-of-time artifact carries it to a loader without MLIR.
-struct InitSpec {
-  std::string kind;
-  double value = 0.0;
-  int64_t fanIn = 0, fanOut = 0;
-};
 
 /// Resolves `init` for a tensor of `shape`. Fans: `[in, out]` matrices have
 /// fan_in = in, fan_out = out; `[F, C, KH, KW]` filters fan_in = C*KH*KW,

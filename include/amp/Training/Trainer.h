@@ -15,6 +15,7 @@
 #define AMP_TRAINING_TRAINER_H
 
 #include "amp/Execution/CompiledFunction.h"
+#include "amp/Execution/CompiledStep.h"
 #include "amp/Training/Initializers.h"
 #include "amp/Training/StepAbi.h"
 
@@ -58,18 +59,6 @@ struct TrainingConfig {
 /// returning a message naming the bad one.
 llvm::Error validateConfig(const TrainingConfig &config);
 
-/// A compiled training step: @train_step with its argument roles and the
-/// initial value of each initialised argument, and the logits function of
-/// its forward (inputs, labels, then the step's arguments from #2 on).
-struct CompiledStep {
-  CompiledFunction *step = nullptr;
-  CompiledFunction *logits = nullptr;
-  StepAbi abi;
-  std::vector<std::pair<unsigned, InitSpec>> inits;
-  /// Where the run keeps the step's arguments; null: in host memory
-  /// (openHostSession).
-  std::function<llvm::Expected<std::unique_ptr<StepSession>>()> openSession;
-};
 
 /// The step's arguments with their initial values (from `inits`, drawn in
 /// argument order from one generator seeded with `seed`; zeros elsewhere),

@@ -6,6 +6,8 @@
 
 #include "amp/Dialect/Train/IR/ShapeInference.h"
 
+#include "mlir/Dialect/Traits.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,10 +35,13 @@ template <typename... Ts> static std::string msg(const Ts &...parts) {
 
 ShapeOrError amp::train::inferBroadcastShape(ArrayRef<int64_t> lhs,
                                              ArrayRef<int64_t> rhs) {
+  // Upstream's NumPy rule; amp adds which dimensions disagree.
+  SmallVector<int64_t, 4> result;
+  if (mlir::OpTrait::util::getBroadcastedShape(lhs, rhs, result))
+    return ShapeOrError::shape(result);
   size_t rank = std::max(lhs.size(), rhs.size());
-  SmallVector<int64_t, 4> result(rank);
   for (size_t i = 0; i < rank; ++i) {
-    // Align from the trailing dimension; a missing dimension acts as 1.
+    // Aligned from the trailing dimension; a missing dimension acts as 1.
     int64_t l = i < lhs.size() ? lhs[lhs.size() - 1 - i] : 1;
     int64_t r = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
     if (l != r && l != 1 && r != 1)
@@ -44,9 +49,10 @@ ShapeOrError amp::train::inferBroadcastShape(ArrayRef<int64_t> lhs,
           msg("operands of shapes ", formatShape(lhs), " and ",
               formatShape(rhs), " are not broadcast-compatible (dimension ", l,
               " vs ", r, " at ", i + 1, " from the end)"));
-    result[rank - 1 - i] = l == 1 ? r : l;
   }
-  return ShapeOrError::shape(result);
+  return ShapeOrError::error(msg("operands of shapes ", formatShape(lhs),
+                                 " and ", formatShape(rhs),
+                                 " are not broadcast-compatible"));
 }
 
 bool amp::train::isBroadcastableTo(ArrayRef<int64_t> from,

@@ -1,0 +1,76 @@
+//===- CompiledStep.h - A compiled training step and its ABI ----*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// What an engine (the JIT, an AOT artifact) hands to whoever runs a training
+// step: the compiled functions, the roles of the step's arguments and their
+// initializers. Plain data below both the engines (Execution) and the
+// training loop (Training), so the engines never include the loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_COMPILEDSTEP_H
+#define AMP_EXECUTION_COMPILEDSTEP_H
+
+#include "amp/Execution/CompiledFunction.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace amp {
+
+/// The roles of @train_step's arguments, read from their train.* attributes
+/// (docs/Autodiff.md describes the ABI). Results: the loss, then the new
+/// value of each `state` argument in that order, then (dynamic loss scaling)
+/// the new scale and tracker, then found_inf and collapsed (static scaling:
+/// found_inf only).
+struct StepAbi {
+  unsigned input = 0, labels = 1;
+  /// Arguments updated by results 1.. in order: train.state, parameters,
+  /// masters, optimizer state.
+  llvm::SmallVector<unsigned> state;
+  llvm::SmallVector<unsigned> params;  // train.param
+  llvm::SmallVector<unsigned> masters; // train.master, in parameter order
+  std::optional<unsigned> lr;
+  llvm::SmallVector<unsigned> scaler; // scale, tracker
+  unsigned numResults = 0;
+  /// Checkpoint names of the arguments that persist across steps.
+  llvm::SmallVector<std::pair<std::string, unsigned>> persistent;
+};
+
+/// A #train.init attribute resolved for one tensor: the distribution's name
+/// (the attribute's mnemonic: "zeros", "kaiming_uniform", ...), its value
+/// (constant, normal's std, uniform's bound) and the fans it uses. Plain data,
+/// so an ahead-of-time artifact carries it to a loader without MLIR.
+struct InitSpec {
+  std::string kind;
+  double value = 0.0;
+  int64_t fanIn = 0, fanOut = 0;
+};
+
+/// A compiled training step: @train_step with its argument roles and the
+/// initial value of each initialised argument, and the logits function of
+/// its forward (inputs, labels, then the step's arguments from #2 on).
+struct CompiledStep {
+  CompiledFunction *step = nullptr;
+  CompiledFunction *logits = nullptr;
+  StepAbi abi;
+  std::vector<std::pair<unsigned, InitSpec>> inits;
+  /// Where the run keeps the step's arguments; null: in host memory
+  /// (openHostSession).
+  std::function<llvm::Expected<std::unique_ptr<StepSession>>()> openSession;
+};
+
+} // namespace amp
+
+#endif // AMP_EXECUTION_COMPILEDSTEP_H

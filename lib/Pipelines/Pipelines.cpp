@@ -8,6 +8,7 @@
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
@@ -252,7 +253,11 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     scaling.minScale = options.minScale;
     scaling.maxScale = options.maxScale;
     scaling.hysteresis = options.hysteresis;
-    add(amp::train::createLossScalingPass(scaling), {"mode", "init-scale"});
+    // On each function (FunctionOpInterface), nested in the module.
+    std::unique_ptr<Pass> lossScaling =
+        amp::train::createLossScalingPass(scaling);
+    checkForwarded(*lossScaling, pipeline, {"mode", "init-scale"});
+    pm.addNestedPass<func::FuncOp>(std::move(lossScaling));
   }
   add(amp::train::createCastCleanupPass());
 }

@@ -8,6 +8,7 @@
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Format.h"
@@ -55,24 +56,32 @@ struct LossScalingPass
   void runOnOperation() override {
     if (mode == LossScaleMode::none)
       return;
-    for (auto func :
-         llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
-      SmallVector<OptimizerUpdateOpInterface> updates;
-      func.walk(
-          [&](OptimizerUpdateOpInterface op) { updates.push_back(op); });
-      if (updates.empty())
+    // Each function on its own: the pass runs on a function (amp-pipeline
+    // nests it under func.func, so the pass manager runs functions in
+    // parallel) or on a module's functions in turn. A training step is a
+    // function with an optimizer update.
+    SmallVector<FunctionOpInterface> functions;
+    if (auto func = dyn_cast<FunctionOpInterface>(getOperation()))
+      functions.push_back(func);
+    else
+      getOperation()->walk(
+          [&](FunctionOpInterface func) { functions.push_back(func); });
+    for (FunctionOpInterface func : functions) {
+      if (func.isExternal())
         continue;
-      if (failed(scaleStep(func, updates)))
+      SmallVector<OptimizerUpdateOpInterface> updates;
+      func.walk([&](OptimizerUpdateOpInterface op) { updates.push_back(op); });
+      if (!updates.empty() && failed(scaleStep(func, updates)))
         return signalPassFailure();
     }
   }
 
-  LogicalResult scaleStep(func::FuncOp func,
+  LogicalResult scaleStep(FunctionOpInterface func,
                           ArrayRef<OptimizerUpdateOpInterface> updates);
 };
 
 /// Adds a scaler-state argument with initializer `init`.
-Value addScalerArgument(func::FuncOp func, Type type, Attribute init) {
+Value addScalerArgument(FunctionOpInterface func, Type type, Attribute init) {
   MLIRContext *ctx = func.getContext();
   SmallVector<NamedAttribute> attrs = {
       NamedAttribute(StringAttr::get(ctx, TrainDialect::kScalerStateAttrName),
@@ -122,7 +131,7 @@ findUnscalePoint(OptimizerUpdateOpInterface update, Operation *&consumer) {
 }
 
 LogicalResult
-LossScalingPass::scaleStep(func::FuncOp func,
+LossScalingPass::scaleStep(FunctionOpInterface func,
                            ArrayRef<OptimizerUpdateOpInterface> updates) {
   MLIRContext *ctx = &getContext();
   if (updates.size() != 1)
@@ -132,7 +141,7 @@ LossScalingPass::scaleStep(func::FuncOp func,
   OptimizerUpdateOpInterface update = updates.front();
   SmallVector<LossSeedOp> seeds;
   func.walk([&](LossSeedOp seed) { seeds.push_back(seed); });
-  if (!func.getOps<UnscaleGradsOp>().empty() ||
+  if (!func.getFunctionBody().getOps<UnscaleGradsOp>().empty() ||
       llvm::any_of(func.getArguments(), [&](BlockArgument arg) {
         return func.getArgAttr(arg.getArgNumber(),
                                TrainDialect::kScalerStateAttrName);
@@ -155,7 +164,7 @@ LossScalingPass::scaleStep(func::FuncOp func,
   // f32): a loss computed in f16 (O3, or an override) cannot hold a scale
   // above 65504, which would make every step's gradients inf. O1 and O2
   // compute losses in f32.
-  Value loss = func.getBody().front().getTerminator()->getOperand(0);
+  Value loss = func.getFunctionBody().front().getTerminator()->getOperand(0);
   auto narrowest =
       cast<FloatType>(cast<RankedTensorType>(seed.getType()).getElementType());
   auto largestOf = [](FloatType type) {
@@ -204,7 +213,7 @@ LossScalingPass::scaleStep(func::FuncOp func,
         func, RankedTensorType::get({}, IntegerType::get(ctx, 32)),
         InitAttr::get(ctx, InitKind::zeros, APFloat(0.0), 0, 0));
   } else {
-    b.setInsertionPointToStart(&func.getBody().front());
+    b.setInsertionPointToStart(&func.getFunctionBody().front());
     scale = ConstantOp::create(
         b, func.getLoc(),
         DenseElementsAttr::get(scalarF32, b.getFloatAttr(f32, initScale)));
@@ -243,8 +252,9 @@ LossScalingPass::scaleStep(func::FuncOp func,
   skip.assign(skipFlag);
 
   // New results: the scaler's state and flags.
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  SmallVector<Value> results(ret.getOperands());
+  // The terminator, whatever the function op's return is.
+  Operation *ret = func.getFunctionBody().front().getTerminator();
+  SmallVector<Value> results(ret->getOperands());
   b.setInsertionPoint(ret);
   if (mode == LossScaleMode::dynamic) {
     auto next = UpdateScaleOp::create(
@@ -259,10 +269,9 @@ LossScalingPass::scaleStep(func::FuncOp func,
   } else {
     results.push_back(found);
   }
-  func::ReturnOp::create(b, ret.getLoc(), results);
-  ret.erase();
-  func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
-                                 TypeRange(ValueRange(results))));
+  ret->setOperands(results);
+  func.setFunctionTypeAttr(TypeAttr::get(FunctionType::get(
+      ctx, func.getArgumentTypes(), TypeRange(ValueRange(results)))));
   return success();
 }
 

@@ -130,10 +130,13 @@ def OptimizerPass : Pass<"amp-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
-def LossScalingPass : Pass<"amp-loss-scaling", "::mlir::ModuleOp"> {
+def LossScalingPass : Pass<"amp-loss-scaling"> {
   let summary = "Compile PyTorch GradScaler's loss scaling into the step";
   let description = [{
-    Rewrites each training step made by amp-optimizer:
+    Rewrites each training step made by amp-optimizer (a function with an
+    optimizer update). Works per function (FunctionOpInterface): on a module
+    it visits its functions in turn; nested under `func.func` (as
+    amp-pipeline runs it) the pass manager runs the functions in parallel.
 
     - the backward seed (`train.loss_seed`) becomes the scale, so every
       gradient is computed scaled;

@@ -66,9 +66,10 @@ func.func @elementwise(%x: tensor<4x8xf32>, %a: tensor<2x1x5xf16>, %b: tensor<4x
 // calls take different paths for each).
 func.func @contractions(%x: tensor<4x8xf16>, %w: tensor<8x6xf16>, %wt: tensor<6x8xf16>, %bias: tensor<6xf16>, %w2: tensor<8x6xf16>,
                         %xf: tensor<4x8xf32>, %wf: tensor<8x6xf32>,
-                        %q: tensor<2x4x3xf32>, %k: tensor<2x4x3xf32>)
+                        %q: tensor<2x4x3xf32>, %k: tensor<2x4x3xf32>,
+                        %q4: tensor<2x3x4x5xf16>, %k4: tensor<2x1x6x5xf16>)
     -> (tensor<4x6xf16>, tensor<4x6xf16>, tensor<4x6xf16>, tensor<4x6xf16>, tensor<4x6xf32>,
-        tensor<2x4x4xf32>, tensor<2x3x3xf32>) {
+        tensor<2x4x4xf32>, tensor<2x3x3xf32>, tensor<2x3x4x6xf16>) {
   %0 = train.matmul %x, %w : tensor<4x8xf16>, tensor<8x6xf16> -> tensor<4x6xf16>
   %1 = train.matmul %x, %wt transpose_rhs : tensor<4x8xf16>, tensor<6x8xf16> -> tensor<4x6xf16>
   %2 = train.matmul %x, %wt, %bias transpose_rhs : tensor<4x8xf16>, tensor<6x8xf16>, tensor<6xf16> -> tensor<4x6xf16>
@@ -80,9 +81,11 @@ func.func @contractions(%x: tensor<4x8xf16>, %w: tensor<8x6xf16>, %wt: tensor<6x
   %4 = train.matmul %xf, %wf : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
   %5 = train.batch_matmul %q, %k transpose_rhs : tensor<2x4x3xf32>, tensor<2x4x3xf32> -> tensor<2x4x4xf32>
   %6 = train.batch_matmul %q, %k transpose_lhs : tensor<2x4x3xf32>, tensor<2x4x3xf32> -> tensor<2x3x3xf32>
-  return %0, %1, %2, %3, %4, %5, %6
+  // Rank 4, the key broadcast over the heads (the rank-3 form when lowered).
+  %7 = train.batch_matmul %q4, %k4 transpose_rhs : tensor<2x3x4x5xf16>, tensor<2x1x6x5xf16> -> tensor<2x3x4x6xf16>
+  return %0, %1, %2, %3, %4, %5, %6, %7
       : tensor<4x6xf16>, tensor<4x6xf16>, tensor<4x6xf16>, tensor<4x6xf16>, tensor<4x6xf32>,
-        tensor<2x4x4xf32>, tensor<2x3x3xf32>
+        tensor<2x4x4xf32>, tensor<2x3x3xf32>, tensor<2x3x4x6xf16>
 }
 
 // train.conv2d train.max_pool2d train.avg_pool2d

@@ -78,7 +78,17 @@ TEST(BatchMatmul, Shapes) {
       shapeOf(inferBatchMatmulShape({32, 128, 64}, {32, 128, 64}, false, true)),
       (std::vector<int64_t>{32, 128, 128}));
   expectError(inferBatchMatmulShape({4, 2, 3}, {5, 3, 2}, false, false),
-              "batch dims 4 and 5 differ");
+              "batch dims [4] and [5] are not broadcast-compatible");
+  // Any number of batch dims, broadcast between the operands (attention's
+  // [B, H, S, D] against a [B, 1, D, S] key shared by the heads).
+  EXPECT_EQ(shapeOf(inferBatchMatmulShape({2, 8, 16, 64}, {2, 1, 64, 16},
+                                          false, false)),
+            (std::vector<int64_t>{2, 8, 16, 16}));
+  EXPECT_EQ(
+      shapeOf(inferBatchMatmulShape({3, 1, 4, 5}, {6, 5, 2}, false, false)),
+      (std::vector<int64_t>{3, 6, 4, 2}));
+  expectError(inferBatchMatmulShape({4, 5}, {5, 3, 2}, false, false),
+              "at least rank 3");
 }
 
 TEST(Conv2d, SamePaddingAndStride) {

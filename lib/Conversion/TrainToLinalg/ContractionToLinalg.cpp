@@ -94,11 +94,47 @@ void setContractionMaps(ContractionOp op, bool batched, bool transposeLhs,
   op.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
 }
 
+/// batch_matmul in its general form -> the rank-3 form (see the header).
+struct BatchMatmulToRank3 : OpRewritePattern<BatchMatmulOp> {
+  BatchMatmulToRank3(MLIRContext *ctx)
+      : OpRewritePattern<BatchMatmulOp>(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(BatchMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (isRank3BatchMatmul(op))
+      return failure();
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> batch = type.getShape().drop_back(2);
+    int64_t count = 1;
+    for (int64_t d : batch)
+      count *= d;
+    auto toRank3 = [&](Value operand) {
+      auto t = cast<RankedTensorType>(operand.getType());
+      ArrayRef<int64_t> matrix = t.getShape().take_back(2);
+      SmallVector<int64_t> full(batch);
+      full.append(matrix.begin(), matrix.end());
+      if (t.getShape() != ArrayRef<int64_t>(full))
+        operand = BroadcastOp::create(rewriter, loc, t.clone(full), operand);
+      return ReshapeOp::create(
+          rewriter, loc, t.clone({count, matrix[0], matrix[1]}), operand);
+    };
+    Value lhs = toRank3(op.getLhs()), rhs = toRank3(op.getRhs());
+    auto product = BatchMatmulOp::create(
+        rewriter, loc, lhs, rhs, op.getTransposeLhsAttr(),
+        op.getTransposeRhsAttr(), op.getAccumulateAttr());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, type, product);
+    return success();
+  }
+};
+
 template <typename OpTy, typename LinalgOpTy>
 struct ContractionToLinalg : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
+    if constexpr (std::is_same_v<OpTy, BatchMatmulOp>)
+      if (!isRank3BatchMatmul(op))
+        return rewriter.notifyMatchFailure(op, "not rank 3 (decomposed)");
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Type acc = op.getAccumulatorType();
@@ -449,6 +485,17 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
 
 } // namespace
 
+bool amp::isRank3BatchMatmul(BatchMatmulOp op) {
+  auto lhs = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+  return lhs.getRank() == 3 && rhs.getRank() == 3 &&
+         lhs.getDimSize(0) == rhs.getDimSize(0);
+}
+
+void amp::populateBatchMatmulToRank3Patterns(RewritePatternSet &patterns) {
+  patterns.add<BatchMatmulToRank3>(patterns.getContext());
+}
+
 void amp::populateTrainContractionToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
@@ -457,6 +504,7 @@ void amp::populateTrainContractionToLinalgPatterns(
       ContractionToLinalg<BatchMatmulOp, linalg::BatchMatmulOp>, Conv2dToLinalg,
       Pool2dToLinalg<MaxPool2dOp, linalg::PoolingNchwMaxOp, true>,
       Pool2dToLinalg<AvgPool2dOp, linalg::PoolingNchwSumOp, false>,
-      Conv2dGradInputToLinalg, Conv2dGradFilterToLinalg, Pool2dGradToLinalg>(
+      Conv2dGradInputToLinalg, Conv2dGradFilterToLinalg, Pool2dGradToLinalg,
+      BatchMatmulToRank3>(
       ctx);
 }

@@ -20,6 +20,7 @@
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Conversion/Passes.h"
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
+#include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Runtime/CpuRuntime.h"
 
@@ -162,6 +163,9 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
+    if constexpr (std::is_same_v<OpTy, BatchMatmulOp>)
+      if (!isRank3BatchMatmul(op))
+        return rewriter.notifyMatchFailure(op, "not rank 3 (decomposed)");
     if (!runtimeCanCompute(op, op.getAccumulatorType()))
       return rewriter.notifyMatchFailure(op, "not an f32-accumulated GEMM of "
                                              "f32/f16/bf16 tensors");
@@ -795,6 +799,8 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
   MLIRContext *ctx = patterns.getContext();
   patterns.add<GemmToRuntime<MatmulOp>, GemmToRuntime<BatchMatmulOp>>(ctx,
                                                                       target);
+  // Batch matmuls of any rank and broadcast batch dims: the rank-3 form.
+  populateBatchMatmulToRank3Patterns(patterns);
   if (target == RuntimeTarget::Cuda || convAsGemm) {
     patterns.add<ConvAsGemm<Conv2dOp>, ConvAsGemm<Conv2dGradInputOp>,
                  ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);

@@ -132,7 +132,7 @@ func.func @conv_accumulate_f16(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>)
 // -----
 
 func.func @batch_matmul_rank(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>) -> tensor<4x6xf32> {
-  // expected-error @+2 {{'train.batch_matmul' op operands must be rank 3, got [4, 5] and [5, 6]}}
+  // expected-error @+2 {{'train.batch_matmul' op operands must be at least rank 3, got [4, 5] and [5, 6]}}
   // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
   %0 = train.batch_matmul %a, %b : tensor<4x5xf32>, tensor<5x6xf32> -> tensor<4x6xf32>
   return %0 : tensor<4x6xf32>
@@ -141,7 +141,7 @@ func.func @batch_matmul_rank(%a: tensor<4x5xf32>, %b: tensor<5x6xf32>) -> tensor
 // -----
 
 func.func @batch_matmul_batch(%a: tensor<4x2x3xf32>, %b: tensor<5x3x2xf32>) -> tensor<4x2x2xf32> {
-  // expected-error @+2 {{'train.batch_matmul' op batch dims 4 and 5 differ}}
+  // expected-error @+2 {{'train.batch_matmul' op batch dims [4] and [5] are not broadcast-compatible}}
   // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
   %0 = train.batch_matmul %a, %b : tensor<4x2x3xf32>, tensor<5x3x2xf32> -> tensor<4x2x2xf32>
   return %0 : tensor<4x2x2xf32>
@@ -1179,4 +1179,13 @@ func.func @bad_decision(%x: tensor<4xf32>) -> tensor<4xf32> {
 // expected-error @+1 {{'train.gradient_of' names the forward function of a gradient function, as @name, got "forward"}}
 func.func @bad_gradient_of(%x: tensor<4xf32>) -> tensor<4xf32> attributes {train.gradient_of = "forward"} {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @batch_matmul_batch_dims(%a: tensor<2x3x4x5xf32>, %b: tensor<4x5x6xf32>) -> tensor<2x3x4x6xf32> {
+  // expected-error @+2 {{'train.batch_matmul' op batch dims [2, 3] and [4] are not broadcast-compatible}}
+  // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
+  %0 = train.batch_matmul %a, %b : tensor<2x3x4x5xf32>, tensor<4x5x6xf32> -> tensor<2x3x4x6xf32>
+  return %0 : tensor<2x3x4x6xf32>
 }

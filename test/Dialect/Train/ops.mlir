@@ -28,6 +28,13 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %7 : tensor<4x8xf32>
 }
 
+// CHECK-LABEL: func.func @batch_matmul_rank4
+func.func @batch_matmul_rank4(%q: tensor<2x8x16x64xf16>, %k: tensor<2x1x16x64xf16>) -> tensor<2x8x16x16xf16> {
+  // CHECK: train.batch_matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x8x16x64xf16>, tensor<2x1x16x64xf16> -> tensor<2x8x16x16xf16>
+  %0 = train.batch_matmul %q, %k transpose_rhs : tensor<2x8x16x64xf16>, tensor<2x1x16x64xf16> -> tensor<2x8x16x16xf16>
+  return %0 : tensor<2x8x16x16xf16>
+}
+
 // CHECK-LABEL: func.func @binary_broadcast
 func.func @binary_broadcast(%a: tensor<8x1x5xf16>, %b: tensor<4x1xf16>, %c: tensor<5xf16>) -> tensor<8x4x5xf16> {
   // CHECK: train.add %{{.*}}, %{{.*}} : tensor<8x1x5xf16>, tensor<4x1xf16> -> tensor<8x4x5xf16>

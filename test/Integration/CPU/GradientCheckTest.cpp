@@ -305,6 +305,43 @@ TEST_F(GradientCheck, BatchMatmul) {
   }
 }
 
+TEST_F(GradientCheck, BatchMatmulRank4Broadcast) {
+  // Attention's form: [B, H, S, D] x [B, 1, D, T] (one key shared by the
+  // heads) and the rhs transposed; the shared operand's gradient sums over
+  // the heads. Forward against the f64 reference, gradients against finite
+  // differences.
+  for (bool tb : {false, true}) {
+    Shape as = {2, 3, 4, 5};
+    Shape bs = tb ? Shape{2, 1, 6, 5} : Shape{2, 1, 5, 6};
+    Shape out = {2, 3, 4, 6};
+    GradCase c{{as, bs},
+               out,
+               "  %y = train.batch_matmul %p0, %p1" +
+                   std::string(tb ? " transpose_rhs" : "") + " : " + f32(as) +
+                   ", " + f32(bs) + " -> " + f32(out),
+               [=](const std::vector<Values> &p) {
+                 Values y(2 * 3 * 4 * 6, 0.0);
+                 for (int b = 0; b < 2; ++b)
+                   for (int h = 0; h < 3; ++h)
+                     for (int i = 0; i < 4; ++i)
+                       for (int j = 0; j < 6; ++j) {
+                         double sum = 0;
+                         for (int k = 0; k < 5; ++k)
+                           sum += p[0][((b * 3 + h) * 4 + i) * 5 + k] *
+                                  p[1][tb ? (b * 6 + j) * 5 + k
+                                          : (b * 5 + k) * 6 + j];
+                         y[((b * 3 + h) * 4 + i) * 6 + j] = sum;
+                       }
+                 return y;
+               },
+               -1,
+               1,
+               0,
+               {}};
+    check(c, tb ? "rank-4 broadcast transpose_rhs" : "rank-4 broadcast");
+  }
+}
+
 TEST_F(GradientCheck, SoftmaxLargeLogits) {
   // Logits of 50-90: exp would overflow f32 without the max subtraction.
   Shape s = {3, 6};

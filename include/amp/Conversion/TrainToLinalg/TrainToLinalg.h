@@ -16,12 +16,26 @@ class RewritePatternSet;
 } // namespace mlir
 
 namespace amp {
+namespace train {
+class BatchMatmulOp;
+} // namespace train
 
 /// Element-wise unary/binary ops, cast, dropout and broadcast.
 void populateTrainElementwiseToLinalgPatterns(
     mlir::RewritePatternSet &patterns);
 
 /// matmul, batch_matmul and conv2d (f32 accumulation).
+/// Whether a batch_matmul has the one form the backends compute: rank 3, the
+/// same batch dimension on both operands.
+bool isRank3BatchMatmul(train::BatchMatmulOp op);
+
+/// Rewrites every other batch_matmul ([..., M, K] x [..., K, N] with any
+/// number of batch dimensions, broadcast between the operands) as the rank-3
+/// form: each operand broadcast to the common batch shape (when it differs)
+/// and reshaped to [batch, rows, cols], the product, and the result reshaped
+/// back. The CPU and CUDA lowerings add it before their GEMM patterns.
+void populateBatchMatmulToRank3Patterns(mlir::RewritePatternSet &patterns);
+
 void populateTrainContractionToLinalgPatterns(
     mlir::RewritePatternSet &patterns);
 

@@ -91,21 +91,28 @@ ShapeOrError amp::train::inferBatchMatmulShape(ArrayRef<int64_t> lhs,
                                                ArrayRef<int64_t> rhs,
                                                bool transposeLhs,
                                                bool transposeRhs) {
-  if (lhs.size() != 3 || rhs.size() != 3)
-    return ShapeOrError::error(msg("operands must be rank 3, got ",
+  if (lhs.size() < 3 || rhs.size() < 3)
+    return ShapeOrError::error(msg("operands must be at least rank 3, got ",
                                    formatShape(lhs), " and ",
                                    formatShape(rhs)));
-  if (lhs[0] != rhs[0])
-    return ShapeOrError::error(
-        msg("batch dims ", lhs[0], " and ", rhs[0], " differ"));
-  auto [m, k1] = logicalDims(lhs[1], lhs[2], transposeLhs);
-  auto [k2, n] = logicalDims(rhs[1], rhs[2], transposeRhs);
+  // The leading (batch) dimensions broadcast (NumPy rules, as torch.matmul:
+  // [B, H, S, D] x [B, 1, D, S]).
+  SmallVector<int64_t, 4> batch;
+  ArrayRef<int64_t> lb = lhs.drop_back(2), rb = rhs.drop_back(2);
+  if (!mlir::OpTrait::util::getBroadcastedShape(lb, rb, batch))
+    return ShapeOrError::error(msg("batch dims ", formatShape(lb), " and ",
+                                   formatShape(rb),
+                                   " are not broadcast-compatible"));
+  auto [m, k1] = logicalDims(lhs[lhs.size() - 2], lhs.back(), transposeLhs);
+  auto [k2, n] = logicalDims(rhs[rhs.size() - 2], rhs.back(), transposeRhs);
   if (k1 != k2)
     return ShapeOrError::error(
         msg("contracting dims ", k1, " and ", k2, " differ (lhs ",
             formatShape(lhs), transposeLhs ? " transposed" : "", ", rhs ",
             formatShape(rhs), transposeRhs ? " transposed" : "", ")"));
-  return ShapeOrError::shape({lhs[0], m, n});
+  batch.push_back(m);
+  batch.push_back(n);
+  return ShapeOrError::shape(batch);
 }
 
 /// Checks that a window attribute holds two values, each at least `min`.

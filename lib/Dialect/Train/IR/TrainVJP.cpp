@@ -187,10 +187,14 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 
 LogicalResult BatchMatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
-  return singleResultVJP(*this, resultGrads, operandGrads,
-                         [&](Value dy, MutableArrayRef<Value> grads) {
-                           contractionGrads(*this, b, dy, grads);
-                         });
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        contractionGrads(*this, b, dy, grads);
+        // An operand broadcast over batch dims gets the sum over them.
+        grads[0] = unbroadcast(b, getLoc(), grads[0], getLhs().getType());
+        grads[1] = unbroadcast(b, getLoc(), grads[1], getRhs().getType());
+      });
 }
 
 //===----------------------------------------------------------------------===//

@@ -71,8 +71,9 @@ ShapeOrError inferMatmulShape(llvm::ArrayRef<int64_t> lhs,
                               llvm::ArrayRef<int64_t> rhs, bool transposeLhs,
                               bool transposeRhs);
 
-/// Batched matrix product: [B, M, K] x [B, K, N] -> [B, M, N], with the same
-/// transpose flags applied to the two trailing dimensions.
+/// Batched matrix product: [..., M, K] x [..., K, N] -> [..., M, N], with the
+/// transpose flags applied to the two trailing dimensions and the leading
+/// (batch) dimensions broadcast with NumPy rules (each operand rank >= 3).
 ShapeOrError inferBatchMatmulShape(llvm::ArrayRef<int64_t> lhs,
                                    llvm::ArrayRef<int64_t> rhs,
                                    bool transposeLhs, bool transposeRhs);

@@ -265,14 +265,20 @@ def Train_MatmulOp : Train_Op<"matmul",
 def Train_BatchMatmulOp : Train_Op<"batch_matmul",
     !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor,
                 DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
-  let summary = "batched matrix product [B, M, K] x [B, K, N] -> [B, M, N]";
+  let summary = "batched matrix product [..., M, K] x [..., K, N] -> [..., M, N]";
   let description = [{
     A matrix product per batch index; the transpose flags apply to the two
-    trailing dimensions. Attention scores are
-    `train.batch_matmul %q, %k transpose_rhs` over `[batch*heads, seq, dim]`.
+    trailing dimensions. Any number of leading batch dimensions (each operand
+    rank >= 3), broadcast between the operands with NumPy rules, as
+    `torch.matmul`: attention scores are
+    `train.batch_matmul %q, %k transpose_rhs` over `[batch, heads, seq, dim]`,
+    and a `[B, 1, S, D]` key is shared by the heads. The backends compute the
+    rank-3 form; others are broadcast and reshaped to it when lowered
+    (`populateBatchMatmulToRank3Patterns`).
 
     ```mlir
     %s = train.batch_matmul %q, %k transpose_rhs : tensor<32x128x64xf32>, tensor<32x128x64xf32> -> tensor<32x128x128xf32>
+    %t = train.batch_matmul %q4, %k4 transpose_rhs : tensor<2x8x128x64xf32>, tensor<2x1x128x64xf32> -> tensor<2x8x128x128xf32>
     ```
   }];
   let arguments = (ins Train_FloatTensor:$lhs, Train_FloatTensor:$rhs,

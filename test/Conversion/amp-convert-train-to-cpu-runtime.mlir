@@ -106,3 +106,16 @@ func.func @strided_input(%a: tensor<4x16xf32>, %b: tensor<8x3xf32>) -> tensor<4x
   %0 = train.matmul %s, %b : tensor<4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// The embedding gradient is the runtime's scatter-add (positions x dim
+// additions; the linalg form reduces over vocabulary x dim x positions):
+// params dtype(f16 = 1), positions, dim, vocab; an f32 table rounded once.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: %[[T:.*]] = train.runtime_call @amp_cpu_embedding_grad(%arg0, %arg1) [1, 6, 4, 10] : (tensor<2x3x4xf16>, tensor<2x3xi32>) -> tensor<10x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[T]] : tensor<10x4xf32>) outs(%{{.*}} : tensor<10x4xf16>)
+func.func @embedding_grad(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi32>) -> tensor<10x4xf16> {
+  %0 = train.embedding_grad %dy, %ids : tensor<2x3x4xf16>, tensor<2x3xi32> -> tensor<10x4xf16>
+  return %0 : tensor<10x4xf16>
+}

@@ -39,6 +39,15 @@ void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
                        int64_t batch, int64_t m, int64_t n, int64_t k,
                        int64_t transposeA, int64_t transposeB);
 
+/// The embedding gradient as a scatter-add: table[clamp(ids[p]), :] +=
+/// dy[p, :] for each of `positions` rows of `dim` values, into a zeroed f32
+/// `vocab` x `dim` table (positions x dim additions, not vocab x dim x
+/// positions as a reduction over the table would take). Ids are i32, clamped
+/// to [0, vocab) as the forward lookup clamps them.
+void amp_cpu_embedding_grad(intptr_t dy, intptr_t ids, intptr_t table,
+                            int64_t dtypeDy, int64_t positions, int64_t dim,
+                            int64_t vocab);
+
 /// The convolution geometry every conv entry point takes, in this order:
 /// n, c, h, w (input), f, kh, kw (filter), oh, ow (output), sh, sw
 /// (strides), ph, pw (padding, both sides), dh, dw (dilation).

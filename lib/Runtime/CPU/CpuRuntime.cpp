@@ -320,6 +320,23 @@ extern "C" void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias,
               transposeB);
 }
 
+extern "C" void amp_cpu_embedding_grad(intptr_t dy, intptr_t ids,
+                                       intptr_t table, int64_t dtypeDy,
+                                       int64_t positions, int64_t dim,
+                                       int64_t vocab) {
+  FloatOperand grads(dy, dtypeDy, positions * dim);
+  const auto *index = reinterpret_cast<const int32_t *>(ids);
+  auto *out = reinterpret_cast<float *>(table);
+  std::fill(out, out + vocab * dim, 0.0f);
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t v = std::clamp<int64_t>(index[p], 0, vocab - 1);
+    const float *g = grads.get() + p * dim;
+    float *row = out + v * dim;
+    for (int64_t d = 0; d < dim; ++d)
+      row[d] += g[d];
+  }
+}
+
 #define AMP_CONV_GEOMETRY                                                      \
   ConvGeometry { n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw }
 
@@ -397,6 +414,8 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
   return {
       {"amp_cpu_gemm", reinterpret_cast<void *>(&amp_cpu_gemm)},
       {"amp_cpu_gemm_bias", reinterpret_cast<void *>(&amp_cpu_gemm_bias)},
+      {"amp_cpu_embedding_grad",
+       reinterpret_cast<void *>(&amp_cpu_embedding_grad)},
       {"amp_cpu_conv2d", reinterpret_cast<void *>(&amp_cpu_conv2d)},
       {"amp_cpu_conv2d_grad_input",
        reinterpret_cast<void *>(&amp_cpu_conv2d_grad_input)},

@@ -1078,10 +1078,10 @@ func.func @runtime_call_signature(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func private @callee(index, index)
-func.func @runtime_call_result(%a: tensor<2x3xf32>) -> tensor<2x3xi32> {
-  // expected-error @+1 {{'train.runtime_call' op result #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 8-bit signless integer values, but got 'tensor<2x3xi32>'}}
-  %0 = train.runtime_call @callee(%a) [] : (tensor<2x3xf32>) -> tensor<2x3xi32>
-  return %0 : tensor<2x3xi32>
+func.func @runtime_call_result(%a: tensor<2x3xf32>) -> tensor<2x3xi64> {
+  // expected-error @+1 {{'train.runtime_call' op result #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 8-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xi64>'}}
+  %0 = train.runtime_call @callee(%a) [] : (tensor<2x3xf32>) -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
 }
 
 // -----

@@ -17,9 +17,9 @@ include "amp/Dialect/Train/IR/TrainDialect.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-/// What a runtime call reads and fills: float tensors, and the byte tensors
-/// of cuBLASLt's ReLU bit masks.
-def Train_RuntimeTensor : StaticShapeTensorOf<[F16, BF16, F32, I8]>;
+/// What a runtime call reads and fills: float tensors, the byte tensors of
+/// cuBLASLt's ReLU bit masks, and i32 ids (the embedding gradient's).
+def Train_RuntimeTensor : StaticShapeTensorOf<[F16, BF16, F32, I8, I32]>;
 
 def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {

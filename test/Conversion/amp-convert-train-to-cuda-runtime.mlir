@@ -318,3 +318,28 @@ func.func @relu_not_fused(%x: tensor<128x784xf16>, %w: tensor<784x256xf16>, %b: 
   %y3 = train.relu %h3 : tensor<128x256xf16>
   return %h, %y, %y2, %g, %y3 : tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
 }
+
+// -----
+
+// The fusions only move a value to a place its operands reach: the bias
+// gradient's reduction comes before the weight GEMM whose other operand is
+// made after it, and a ReLU gradient before its ReLU (hand-written orders).
+// Nothing is fused across those (the result was invalid IR: a use before its
+// definition); each op becomes its own call.
+// CHECK-LABEL: func.func @fusions_respect_dominance
+// CHECK-NOT: amp_cuda_gemm_bgrad(
+// CHECK: train.reduce_sum
+// CHECK: train.runtime_call @amp_cuda_gemm(
+// CHECK: %[[H:.*]] = train.runtime_call @amp_cuda_gemm_bias(%arg0, %arg2, %arg3) [1, 1, 1, 128, 256, 784, 0, 0, 1]
+// CHECK: train.relu_grad %arg1, %[[H]]
+// CHECK: train.relu %[[H]]
+func.func @fusions_respect_dominance(%x0: tensor<128x784xf16>, %dy: tensor<128x256xf16>,
+    %w: tensor<784x256xf16>, %b: tensor<256xf16>) -> (tensor<256xf16>, tensor<784x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
+  %db = train.reduce_sum %dy axes [0] : tensor<128x256xf16> -> tensor<256xf16>
+  %x = train.relu %x0 : tensor<128x784xf16>
+  %dw = train.matmul %x, %dy transpose_lhs : tensor<128x784xf16>, tensor<128x256xf16> -> tensor<784x256xf16>
+  %h = train.matmul %x0, %w, %b : tensor<128x784xf16>, tensor<784x256xf16>, tensor<256xf16> -> tensor<128x256xf16>
+  %g = train.relu_grad %dy, %h : tensor<128x256xf16>
+  %y = train.relu %h : tensor<128x256xf16>
+  return %db, %dw, %g, %y : tensor<256xf16>, tensor<784x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
+}

@@ -24,6 +24,8 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Runtime/CpuRuntime.h"
 
+#include "mlir/IR/Dominance.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -539,6 +541,7 @@ void fuseBiasGradients(ModuleOp module) {
   SmallVector<ReduceSumOp> sums;
   module.walk([&](ReduceSumOp sum) { sums.push_back(sum); });
   IRRewriter rewriter(module.getContext());
+  DominanceInfo dominance(module);
   for (ReduceSumOp sum : sums) {
     Value dy = sum.getInput();
     auto dyType = cast<RankedTensorType>(dy.getType());
@@ -564,6 +567,10 @@ void fuseBiasGradients(ModuleOp module) {
       continue;
     Operation *first =
         gemm->isBeforeInBlock(sum) ? gemm.getOperation() : sum.getOperation();
+    // The call goes where the earlier op was: the GEMM's other operand must
+    // be defined before it (the sum may come first, %x after it).
+    if (!dominance.properlyDominates(gemm.getLhs(), first))
+      continue;
     rewriter.setInsertionPoint(first);
     // The checks above make the operands' types one and D's the sum's.
     auto call = createRuntimeCall(
@@ -694,6 +701,7 @@ void fuseReluEpilogues(ModuleOp module) {
   SmallVector<ReluOp> relus;
   module.walk([&](ReluOp relu) { relus.push_back(relu); });
   IRRewriter rewriter(module.getContext());
+  DominanceInfo dominance(module);
   for (ReluOp relu : relus) {
     auto gemm = relu.getInput().getDefiningOp<MatmulOp>();
     if (!gemm || !gemm.getBias() ||
@@ -704,6 +712,12 @@ void fuseReluEpilogues(ModuleOp module) {
     std::optional<SmallVector<ReluGradOp>> grads =
         activationInputGradients<ReluGradOp>(h, relu);
     if (!grads)
+      continue;
+    // The gradients will read what the fused call makes where the ReLU
+    // was: each must come after it (hand-written IR may differ).
+    if (!llvm::all_of(*grads, [&](ReluGradOp grad) {
+          return dominance.properlyDominates(relu.getOperation(), grad);
+        }))
       continue;
     SmallVector<MatmulOp> dgemms = llvm::map_to_vector(
         *grads, [](ReluGradOp grad) { return derivativeGemm(grad, 128); });
@@ -747,6 +761,7 @@ void fuseGeluEpilogues(ModuleOp module) {
   SmallVector<GeluOp> gelus;
   module.walk([&](GeluOp gelu) { gelus.push_back(gelu); });
   IRRewriter rewriter(module.getContext());
+  DominanceInfo dominance(module);
   auto isTanh = [](std::optional<GeluApproximation> a) {
     return a && *a == GeluApproximation::tanh;
   };
@@ -760,7 +775,11 @@ void fuseGeluEpilogues(ModuleOp module) {
         activationInputGradients<GeluGradOp>(h, gelu, [&](GeluGradOp grad) {
           return isTanh(grad.getApproximate());
         });
-    if (!grads)
+    // The gradients will read the aux output made where the GELU was: each
+    // must come after it.
+    if (!grads || !llvm::all_of(*grads, [&](GeluGradOp grad) {
+          return dominance.properlyDominates(gelu.getOperation(), grad);
+        }))
       continue;
     if (grads->empty()) {
       // No gradient needs the input (an evaluation function): no aux.

@@ -259,7 +259,10 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     checkForwarded(*lossScaling, pipeline, {"mode", "init-scale"});
     pm.addNestedPass<func::FuncOp>(std::move(lossScaling));
   }
-  add(amp::train::createCastCleanupPass());
+  // Per function, in parallel: cast cleanup sees one function at a time.
+  std::unique_ptr<Pass> cleanup = amp::train::createCastCleanupPass();
+  checkForwarded(*cleanup, pipeline, {});
+  pm.addNestedPass<func::FuncOp>(std::move(cleanup));
 }
 
 void amp::registerAmpPipelines() {

@@ -537,18 +537,16 @@ template <typename OpTy> struct ConvAsGemm : OpRewritePattern<OpTy> {
 /// `runtime_call @amp_cuda_gemm_bgrad(%x, %dy)` with both results, placed
 /// where the earlier of the two was. Runs before the GEMM patterns, which
 /// would otherwise take the matmul alone.
-void fuseBiasGradients(ModuleOp module) {
-  SmallVector<ReduceSumOp> sums;
-  module.walk([&](ReduceSumOp sum) { sums.push_back(sum); });
-  IRRewriter rewriter(module.getContext());
-  DominanceInfo dominance(module);
-  for (ReduceSumOp sum : sums) {
+struct BiasGradientFusion : OpRewritePattern<ReduceSumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceSumOp sum,
+                                PatternRewriter &rewriter) const override {
     Value dy = sum.getInput();
     auto dyType = cast<RankedTensorType>(dy.getType());
     auto sumType = cast<RankedTensorType>(sum.getType());
     if (dyType.getRank() != 2 || sum.getKeepDims() ||
         sum.getAxes() != ArrayRef<int64_t>{0})
-      continue;
+      return failure();
     MatmulOp gemm;
     for (Operation *user : dy.getUsers()) {
       auto m = dyn_cast<MatmulOp>(user);
@@ -564,13 +562,13 @@ void fuseBiasGradients(ModuleOp module) {
       break;
     }
     if (!gemm || !runtimeDType(sumType.getElementType()))
-      continue;
+      return failure();
     Operation *first =
         gemm->isBeforeInBlock(sum) ? gemm.getOperation() : sum.getOperation();
     // The call goes where the earlier op was: the GEMM's other operand must
     // be defined before it (the sum may come first, %x after it).
-    if (!dominance.properlyDominates(gemm.getLhs(), first))
-      continue;
+    if (!DominanceInfo(first).properlyDominates(gemm.getLhs(), first))
+      return failure();
     rewriter.setInsertionPoint(first);
     // The checks above make the operands' types one and D's the sum's.
     auto call = createRuntimeCall(
@@ -580,8 +578,9 @@ void fuseBiasGradients(ModuleOp module) {
                        cast<RankedTensorType>(gemm.getType())));
     rewriter.replaceOp(gemm, call.getResult(0));
     rewriter.replaceOp(sum, call.getResult(1));
+    return success();
   }
-}
+};
 
 /// The gradients `GradOp %dy, %h` reading an activation's input `h` (a
 /// GEMM's result) when every other use of `h` is the activation itself and
@@ -607,7 +606,7 @@ activationInputGradients(Value h, Operation *activation,
 /// Replaces `activation` of `gemm`'s result (a matmul with bias) by one
 /// `amp_cuda_gemm_bias` call with `epilogue` and returns the call's value;
 /// the caller erases the matmul once nothing else uses it.
-Value fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
+Value fuseIntoBiasEpilogue(RewriterBase &rewriter, Operation *activation,
                            MatmulOp gemm, int64_t epilogue) {
   auto type = cast<RankedTensorType>(activation->getResult(0).getType());
   SmallVector<int64_t> params = cudaGemmParams(
@@ -625,7 +624,7 @@ Value fuseIntoBiasEpilogue(IRRewriter &rewriter, Operation *activation,
 /// first result of a call of `callee` (GELU_AUX_BIAS or RELU_AUX_BIAS) whose
 /// second result, of `auxType`, is the aux output the backward pass reads;
 /// returns both. The caller erases the matmul once nothing else uses it.
-std::pair<Value, Value> fuseIntoAuxEpilogue(IRRewriter &rewriter,
+std::pair<Value, Value> fuseIntoAuxEpilogue(RewriterBase &rewriter,
                                             Operation *activation,
                                             MatmulOp gemm, StringRef callee,
                                             RankedTensorType auxType) {
@@ -670,7 +669,7 @@ MatmulOp derivativeGemm(GradOp grad, int64_t nMultiple) {
 /// Replaces `grad` by a call of `callee` (DGELU or DRELU) computing
 /// `dgemm`'s product with the derivative at `aux` in its epilogue, and
 /// erases `dgemm`.
-void fuseIntoDerivativeEpilogue(IRRewriter &rewriter, Operation *grad,
+void fuseIntoDerivativeEpilogue(RewriterBase &rewriter, Operation *grad,
                                 MatmulOp dgemm, StringRef callee, Value aux) {
   auto type = cast<RankedTensorType>(grad->getResult(0).getType());
   rewriter.setInsertionPoint(grad);
@@ -697,28 +696,27 @@ void fuseIntoDerivativeEpilogue(IRRewriter &rewriter, Operation *grad,
 /// and the gradient and its matmul one `runtime_call @amp_cuda_gemm_drelu(%a,
 /// %b, %mask)` (DRELU: the product where the mask is set, else 0). Runs
 /// before the GEMM patterns, which would otherwise take the matmuls alone.
-void fuseReluEpilogues(ModuleOp module) {
-  SmallVector<ReluOp> relus;
-  module.walk([&](ReluOp relu) { relus.push_back(relu); });
-  IRRewriter rewriter(module.getContext());
-  DominanceInfo dominance(module);
-  for (ReluOp relu : relus) {
+struct ReluEpilogueFusion : OpRewritePattern<ReluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReluOp relu,
+                                PatternRewriter &rewriter) const override {
     auto gemm = relu.getInput().getDefiningOp<MatmulOp>();
     if (!gemm || !gemm.getBias() ||
         cast<RankedTensorType>(gemm.getType()).getRank() != 2 ||
         !runtimeCanCompute(gemm, gemm.getAccumulatorType()))
-      continue;
+      return failure();
     Value h = gemm.getResult();
     std::optional<SmallVector<ReluGradOp>> grads =
         activationInputGradients<ReluGradOp>(h, relu);
     if (!grads)
-      continue;
+      return failure();
     // The gradients will read what the fused call makes where the ReLU
     // was: each must come after it (hand-written IR may differ).
+    DominanceInfo dominance(relu);
     if (!llvm::all_of(*grads, [&](ReluGradOp grad) {
           return dominance.properlyDominates(relu.getOperation(), grad);
         }))
-      continue;
+      return failure();
     SmallVector<MatmulOp> dgemms = llvm::map_to_vector(
         *grads, [](ReluGradOp grad) { return derivativeGemm(grad, 128); });
     Value y, mask;
@@ -741,8 +739,9 @@ void fuseReluEpilogues(ModuleOp module) {
                                  [&] { grad.getInputMutable().assign(y); });
     }
     rewriter.eraseOp(gemm);
+    return success();
   }
-}
+};
 
 /// A linear layer's tanh GELU in cuBLASLt's epilogue, and the GEMM that
 /// produces the GELU's output gradient with the GELU's derivative in its
@@ -757,19 +756,17 @@ void fuseReluEpilogues(ModuleOp module) {
 /// dimension); the exact (erf) GELU has no cuBLASLt epilogue and stays a
 /// kernel. Runs before the GEMM patterns, which would otherwise take the
 /// matmuls alone.
-void fuseGeluEpilogues(ModuleOp module) {
-  SmallVector<GeluOp> gelus;
-  module.walk([&](GeluOp gelu) { gelus.push_back(gelu); });
-  IRRewriter rewriter(module.getContext());
-  DominanceInfo dominance(module);
-  auto isTanh = [](std::optional<GeluApproximation> a) {
+struct GeluEpilogueFusion : OpRewritePattern<GeluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  static bool isTanh(std::optional<GeluApproximation> a) {
     return a && *a == GeluApproximation::tanh;
-  };
-  for (GeluOp gelu : gelus) {
+  }
+  LogicalResult matchAndRewrite(GeluOp gelu,
+                                PatternRewriter &rewriter) const override {
     auto gemm = gelu.getInput().getDefiningOp<MatmulOp>();
     if (!isTanh(gelu.getApproximate()) || !gemm || !gemm.getBias() ||
         !auxEpilogueFusable(gemm, 8))
-      continue;
+      return failure();
     Value h = gemm.getResult();
     std::optional<SmallVector<GeluGradOp>> grads =
         activationInputGradients<GeluGradOp>(h, gelu, [&](GeluGradOp grad) {
@@ -777,27 +774,45 @@ void fuseGeluEpilogues(ModuleOp module) {
         });
     // The gradients will read the aux output made where the GELU was: each
     // must come after it.
+    DominanceInfo dominance(gelu);
     if (!grads || !llvm::all_of(*grads, [&](GeluGradOp grad) {
           return dominance.properlyDominates(gelu.getOperation(), grad);
         }))
-      continue;
+      return failure();
     if (grads->empty()) {
       // No gradient needs the input (an evaluation function): no aux.
       fuseIntoBiasEpilogue(rewriter, gelu, gemm, /*Epilogue::GeluBias*/ 3);
       rewriter.eraseOp(gemm);
-      continue;
+      return success();
     }
     auto type = cast<RankedTensorType>(gelu.getType());
     Value aux = fuseIntoAuxEpilogue(rewriter, gelu, gemm,
                                     "amp_cuda_gemm_gelu_aux", type)
                     .second;
     rewriter.replaceOp(gemm, aux);
-
     for (GeluGradOp grad : *grads)
       if (MatmulOp dgemm = derivativeGemm(grad, 8))
         fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, "amp_cuda_gemm_dgelu",
                                    aux);
+    return success();
   }
+};
+
+/// Applies one epilogue fusion pattern to a module, before the GEMM
+/// patterns (which would otherwise take the matmuls alone). One pattern at a
+/// time, in the order bias gradients, ReLU, GELU: each fusion is local and
+/// the order keeps the decisions of one from depending on another's.
+template <typename PatternT> LogicalResult applyFusion(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  patterns.add<PatternT>(module.getContext());
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  config.enableFolding(false);
+  config.enableConstantCSE(false);
+  // In program order, as the ops are written: the same fusions and runtime
+  // declarations, in the same order, whatever the worklist would pick.
+  config.setUseTopDownTraversal(true);
+  return applyPatternsGreedily(module, std::move(patterns), config);
 }
 
 /// Applies the runtime patterns of one target to a module.
@@ -825,10 +840,10 @@ struct ConvertTrainToCudaRuntimePass
     : public amp::impl::ConvertTrainToCudaRuntimePassBase<
           ConvertTrainToCudaRuntimePass> {
   void runOnOperation() override {
-    fuseBiasGradients(getOperation());
-    fuseReluEpilogues(getOperation());
-    fuseGeluEpilogues(getOperation());
-    if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cuda)))
+    if (failed(applyFusion<BiasGradientFusion>(getOperation())) ||
+        failed(applyFusion<ReluEpilogueFusion>(getOperation())) ||
+        failed(applyFusion<GeluEpilogueFusion>(getOperation())) ||
+        failed(convertToRuntime(getOperation(), RuntimeTarget::Cuda)))
       signalPassFailure();
   }
 };

@@ -100,8 +100,7 @@ int amp::runBenchmark(const TrainingConfig &config,
   std::optional<StepSession::MemoryStats> memory = session->getDeviceMemory();
 
   llvm::outs() << config.tool << ": benchmark of " << config.model << " at "
-               << config.optLevel << " "
-               << (config.optLevel == "O0" ? "f32" : config.dtype) << ", "
+               << precisionLabel(config) << ", "
                << config.optimizer << " (" << config.backend << "), batch "
                << batch << ": " << config.benchSteps << " steps after "
                << config.benchWarmup << " warm-up\n"

@@ -23,6 +23,10 @@
 
 using namespace amp;
 
+std::string amp::precisionLabel(const TrainingConfig &config) {
+  return config.optLevel + " " + (config.optLevel == "O0" ? "f32" : config.dtype);
+}
+
 llvm::Error amp::validateConfig(const TrainingConfig &config) {
   auto err = [](const llvm::Twine &m) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
@@ -373,9 +377,7 @@ int amp::runTraining(const TrainingConfig &config,
   bool hasScaler = abi->scaler.size() == 2;
   bool hasFound = abi->numResults > 1 + abi->state.size();
   std::vector<ResultRoute> routes = stepResultRoutes(compiled);
-  // O0 runs in f32 whatever --dtype says.
-  std::string precision =
-      optLevel == "O0" ? "O0 f32" : (optLevel + " " + dtype);
+  std::string precision = precisionLabel(config);
   llvm::outs() << config.tool << ": " << modelPath << " at " << precision
                << ", " << optimizer << " lr " << learningRate << " ("
                << config.lrSchedule << "), " << totalSteps << " steps of batch "

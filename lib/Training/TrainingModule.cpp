@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Training/TrainingModule.h"
+#include "amp/Dialect/Train/IR/Locations.h"
 #include "amp/Dialect/Train/IR/TrainAttributes.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Training/Evaluation.h"
@@ -85,15 +86,6 @@ TrainingModule::getManifest(llvm::StringRef modelPath,
   return manifest;
 }
 
-/// "file:line:col" of a location, or "".
-static std::string locationString(Location loc) {
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) +
-            ":" + llvm::Twine(file.getColumn()))
-        .str();
-  return "";
-}
-
 llvm::Error amp::checkModelArguments(ModuleOp model) {
   // The forward: a model of several functions is buildTrainingModule's error.
   SmallVector<func::FuncOp> functions(model.getOps<func::FuncOp>());
@@ -109,7 +101,7 @@ llvm::Error amp::checkModelArguments(ModuleOp model) {
       };
       std::string what;
       llvm::raw_string_ostream os(what);
-      os << locationString(arg.getLoc()) << ": argument " << i + 1 << " of @"
+      os << fileLineCol(arg.getLoc()) << ": argument " << i + 1 << " of @"
          << forward.getName() << " (" << arg.getType() << ")";
       if (i >= 2 && !has(train::TrainDialect::kParamAttrName) &&
           !has(train::TrainDialect::kStateAttrName))

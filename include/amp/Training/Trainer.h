@@ -55,6 +55,10 @@ struct TrainingConfig {
   int64_t benchSteps = 0, benchWarmup = 5;
 };
 
+/// "O1 f16", or "O0 f32" (O0 runs in f32 whatever the dtype): how banners,
+/// plots and benchmarks name a run's precision.
+std::string precisionLabel(const TrainingConfig &config);
+
 /// Checks the flags `TrainingConfig` holds (schedule, dataset, counts),
 /// returning a message naming the bad one.
 llvm::Error validateConfig(const TrainingConfig &config);

@@ -32,7 +32,7 @@ namespace {
 Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                    Type type, double value) {
   Value empty = tensor::EmptyOp::create(b, loc, shape, type);
-  return linalg::FillOp::create(b, loc, floatConstant(b, loc, type, value),
+  return linalg::FillOp::create(b, loc, scalarConstant(b, loc, type, value),
                                 empty)
       .getResult(0);
 }
@@ -50,7 +50,7 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
   SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(0),
                                    b.getIndexAttr(padding[0]),
                                    b.getIndexAttr(padding[1])};
-  Value padValue = floatConstant(b, loc, type.getElementType(), value);
+  Value padValue = scalarConstant(b, loc, type.getElementType(), value);
   return tensor::PadOp::create(
       b, loc, RankedTensorType::get(shape, type.getElementType()), input, low,
       low, padValue);
@@ -204,7 +204,7 @@ struct Pool2dToLinalg : OpRewritePattern<OpTy> {
           {{result, identityMap(op.getContext(), type.getRank())}}, acc,
           [&](OpBuilder &b, Location l, ValueRange args) {
             return arith::DivFOp::create(b, l, args[0],
-                                         floatConstant(b, l, acc, area));
+                                         scalarConstant(b, l, acc, area));
           });
     }
     rewriter.replaceOp(op, roundTo(rewriter, loc, result, type));
@@ -285,7 +285,7 @@ struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
                                              convertFloat(b, l, args[0], acc));
           Value contrib =
               arith::SelectOp::create(b, l, m.both(validH, validW), prod,
-                                      floatConstant(b, l, acc, 0.0));
+                                      scalarConstant(b, l, acc, 0.0));
           linalg::YieldOp::create(
               b, l, arith::AddFOp::create(b, l, args[1], contrib).getResult());
         });
@@ -429,7 +429,7 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
             if (!argmax) {
               linalg::YieldOp::create(
                   b, l,
-                  arith::DivFOp::create(b, l, g, floatConstant(b, l, f32, area))
+                  arith::DivFOp::create(b, l, g, scalarConstant(b, l, f32, area))
                       .getResult());
               return;
             }
@@ -439,7 +439,7 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
             linalg::YieldOp::create(
                 b, l,
                 arith::SelectOp::create(b, l, won, g,
-                                        floatConstant(b, l, f32, 0.0))
+                                        scalarConstant(b, l, f32, 0.0))
                     .getResult());
           });
       rewriter.replaceOp(op,
@@ -471,10 +471,10 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
             valid =
                 m.both(valid, m.cmp(arith::CmpIPredicate::eq, mine, winner));
           } else {
-            g = arith::DivFOp::create(b, l, g, floatConstant(b, l, f32, area));
+            g = arith::DivFOp::create(b, l, g, scalarConstant(b, l, f32, area));
           }
           Value contrib = arith::SelectOp::create(
-              b, l, valid, g, floatConstant(b, l, f32, 0.0));
+              b, l, valid, g, scalarConstant(b, l, f32, 0.0));
           linalg::YieldOp::create(
               b, l, arith::AddFOp::create(b, l, args[1], contrib).getResult());
         });

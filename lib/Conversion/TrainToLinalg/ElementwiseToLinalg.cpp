@@ -35,7 +35,7 @@ namespace {
 /// gelu(x) = x * Phi(x): 0.5 x (1 + erf(x / sqrt 2)), or the tanh form.
 Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   Type t = x.getType();
-  auto c = [&](double v) { return floatConstant(b, loc, t, v); };
+  auto c = [&](double v) { return scalarConstant(b, loc, t, v); };
   Value inner;
   if (tanhForm) {
     // sqrt(2/pi) * (x + 0.044715 x^3)
@@ -142,7 +142,7 @@ struct ReluGradToLinalg : OpRewritePattern<ReluGradOp> {
         rewriter, op.getLoc(), type, {{op.getGrad(), id}, {op.getInput(), id}},
         getComputeType(type.getElementType()),
         [](OpBuilder &b, Location loc, ValueRange in) {
-          Value zero = floatConstant(b, loc, in[0].getType(), 0.0);
+          Value zero = scalarConstant(b, loc, in[0].getType(), 0.0);
           Value positive = arith::CmpFOp::create(
               b, loc, arith::CmpFPredicate::OGT, in[1], zero);
           return arith::SelectOp::create(b, loc, positive, in[0], zero);
@@ -156,7 +156,7 @@ struct ReluGradToLinalg : OpRewritePattern<ReluGradOp> {
 /// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3c x^2), t = tanh(k (x + c x^3)).
 Value geluDerivative(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   Type t = x.getType();
-  auto c = [&](double v) { return floatConstant(b, loc, t, v); };
+  auto c = [&](double v) { return scalarConstant(b, loc, t, v); };
   auto mul = [&](Value l, Value r) {
     return arith::MulFOp::create(b, loc, l, r);
   };
@@ -225,7 +225,7 @@ Value dropoutUniform(OpBuilder &b, Location loc, Value index, uint64_t seed) {
   Type f32 = b.getF32Type();
   Value u = arith::UIToFPOp::create(b, loc, f32, top24);
   return arith::MulFOp::create(b, loc, u,
-                               floatConstant(b, loc, f32, 1.0 / (1 << 24)));
+                               scalarConstant(b, loc, f32, 1.0 / (1 << 24)));
 }
 
 struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
@@ -257,12 +257,12 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
           Value u = dropoutUniform(b, loc, index, seed);
           Value keep = arith::CmpFOp::create(
               b, loc, arith::CmpFPredicate::OGE, u,
-              floatConstant(b, loc, b.getF32Type(), rate));
+              scalarConstant(b, loc, b.getF32Type(), rate));
           Type t = args[0].getType();
           Value scaled = arith::MulFOp::create(
-              b, loc, args[0], floatConstant(b, loc, t, 1.0 / (1.0 - rate)));
+              b, loc, args[0], scalarConstant(b, loc, t, 1.0 / (1.0 - rate)));
           return arith::SelectOp::create(b, loc, keep, scaled,
-                                         floatConstant(b, loc, t, 0.0));
+                                         scalarConstant(b, loc, t, 0.0));
         });
     rewriter.replaceOp(op, result);
     return success();

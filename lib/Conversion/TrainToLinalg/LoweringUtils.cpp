@@ -35,10 +35,6 @@ Value amp::convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
   return arith::TruncFOp::create(b, loc, to, value);
 }
 
-Value amp::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
-  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
-}
-
 AffineMap amp::identityMap(MLIRContext *ctx, unsigned rank) {
   return AffineMap::getMultiDimIdentityMap(rank, ctx);
 }
@@ -182,7 +178,7 @@ SmallVector<Value> amp::buildReductions(OpBuilder &b, Location loc,
       outShape.push_back(iterShape[d]);
   }
   Value empty = tensor::EmptyOp::create(b, loc, outShape, accType);
-  Value initValue = floatConstant(b, loc, accType, init);
+  Value initValue = scalarConstant(b, loc, accType, init);
   Value filled = linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
   SmallVector<Value> values;
   SmallVector<AffineMap> maps;

@@ -92,7 +92,7 @@ SmallVector<Value> keepOnSkip(OpBuilder &b, Location loc, Value skip,
 struct F32Math {
   OpBuilder &b;
   Location loc;
-  Value c(double v) { return floatConstant(b, loc, b.getF32Type(), v); }
+  Value c(double v) { return scalarConstant(b, loc, b.getF32Type(), v); }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
@@ -186,7 +186,7 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
         rewriter, loc, {op.getLr(), newStep}, {}, {scalarType, scalarType},
         [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
           Type f64 = b.getF64Type();
-          auto c = [&](double v) { return floatConstant(b, l, f64, v); };
+          auto c = [&](double v) { return scalarConstant(b, l, f64, v); };
           Value steps = arith::SIToFPOp::create(b, l, f64, t[1]);
           Value lr = arith::ExtFOp::create(b, l, f64, t[0]);
           Value bc1 = arith::SubFOp::create(
@@ -352,7 +352,7 @@ struct AccumulateGradsToLinalg : OpRewritePattern<AccumulateGradsOp> {
 Value isFinite(OpBuilder &b, Location loc, Value x) {
   return arith::CmpFOp::create(
       b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, x),
-      floatConstant(b, loc, x.getType(),
+      scalarConstant(b, loc, x.getType(),
                     std::numeric_limits<double>::infinity()));
 }
 
@@ -372,7 +372,7 @@ struct UnscaleGradsToLinalg : OpRewritePattern<UnscaleGradsOp> {
                       Type f64 = b.getF64Type();
                       Value s = arith::ExtFOp::create(b, l, f64, t[0]);
                       return SmallVector<Value>{arith::DivFOp::create(
-                          b, l, floatConstant(b, l, f64, 1.0), s)};
+                          b, l, scalarConstant(b, l, f64, 1.0), s)};
                     })[0];
     SmallVector<Value> results, flags;
     for (Value g : op.getGrads()) {
@@ -450,7 +450,7 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
           auto times = [&](double factor) {
             Value wide = arith::MulFOp::create(
                 b, l, arith::ExtFOp::create(b, l, f64, t[0]),
-                floatConstant(b, l, f64, factor));
+                scalarConstant(b, l, f64, factor));
             return arith::TruncFOp::create(b, l, f32, wide).getResult();
           };
           Value scale = t[0], tracker = t[1], found = t[2];
@@ -463,7 +463,7 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
           Value backoffNow = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::sge, overflows, c32(hysteresis));
           Value backed = times(backoff);
-          Value minV = floatConstant(b, l, f32, minScale);
+          Value minV = scalarConstant(b, l, f32, minScale);
           Value collapsed = arith::AndIOp::create(
               b, l, arith::AndIOp::create(b, l, found, backoffNow),
               arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, backed,
@@ -481,7 +481,7 @@ struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
           Value grow =
               arith::AndIOp::create(b, l, atInterval, isFinite(b, l, grown));
           Value capped = arith::MinimumFOp::create(
-              b, l, grown, floatConstant(b, l, f32, maxScale));
+              b, l, grown, scalarConstant(b, l, f32, maxScale));
           Value cleanScale = arith::SelectOp::create(b, l, grow, capped, scale);
           Value cleanTracker =
               arith::SelectOp::create(b, l, atInterval, zero, succ);

@@ -48,7 +48,7 @@ int64_t countOf(ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
 
 /// 1 / sqrt(x).
 Value invSqrt(OpBuilder &b, Location loc, Value x) {
-  return arith::DivFOp::create(b, loc, floatConstant(b, loc, x.getType(), 1.0),
+  return arith::DivFOp::create(b, loc, scalarConstant(b, loc, x.getType(), 1.0),
                                math::SqrtOp::create(b, loc, x));
 }
 
@@ -79,7 +79,7 @@ std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value input,
         Value v = in[0];
         if (causal)
           v = arith::SelectOp::create(nb, l, causalKeep(nb, l, rank), v,
-                                      floatConstant(nb, l, f32, -kInf));
+                                      scalarConstant(nb, l, f32, -kInf));
         return arith::MaximumFOp::create(nb, l, acc, v);
       });
   Value sum = buildReduction(
@@ -90,7 +90,7 @@ std::pair<Value, Value> softmaxStats(OpBuilder &b, Location loc, Value input,
             nb, l, arith::SubFOp::create(nb, l, in[0], in[1]));
         if (causal)
           e = arith::SelectOp::create(nb, l, causalKeep(nb, l, rank), e,
-                                      floatConstant(nb, l, f32, 0.0));
+                                      scalarConstant(nb, l, f32, 0.0));
         return arith::AddFOp::create(nb, l, acc, e);
       });
   return {max, sum};
@@ -120,7 +120,7 @@ Value lowerSoftmaxLike(OpBuilder &b, Location loc, Value input,
           return p;
         return arith::SelectOp::create(
             nb, l, causalKeep(nb, l, rank), p,
-            floatConstant(nb, l, nb.getF32Type(), 0.0));
+            scalarConstant(nb, l, nb.getF32Type(), 0.0));
       });
 }
 
@@ -221,12 +221,12 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
           Value hot = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                             column, label);
           Value target =
-              arith::SelectOp::create(b, l, hot, floatConstant(b, l, f32, 1.0),
-                                      floatConstant(b, l, f32, 0.0));
+              arith::SelectOp::create(b, l, hot, scalarConstant(b, l, f32, 1.0),
+                                      scalarConstant(b, l, f32, 0.0));
           Value g = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, p, target),
               arith::DivFOp::create(b, l, in[4],
-                                    floatConstant(b, l, f32, double(batch))));
+                                    scalarConstant(b, l, f32, double(batch))));
           Value valid = arith::AndIOp::create(
               b, l,
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label,
@@ -235,7 +235,7 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
                                     ic(classes)));
           return arith::SelectOp::create(
               b, l, valid, g,
-              floatConstant(b, l, f32,
+              scalarConstant(b, l, f32,
                             std::numeric_limits<double>::quiet_NaN()));
         });
     rewriter.replaceOp(op, result);
@@ -264,7 +264,7 @@ std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
       b, loc, type.getShape(), dims, {x, reducedInput(ctx, sum, rank, dims)},
       f32, 0.0, [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
         Value mean = arith::DivFOp::create(
-            nb, l, in[1], floatConstant(nb, l, f32, double(count)));
+            nb, l, in[1], scalarConstant(nb, l, f32, double(count)));
         Value d = arith::SubFOp::create(nb, l, in[0], mean);
         return arith::AddFOp::create(nb, l, acc,
                                      arith::MulFOp::create(nb, l, d, d));
@@ -276,12 +276,12 @@ std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
 Value normalize(OpBuilder &b, Location loc, ValueRange in, double count,
                 double epsilon) {
   Type f32 = b.getF32Type();
-  Value n = floatConstant(b, loc, f32, count);
+  Value n = scalarConstant(b, loc, f32, count);
   Value mean = arith::DivFOp::create(b, loc, in[1], n);
   Value var = arith::DivFOp::create(b, loc, in[2], n);
   Value inv = invSqrt(
       b, loc,
-      arith::AddFOp::create(b, loc, var, floatConstant(b, loc, f32, epsilon)));
+      arith::AddFOp::create(b, loc, var, scalarConstant(b, loc, f32, epsilon)));
   Value xhat = arith::MulFOp::create(
       b, loc, arith::SubFOp::create(b, loc, in[0], mean), inv);
   return arith::AddFOp::create(
@@ -353,11 +353,11 @@ struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
           rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
             Type f32 = b.getF32Type();
             Value kept = arith::MulFOp::create(
-                b, l, floatConstant(b, l, f32, 1.0 - m), in[0]);
+                b, l, scalarConstant(b, l, f32, 1.0 - m), in[0]);
             Value fresh = arith::MulFOp::create(
-                b, l, floatConstant(b, l, f32, m),
+                b, l, scalarConstant(b, l, f32, m),
                 arith::DivFOp::create(b, l, in[1],
-                                      floatConstant(b, l, f32, divisor)));
+                                      scalarConstant(b, l, f32, divisor)));
             return arith::AddFOp::create(b, l, kept, fresh);
           });
     };
@@ -393,12 +393,12 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
   GenericInput scaleIn = reducedInput(ctx, scale, rank, paramDims);
   // xhat from (x, sum, dev).
   auto xhat = [&](OpBuilder &nb, Location l, Value xv, Value s, Value d) {
-    Value n = floatConstant(nb, l, f32, double(count));
+    Value n = scalarConstant(nb, l, f32, double(count));
     Value mean = arith::DivFOp::create(nb, l, s, n);
     Value var = arith::DivFOp::create(nb, l, d, n);
     Value rstd = invSqrt(
         nb, l,
-        arith::AddFOp::create(nb, l, var, floatConstant(nb, l, f32, epsilon)));
+        arith::AddFOp::create(nb, l, var, scalarConstant(nb, l, f32, epsilon)));
     return std::make_pair(
         arith::MulFOp::create(nb, l, arith::SubFOp::create(nb, l, xv, mean),
                               rstd)
@@ -430,7 +430,7 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
         b, loc, type, withSums, f32,
         [&](OpBuilder &nb, Location l, ValueRange in) {
           auto [xh, rstd] = xhat(nb, l, in[1], in[2], in[3]);
-          Value n = floatConstant(nb, l, f32, double(count));
+          Value n = scalarConstant(nb, l, f32, double(count));
           Value t = arith::SubFOp::create(
               nb, l,
               arith::SubFOp::create(nb, l, in[0],
@@ -464,7 +464,7 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
       b, loc, type, withSums, f32,
       [&](OpBuilder &nb, Location l, ValueRange in) {
         auto [xh, rstd] = xhat(nb, l, in[1], in[2], in[3]);
-        Value n = floatConstant(nb, l, f32, double(count));
+        Value n = scalarConstant(nb, l, f32, double(count));
         Value dyg = arith::MulFOp::create(nb, l, in[0], in[4]);
         Value t = arith::SubFOp::create(
             nb, l,
@@ -505,7 +505,7 @@ Value scaleAndRound(OpBuilder &b, Location loc, Value acc,
         if (divisor == 1.0)
           return in[0];
         return arith::DivFOp::create(
-                   nb, l, in[0], floatConstant(nb, l, nb.getF32Type(), divisor))
+                   nb, l, in[0], scalarConstant(nb, l, nb.getF32Type(), divisor))
             .getResult();
       });
 }
@@ -613,7 +613,7 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
           Value term = arith::SubFOp::create(b, l, lse, picked);
           term = arith::SelectOp::create(
               b, l, valid, term,
-              floatConstant(b, l, f32,
+              scalarConstant(b, l, f32,
                             std::numeric_limits<double>::quiet_NaN()));
           return arith::AddFOp::create(b, l, acc, term);
         });

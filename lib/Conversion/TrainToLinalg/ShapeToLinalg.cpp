@@ -163,7 +163,7 @@ struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
           return arith::AddFOp::create(
               b, l, acc,
               arith::SelectOp::create(b, l, hit, in[1],
-                                      floatConstant(b, l, f32, 0.0)));
+                                      scalarConstant(b, l, f32, 0.0)));
         });
     result = buildElementwise(
         rewriter, loc, type, {{result, identityMap(ctx, 2)}}, f32,

@@ -13,6 +13,8 @@
 #ifndef AMP_CONVERSION_TRAINTOLINALG_LOWERINGUTILS_H
 #define AMP_CONVERSION_TRAINTOLINALG_LOWERINGUTILS_H
 
+#include "amp/Dialect/Train/IR/ElementwiseBuilders.h"
+
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -27,9 +29,9 @@ mlir::Type getComputeType(mlir::Type elementType);
 mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value value, mlir::Type to);
 
-/// A float constant of type `type`.
-mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Type type, double value);
+/// A float constant of type `type`: the one the element-wise op definitions
+/// use (ElementwiseBuilders.h).
+using train::scalarConstant;
 
 /// An operand of a linalg.generic together with its indexing map.
 struct GenericInput {

@@ -22,18 +22,14 @@ amp::train::parsePrecisionCategory(StringRef text) {
   return symbolizePrecisionCategory(text);
 }
 
+// The spellings are the dialect's (kDecisionReasons, which its verifier
+// checks `train.decision` against), in PrecisionReason's order.
+static_assert(std::size(kDecisionReasons) ==
+                  size_t(PrecisionReason::Attribute) + 1,
+              "one spelling per PrecisionReason");
+
 StringRef amp::train::stringifyPrecisionReason(PrecisionReason reason) {
-  switch (reason) {
-  case PrecisionReason::Default:
-    return "default";
-  case PrecisionReason::OptLevel:
-    return "opt-level";
-  case PrecisionReason::PolicyFile:
-    return "policy file";
-  case PrecisionReason::Attribute:
-    return "attribute";
-  }
-  return "";
+  return kDecisionReasons[size_t(reason)];
 }
 
 std::optional<PrecisionPolicy>
@@ -109,16 +105,11 @@ std::optional<std::pair<PrecisionCategory, PrecisionReason>>
 amp::train::parseDecision(StringRef text) {
   auto [category, reason] = text.split('/');
   std::optional<PrecisionCategory> c = symbolizePrecisionCategory(category);
-  std::optional<PrecisionReason> r =
-      llvm::StringSwitch<std::optional<PrecisionReason>>(reason)
-          .Case("default", PrecisionReason::Default)
-          .Case("opt-level", PrecisionReason::OptLevel)
-          .Case("policy file", PrecisionReason::PolicyFile)
-          .Case("attribute", PrecisionReason::Attribute)
-          .Default(std::nullopt);
-  if (!c || !r)
+  const auto *r = llvm::find(kDecisionReasons, reason);
+  if (!c || r == std::end(kDecisionReasons))
     return std::nullopt;
-  return std::make_pair(*c, *r);
+  return std::make_pair(*c,
+                        PrecisionReason(r - std::begin(kDecisionReasons)));
 }
 
 llvm::DenseSet<Operation *> amp::train::findLossTail(Operation *root) {

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/Locations.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
@@ -35,12 +36,7 @@ using namespace amp::train;
 namespace {
 
 /// "file:line:col" of a location, or "?".
-std::string locString(Location loc) {
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return llvm::formatv("{0}:{1}:{2}", file.getFilename().getValue(),
-                         file.getLine(), file.getColumn());
-  return "?";
-}
+std::string locString(Location loc) { return amp::fileLineCol(loc, "?"); }
 
 /// The printed form of a type ("f16", "tensor<4xf32>").
 std::string typeString(Type type) {

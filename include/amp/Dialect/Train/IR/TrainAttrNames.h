@@ -33,7 +33,8 @@ inline constexpr llvm::StringLiteral kDecisionAttrName = "train.decision";
 inline constexpr llvm::StringLiteral kGradientOfAttrName = "train.gradient_of";
 
 /// The reasons of a decision, strongest last: the op's default (its list
-/// entry), the opt level, the policy file, a `train.precision` attribute.
+/// entry), the opt level, the policy file, a `train.precision` attribute;
+/// in PrecisionReason's order (PrecisionPolicy.h stringifies by index).
 inline constexpr llvm::StringLiteral kDecisionReasons[] = {
     "default", "opt-level", "policy file", "attribute"};
 

@@ -141,12 +141,13 @@ double amp::resolveInitScale(const AmpPipelineOptions &options) {
 }
 
 /// Splits a printed option list, `{a=1 b={x y} c=z}` or `a=1 b=2`, into
-/// key -> value; braces and quotes keep their spaces.
-static llvm::StringMap<std::string> splitOptions(StringRef text) {
+/// (key, value) in order; braces and quotes keep their spaces.
+static std::vector<std::pair<std::string, std::string>>
+splitOptions(StringRef text) {
   text = text.trim();
   if (text.consume_front("{"))
     text.consume_back("}");
-  llvm::StringMap<std::string> result;
+  std::vector<std::pair<std::string, std::string>> result;
   while (!text.empty()) {
     text = text.ltrim();
     size_t end = 0;
@@ -171,14 +172,22 @@ static llvm::StringMap<std::string> splitOptions(StringRef text) {
     }
     auto [key, value] = text.take_front(end).split('=');
     if (!key.empty())
-      result[key] = value.str();
+      result.emplace_back(key.str(), value.str());
     text = text.drop_front(end);
   }
   return result;
 }
 
+std::vector<std::pair<std::string, std::string>>
+amp::getPrintedOptions(const AmpPipelineOptions &options) {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  options.print(os);
+  return splitOptions(printed);
+}
+
 /// The options `pass` declares, with the values it prints.
-static llvm::StringMap<std::string> optionsOf(Pass &pass) {
+static std::vector<std::pair<std::string, std::string>> optionsOf(Pass &pass) {
   std::string text;
   llvm::raw_string_ostream os(text);
   pass.printAsTextualPipeline(os);
@@ -197,8 +206,7 @@ static llvm::StringMap<std::string> optionsOf(Pass &pass) {
 static void checkForwarded(Pass &pass,
                            const llvm::StringMap<std::string> &pipeline,
                            ArrayRef<StringRef> resolved) {
-  for (const auto &option : optionsOf(pass)) {
-    StringRef name = option.getKey();
+  for (const auto &[name, value] : optionsOf(pass)) {
     if (llvm::is_contained(resolved, name))
       continue;
     auto it = pipeline.find(name);
@@ -206,33 +214,33 @@ static void checkForwarded(Pass &pass,
       llvm::report_fatal_error("amp-pipeline has no option '" + name + "' of " +
                                pass.getArgument() +
                                "; add it to AmpPipelineOptions");
-    if (it->second != option.getValue())
+    if (it->second != value)
       llvm::report_fatal_error("amp-pipeline does not forward '" + name +
-                               "' to " + pass.getArgument() + " (" +
-                               option.getValue() + " instead of " + it->second +
-                               ")");
+                               "' to " + pass.getArgument() + " (" + value +
+                               " instead of " + it->second + ")");
   }
 }
 
 void amp::buildAmpPipeline(OpPassManager &pm,
                            const AmpPipelineOptions &options) {
-  std::string printed;
-  llvm::raw_string_ostream os(printed);
-  options.print(os);
-  llvm::StringMap<std::string> pipeline = splitOptions(printed);
-  auto add = [&](std::unique_ptr<Pass> pass,
+  llvm::StringMap<std::string> pipeline;
+  for (auto &[name, value] : getPrintedOptions(options))
+    pipeline[name] = value;
+  // Each pass checked against the pipeline's options, then added to `to`
+  // (the module, or func.func for the passes that work per function).
+  auto add = [&](OpPassManager &to, std::unique_ptr<Pass> pass,
                  ArrayRef<StringRef> resolved = {}) {
     checkForwarded(*pass, pipeline, resolved);
-    pm.addPass(std::move(pass));
+    to.addPass(std::move(pass));
   };
 
   amp::train::AutocastPassOptions autocast;
   autocast.optLevel = options.optLevel;
   autocast.dtype = options.dtype;
   autocast.policyFile = options.policy;
-  add(amp::train::createAutocastPass(autocast));
+  add(pm, amp::train::createAutocastPass(autocast));
   if (options.optimizer != amp::train::OptimizerKind::none) {
-    add(amp::train::createAutodiffPass());
+    add(pm, amp::train::createAutodiffPass());
     amp::train::OptimizerPassOptions optimizer;
     optimizer.optimizer = options.optimizer;
     optimizer.momentum = options.momentum;
@@ -243,7 +251,7 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     optimizer.weightDecay = options.weightDecay;
     optimizer.accumulate = options.accumulate;
     optimizer.clipNorm = options.clipNorm;
-    add(amp::train::createOptimizerPass(optimizer));
+    add(pm, amp::train::createOptimizerPass(optimizer));
     amp::train::LossScalingPassOptions scaling;
     scaling.mode = resolveLossScaleMode(options);
     scaling.initScale = resolveInitScale(options);
@@ -253,16 +261,10 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     scaling.minScale = options.minScale;
     scaling.maxScale = options.maxScale;
     scaling.hysteresis = options.hysteresis;
-    // On each function (FunctionOpInterface), nested in the module.
-    std::unique_ptr<Pass> lossScaling =
-        amp::train::createLossScalingPass(scaling);
-    checkForwarded(*lossScaling, pipeline, {"mode", "init-scale"});
-    pm.addNestedPass<func::FuncOp>(std::move(lossScaling));
+    add(pm.nest<func::FuncOp>(), amp::train::createLossScalingPass(scaling),
+        {"mode", "init-scale"});
   }
-  // Per function, in parallel: cast cleanup sees one function at a time.
-  std::unique_ptr<Pass> cleanup = amp::train::createCastCleanupPass();
-  checkForwarded(*cleanup, pipeline, {});
-  pm.addNestedPass<func::FuncOp>(std::move(cleanup));
+  add(pm.nest<func::FuncOp>(), amp::train::createCastCleanupPass());
 }
 
 void amp::registerAmpPipelines() {

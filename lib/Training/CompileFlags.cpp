@@ -89,32 +89,22 @@ llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   return llvm::Error::success();
 }
 
-/// The amp-pipeline options with their defaults, from the options' own
-/// printed form (`{accumulate=1 backoff-factor=5.000000e-01 ...}`).
+/// The amp-pipeline options with their defaults (getPrintedOptions), numbers
+/// as people write them: 0.9, 16777216, 1e-08.
 static std::vector<std::pair<std::string, std::string>> pipelineDefaults() {
-  std::string printed;
-  llvm::raw_string_ostream os(printed);
-  AmpPipelineOptions().print(os);
-  llvm::StringRef text = llvm::StringRef(printed).trim();
-  text.consume_front("{");
-  text.consume_back("}");
-  llvm::SmallVector<llvm::StringRef> items;
-  text.split(items, ' ', -1, /*KeepEmpty=*/false);
-  std::vector<std::pair<std::string, std::string>> result;
-  for (llvm::StringRef item : items) {
-    auto [name, value] = item.split('=');
-    // Numbers as people write them: 0.9, 16777216, 1e-08.
+  std::vector<std::pair<std::string, std::string>> result =
+      getPrintedOptions(AmpPipelineOptions());
+  for (auto &[name, value] : result) {
     double number;
-    std::string shown = value.str();
-    if (value.contains('e') && !value.getAsDouble(number))
-      shown = llvm::formatv("{0}", llvm::format("%.10g", number)).str();
+    if (llvm::StringRef(value).contains('e') &&
+        !llvm::StringRef(value).getAsDouble(number))
+      value = llvm::formatv("{0}", llvm::format("%.10g", number)).str();
     // The printed form keeps 7 digits; 2^24 needs 8.
     if (name == "max-scale")
-      shown = llvm::formatv(
+      value = llvm::formatv(
                   "{0}", llvm::format("%.10g",
                                       AmpPipelineOptions().maxScale.getValue()))
                   .str();
-    result.emplace_back(name.str(), shown);
   }
   return result;
 }

@@ -13,6 +13,8 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir {
 class OpPassManager;
@@ -125,6 +127,12 @@ train::LossScaleMode resolveLossScaleMode(const AmpPipelineOptions &options);
 /// The scale amp-loss-scaling starts from: `init-scale` unless it is 0,
 /// otherwise GradScaler's 65536 (Apex's static 1.0 at O3).
 double resolveInitScale(const AmpPipelineOptions &options);
+
+/// `options` as amp-pipeline prints them (`--dump-pass-pipeline`), in order:
+/// (name, value) of every option. buildAmpPipeline holds the passes to these
+/// values; the tools list them as flags with their defaults.
+std::vector<std::pair<std::string, std::string>>
+getPrintedOptions(const AmpPipelineOptions &options);
 
 /// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer and
 /// amp-loss-scaling (unless optimizer=none), then amp-cast-cleanup. Each

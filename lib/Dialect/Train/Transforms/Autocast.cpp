@@ -33,9 +33,6 @@ using namespace amp::train;
 
 namespace {
 
-/// The inherent attribute of contractions naming their accumulator type.
-constexpr llvm::StringLiteral kAccumulateAttrName = "accumulate";
-
 /// The element type of a float tensor value, or null.
 FloatType floatElementType(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -217,12 +214,10 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
   // the op accumulates in its operand type again.
   if (target == low) {
     op.setAccumulatorType(Float32Type::get(op->getContext()));
-  } else if (std::optional<Attribute> acc =
-                 op->getInherentAttr(kAccumulateAttrName)) {
-    auto type = dyn_cast_or_null<TypeAttr>(*acc);
-    if (type && cast<FloatType>(type.getValue()).getWidth() < target.getWidth())
-      op->setInherentAttr(
-          StringAttr::get(op->getContext(), kAccumulateAttrName), Attribute());
+  } else if (auto acc =
+                 dyn_cast_or_null<FloatType>(op.getAccumulatorOverride());
+             acc && acc.getWidth() < target.getWidth()) {
+    op.setAccumulatorType(Type());
   }
 
   // Result types follow the new operand types: inferred where the op can

@@ -56,16 +56,30 @@ def Train_PrecisionPolicyOpInterface
       }]>,
     InterfaceMethod<
       "Sets the type a contraction accumulates in (its `accumulate` "
-      "attribute); returns false for ops that do not accumulate products.",
+      "attribute; a null type removes it, so the op accumulates in its "
+      "operand type); returns false for ops that do not accumulate products.",
       "bool", "setAccumulatorType", (ins "::mlir::Type":$type), [{}],
       [{
         if constexpr (::llvm::is_detected<
                           ::amp::train::detail::HasAccumulateAttr,
                           ConcreteOp>::value) {
-          $_op.setAccumulateAttr(::mlir::TypeAttr::get(type));
+          $_op.setAccumulateAttr(type ? ::mlir::TypeAttr::get(type)
+                                      : ::mlir::TypeAttr());
           return true;
         }
         return false;
+      }]>,
+    InterfaceMethod<
+      "The type set by the op's `accumulate` attribute, or null (none set, "
+      "or an op that does not accumulate products).",
+      "::mlir::Type", "getAccumulatorOverride", (ins), [{}],
+      [{
+        if constexpr (::llvm::is_detected<
+                          ::amp::train::detail::HasAccumulateAttr,
+                          ConcreteOp>::value)
+          if (auto attr = $_op.getAccumulateAttr())
+            return attr.getValue();
+        return ::mlir::Type();
       }]>,
     InterfaceMethod<
       "Whether Apex's O2 keeps the parameters and state this op reads in "

@@ -343,3 +343,19 @@ func.func @fusions_respect_dominance(%x0: tensor<128x784xf16>, %dy: tensor<128x2
   %y = train.relu %h : tensor<128x256xf16>
   return %db, %dw, %g, %y : tensor<256xf16>, tensor<784x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>
 }
+
+// -----
+
+// The embedding gradient is the CUDA runtime's scatter-add in f32 atomics
+// (positions x dim additions; the linalg form reduces over vocabulary x dim
+// x positions): params dtype(bf16 = 2), positions, dim, vocab; an f32 table
+// rounded once to bf16 by a generic (a GPU kernel after the GPU mapping).
+// CHECK: func.func private @amp_cuda_embedding_grad(index, index, index, i64, i64, i64, i64)
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: %[[T:.*]] = train.runtime_call @amp_cuda_embedding_grad(%arg0, %arg1) [2, 6, 4, 10] : (tensor<2x3x4xbf16>, tensor<2x3xi32>) -> tensor<10x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[T]] : tensor<10x4xf32>) outs(%{{.*}} : tensor<10x4xbf16>)
+// CHECK-NOT: train.embedding_grad
+func.func @embedding_grad(%dy: tensor<2x3x4xbf16>, %ids: tensor<2x3xi32>) -> tensor<10x4xbf16> {
+  %0 = train.embedding_grad %dy, %ids : tensor<2x3x4xbf16>, tensor<2x3xi32> -> tensor<10x4xbf16>
+  return %0 : tensor<10x4xbf16>
+}

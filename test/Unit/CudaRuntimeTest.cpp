@@ -23,6 +23,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,7 @@
 #include <dlfcn.h>
 #include <set>
 #include <tuple>
+#include <vector>
 
 using namespace amp;
 using namespace amp::cuda;
@@ -479,6 +481,39 @@ TEST(CudaRuntime, EpilogueFallbacksOnFakeDriver) {
   ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
   EXPECT_STREQ(error, "amp_cuda_gemm: no fallback kernel for epilogue bias "
                       "and D type f16");
+}
+
+TEST(CudaRuntime, EmbeddingGradOnFakeDriver) {
+  setenv("AMP_CUDA_DRIVER", AMP_FAKE_CUDA_DRIVER, 1);
+  unsetenv("AMP_FAKE_CUDA_MODE");
+  void *fake = dlopen(AMP_FAKE_CUDA_DRIVER, RTLD_NOW);
+  ASSERT_NE(fake, nullptr);
+  auto lastLaunch =
+      reinterpret_cast<const void *(*)()>(dlsym(fake, "fakeLastLaunch"));
+  ASSERT_NE(lastLaunch, nullptr);
+  const auto *launch = static_cast<const FakeLaunch *>(lastLaunch());
+  char error[256];
+  amp_cuda_take_error(error, sizeof(error));
+
+  // The table (host memory on the fake driver) is zeroed, then one thread
+  // per element of dy: 8 x 1024 positions x 768 = 24576 blocks of 256, the
+  // kernel of dy's type. (Its arguments live on the entry point's stack;
+  // test/Integration/CUDA checks the sums on a GPU.)
+  std::vector<float> table(50 * 768, 1.0f);
+  int dy, ids;
+  amp_cuda_embedding_grad(&dy, &ids, table.data(), 2, 8 * 1024, 768, 50);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+  EXPECT_TRUE(std::all_of(table.begin(), table.end(),
+                          [](float v) { return v == 0.0f; }));
+  EXPECT_STREQ(launch->function, "amp_embedding_grad_bf16");
+  EXPECT_EQ(launch->grid[0], 24576u);
+  EXPECT_EQ(launch->block[0], 256u);
+
+  // A bad element type is a recorded error, not a launch.
+  amp_cuda_embedding_grad(&dy, &ids, table.data(), 7, 4, 4, 4);
+  ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+  EXPECT_STREQ(error, "amp_cuda_embedding_grad: bad arguments: dy type 7, "
+                      "positions 4, dim 4, vocab 4");
 }
 
 TEST(CudaGemm, PlanCacheKeysAndCounts) {

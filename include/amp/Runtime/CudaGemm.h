@@ -87,6 +87,16 @@ void amp_cuda_gemm_relu_aux(void *a, void *b, void *bias, void *d, void *mask,
 void amp_cuda_gemm_drelu(void *a, void *b, void *mask, void *d, int64_t dtypeAB,
                          int64_t dtypeD, int64_t batch, int64_t m, int64_t n,
                          int64_t k, int64_t transposeA, int64_t transposeB);
+
+/// The embedding gradient as a scatter-add on the GPU, amp_cpu_embedding_grad's
+/// twin: `table` (`vocab` x `dim`, f32, device memory) is zeroed, then
+/// table[clamp(ids[p]), :] += dy[p, :] for each of `positions` rows of dy
+/// (element type `dtypeDy`) in f32 atomics: positions x dim additions. Ids
+/// are i32, clamped to [0, vocab) as the forward lookup clamps them. The sum
+/// order of rows that share an id is not fixed (as in PyTorch's CUDA
+/// embedding backward with atomics).
+void amp_cuda_embedding_grad(void *dy, void *ids, void *table, int64_t dtypeDy,
+                             int64_t positions, int64_t dim, int64_t vocab);
 }
 
 namespace amp {

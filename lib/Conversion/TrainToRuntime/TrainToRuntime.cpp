@@ -159,12 +159,13 @@ SmallVector<int64_t> cudaGemmParams(Value lhs, bool ta, bool tb,
           tb};
 }
 
-/// The embedding gradient as the CPU runtime's scatter-add
-/// (amp_cpu_embedding_grad): positions x dim additions into an f32 table,
-/// rounded once to the table's type. (Lowered to linalg, it is a reduction
-/// over vocab x dim x positions.)
+/// The embedding gradient as the runtime's scatter-add
+/// (amp_cpu_embedding_grad, amp_cuda_embedding_grad): positions x dim
+/// additions into an f32 table, rounded once to the table's type. (Lowered
+/// to linalg, it is a reduction over vocab x dim x positions.)
 struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+  EmbeddingGradToRuntime(MLIRContext *ctx, RuntimeTarget target)
+      : OpRewritePattern(ctx), target(target) {}
   LogicalResult matchAndRewrite(EmbeddingGradOp op,
                                 PatternRewriter &rewriter) const override {
     std::optional<int64_t> dtype = runtimeDTypeOf(op.getGrad());
@@ -175,11 +176,15 @@ struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
       return rewriter.notifyMatchFailure(op, "not a static f32/f16/bf16 "
                                              "gradient with i32 ids");
     replaceWithRuntimeCall(
-        rewriter, op, "amp_cpu_embedding_grad",
+        rewriter, op,
+        target == RuntimeTarget::Cuda ? "amp_cuda_embedding_grad"
+                                      : "amp_cpu_embedding_grad",
         {op.getGrad(), op.getIndices()},
         {*dtype, ids.getNumElements(), type.getDimSize(1), type.getDimSize(0)});
     return success();
   }
+
+  RuntimeTarget target;
 };
 
 template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
@@ -858,8 +863,7 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
                                                                       target);
   // Batch matmuls of any rank and broadcast batch dims: the rank-3 form.
   populateBatchMatmulToRank3Patterns(patterns);
-  if (target == RuntimeTarget::Cpu)
-    patterns.add<EmbeddingGradToRuntime>(ctx);
+  patterns.add<EmbeddingGradToRuntime>(ctx, target);
   if (target == RuntimeTarget::Cuda || convAsGemm) {
     patterns.add<ConvAsGemm<Conv2dOp>, ConvAsGemm<Conv2dGradInputOp>,
                  ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);

@@ -509,6 +509,32 @@ bool amp::cuda::launchEpilogueFallback(Epilogue epilogue, int64_t dtypeD,
   return true;
 }
 
+extern "C" void amp_cuda_embedding_grad(void *dy, void *ids, void *table,
+                                        int64_t dtypeDy, int64_t positions,
+                                        int64_t dim, int64_t vocab) {
+  if (dtypeDy < 0 || dtypeDy > 2 || positions < 0 || dim <= 0 || vocab <= 0) {
+    recordRuntimeError("amp_cuda_embedding_grad: bad arguments: dy type " +
+                       std::to_string(dtypeDy) + ", positions " +
+                       std::to_string(positions) + ", dim " +
+                       std::to_string(dim) + ", vocab " +
+                       std::to_string(vocab));
+    return;
+  }
+  void *stream = getStream();
+  mgpuMemset32(table, 0u, size_t(vocab * dim), stream);
+  int64_t count = positions * dim;
+  if (count == 0)
+    return;
+  void *kernel =
+      fallbackKernel(std::string("amp_embedding_grad_") + dtypeName(dtypeDy));
+  if (!kernel)
+    return;
+  constexpr int64_t threads = 256;
+  void *params[] = {&dy, &ids, &table, &positions, &dim, &vocab};
+  mgpuLaunchKernel(kernel, (count + threads - 1) / threads, 1, 1, threads, 1, 1,
+                   0, stream, params, nullptr, 6);
+}
+
 extern "C" void amp_cuda_gemm(void *a, void *b, void *d, int64_t dtypeAB,
                               int64_t dtypeD, int64_t batch, int64_t m,
                               int64_t n, int64_t k, int64_t transposeA,

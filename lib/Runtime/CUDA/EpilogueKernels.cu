@@ -1,4 +1,4 @@
-//===- EpilogueKernels.cu - Fallbacks for cuBLASLt's aux epilogues --------===//
+//===- EpilogueKernels.cu - The CUDA runtime's own kernels ----------------===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
@@ -7,7 +7,8 @@
 // Where cuBLASLt has no algorithm for an aux epilogue (it depends on the GPU,
 // the shapes and the layouts), the runtime runs the GEMM with a plain
 // epilogue and one of these element-wise kernels after it, on the same
-// stream. nvcc builds them into a fatbin (SASS for sm_90, PTX for later
+// stream. The embedding gradient's scatter-add is here too (no library
+// computes it). nvcc builds them into a fatbin (SASS for sm_90, PTX for later
 // GPUs) that the runtime embeds and loads through the driver API: no cudart.
 // One kernel per element type of D (f32, f16, bf16); every value in f32.
 //
@@ -73,6 +74,21 @@ __device__ void drelu(const uint32_t *mask, T *d, int64_t count) {
   if (i < count && !(mask[reluMaskWord(i)] & reluMaskBit(i)))
     d[i] = fromFloat<T>(0.0f);
 }
+/// The embedding gradient's scatter-add: table[clamp(ids[p]), j] += dy[p, j]
+/// in f32 atomics, one thread per element of dy (positions x dim), ids
+/// clamped to [0, vocab) as the forward lookup clamps them. The table is
+/// zeroed first.
+template <typename T>
+__device__ void embeddingGrad(const T *dy, const int32_t *ids, float *table,
+                              int64_t positions, int64_t dim, int64_t vocab) {
+  int64_t i = globalIndex();
+  if (i >= positions * dim)
+    return;
+  int64_t p = i / dim, j = i % dim;
+  int64_t v = ids[p];
+  v = v < 0 ? 0 : (v >= vocab ? vocab - 1 : v);
+  atomicAdd(table + v * dim + j, toFloat(dy[i]));
+}
 } // namespace
 
 #define AMP_EPILOGUE_KERNELS(SUFFIX, T)                                        \
@@ -91,6 +107,11 @@ __device__ void drelu(const uint32_t *mask, T *d, int64_t count) {
   extern "C" __global__ void amp_drelu_##SUFFIX(const uint32_t *mask, T *d,    \
                                                 int64_t count) {               \
     drelu(mask, d, count);                                                     \
+  }                                                                            \
+  extern "C" __global__ void amp_embedding_grad_##SUFFIX(                      \
+      const T *dy, const int32_t *ids, float *table, int64_t positions,        \
+      int64_t dim, int64_t vocab) {                                            \
+    embeddingGrad(dy, ids, table, positions, dim, vocab);                      \
   }
 
 AMP_EPILOGUE_KERNELS(f32, float)

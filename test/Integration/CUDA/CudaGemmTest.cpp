@@ -16,6 +16,7 @@
 // backward DRELU, against a double reference (the epilogue tests also run
 // with AMP_CUDA_EPILOGUE_FALLBACK=1, scripts/gpu-checks.sh). Without a GPU: the
 // calls record the runtime's "no CUDA device" error instead of crashing.
+// The embedding gradient's scatter-add against amp_cpu_embedding_grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -333,3 +334,53 @@ TEST(CudaDevice, ReluMaskEpiloguesMatchReference) {
 }
 
 } // namespace
+
+// The embedding gradient's scatter-add against the CPU runtime's on the same
+// f16/bf16 gradient: 4096 positions over a vocabulary of 300 (many repeated
+// ids, an out-of-range one clamped), f32 sums in another order (atomics), so
+// within 1e-5 of the sum of |terms| per entry.
+TEST(CudaDevice, EmbeddingGradMatchesCpu) {
+  std::string driverError;
+  char error[512];
+  if (!cuda::getDriver(&driverError)) {
+    amp_cuda_embedding_grad(nullptr, nullptr, nullptr, 1, 4, 4, 4);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 1);
+    EXPECT_NE(std::string(error).find(driverError), std::string::npos)
+        << error;
+    return;
+  }
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::uniform_int_distribution<int32_t> token(0, 299);
+  void *stream = mgpuStreamCreate();
+  const int64_t positions = 4096, dim = 96, vocab = 300;
+  for (int64_t dtype : {1, 2}) {
+    std::vector<uint16_t> dy(positions * dim);
+    for (uint16_t &e : dy)
+      e = toBits(dtype, uniform(rng));
+    std::vector<int32_t> ids(positions);
+    for (int32_t &id : ids)
+      id = token(rng);
+    ids[7] = 1000; // clamped to vocab - 1 by both
+    std::vector<float> want(vocab * dim), got(vocab * dim), bound(vocab * dim);
+    amp_cpu_embedding_grad(intptr_t(dy.data()), intptr_t(ids.data()),
+                           intptr_t(want.data()), dtype, positions, dim, vocab);
+    for (int64_t p = 0; p < positions; ++p)
+      for (int64_t j = 0; j < dim; ++j)
+        bound[std::min<int64_t>(ids[p], vocab - 1) * dim + j] +=
+            std::abs(toFloat(dtype, dy[p * dim + j]));
+    void *ddy = upload(stream, dy);
+    void *dids = mgpuMemAlloc(ids.size() * 4, stream, false);
+    mgpuMemcpy(dids, ids.data(), ids.size() * 4, stream);
+    void *dtable = mgpuMemAlloc(got.size() * 4, stream, false);
+    amp_cuda_embedding_grad(ddy, dids, dtable, dtype, positions, dim, vocab);
+    mgpuMemcpy(got.data(), dtable, got.size() * 4, stream);
+    mgpuStreamSynchronize(stream);
+    ASSERT_EQ(amp_cuda_take_error(error, sizeof(error)), 0) << error;
+    for (size_t e = 0; e < got.size(); ++e)
+      ASSERT_LE(std::abs(got[e] - want[e]), 1e-5 * bound[e] + 1e-6)
+          << "dtype " << dtype << " entry " << e;
+    for (void *p : {ddy, dids, dtable})
+      mgpuMemFree(p, stream);
+  }
+}

@@ -1,0 +1,201 @@
+//===- NativeModule.cpp - amp._native: compiled steps for Python ----------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// The one extension python/amp uses (nanobind): it loads an artifact
+// amp-compile wrote and runs its step through the same Execution/Training
+// code amp-train runs (Artifact, openStepSession, stepResultRoutes,
+// readStepScalars). No MLIR: the importer and amp-compile build the step;
+// this only runs it. Tensors cross as NumPy arrays of raw elements (bf16 as
+// uint16, which python/amp views as torch.bfloat16); their bytes are copied
+// into the session's arguments (host memory or the GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/Artifact.h"
+#include "amp/Execution/CompiledStep.h"
+#include "amp/Training/Trainer.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+namespace nb = nanobind;
+using namespace amp;
+
+namespace {
+
+/// An llvm::Error as the Python exception amp raises for a failed step.
+[[noreturn]] void raise(llvm::Error error) {
+  throw std::runtime_error(llvm::toString(std::move(error)));
+}
+template <typename T> T take(llvm::Expected<T> value) {
+  if (!value)
+    raise(value.takeError());
+  return std::move(*value);
+}
+
+/// The NumPy dtype name holding `kind`'s elements ("uint16" for bf16).
+const char *numpyName(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::F32:
+    return "float32";
+  case ElementKind::F16:
+    return "float16";
+  case ElementKind::BF16:
+    return "uint16";
+  case ElementKind::I32:
+    return "int32";
+  case ElementKind::I1:
+    return "bool";
+  }
+  return "?";
+}
+
+/// A loaded artifact and one session of its step: the arguments live in the
+/// session between calls.
+class NativeStep {
+public:
+  explicit NativeStep(const std::string &path) {
+    artifact = take(Artifact::load(path));
+    compiled = artifact->getCompiledStep();
+    // Every argument starts from its initializer (zeros for the optimizer
+    // state); python/amp then sets the model's values.
+    std::vector<HostTensor> args = take(initialArguments(compiled, 0));
+    session = take(openStepSession(compiled, args));
+    routes = stepResultRoutes(compiled);
+  }
+
+  const ArtifactManifest &manifest() const { return artifact->getManifest(); }
+
+  /// (shape, element name) of each step argument.
+  std::vector<std::tuple<std::vector<int64_t>, std::string>> arguments() const {
+    std::vector<std::tuple<std::vector<int64_t>, std::string>> out;
+    for (const TensorSpec &spec : manifest().step.arguments)
+      out.emplace_back(std::vector<int64_t>(spec.shape.begin(), spec.shape.end()),
+                       elementName(spec.kind).str());
+    return out;
+  }
+
+  /// Copies `array` (C-contiguous, the argument's element size and count)
+  /// into argument `i`.
+  void set(unsigned i, nb::ndarray<nb::c_contig, nb::device::cpu> array) {
+    const auto &specs = manifest().step.arguments;
+    if (i >= specs.size())
+      throw std::out_of_range("argument " + std::to_string(i) +
+                              " out of range");
+    HostTensor value(specs[i].kind, specs[i].shape);
+    size_t bytes = array.nbytes();
+    if (bytes != value.getSizeInBytes() ||
+        array.itemsize() != elementBytes(specs[i].kind))
+      throw std::invalid_argument(
+          "argument " + std::to_string(i) + " is " + specs[i].str() + " (" +
+          std::to_string(value.getSizeInBytes()) + " bytes), given " +
+          std::to_string(bytes) + " bytes of " +
+          std::to_string(array.itemsize()) + "-byte elements");
+    std::memcpy(value.data(), array.data(), bytes);
+    if (llvm::Error e = session->set(i, value))
+      raise(std::move(e));
+  }
+
+  /// Argument `i` as a new NumPy array.
+  nb::object get(unsigned i) {
+    HostTensor value = take(session->get(i));
+    return toNumpy(value);
+  }
+
+  /// One step: (loss, scale, skipped, collapsed).
+  std::tuple<double, double, bool, bool> step() {
+    std::vector<HostTensor> toHost = take(session->step(routes));
+    StepScalars s = readStepScalars(compiled.abi, toHost);
+    return {s.loss, s.scale, s.skipped, s.collapsed};
+  }
+
+  /// The logits function's results on the current arguments.
+  std::vector<nb::object> logits() {
+    std::vector<nb::object> out;
+    for (HostTensor &value : take(session->logits()))
+      out.push_back(toNumpy(value));
+    return out;
+  }
+
+  const StepAbi &abi() const { return compiled.abi; }
+
+private:
+  static nb::object toNumpy(const HostTensor &value) {
+    nb::module_ numpy = nb::module_::import_("numpy");
+    std::vector<int64_t> shape(value.getShape().begin(),
+                               value.getShape().end());
+    nb::object array =
+        numpy.attr("empty")(nb::cast(shape), numpyName(value.getKind()));
+    nb::object buffer = array.attr("ctypes").attr("data");
+    std::memcpy(reinterpret_cast<void *>(nb::cast<uintptr_t>(buffer)),
+                value.data(), value.getSizeInBytes());
+    return array;
+  }
+
+  std::unique_ptr<Artifact> artifact;
+  CompiledStep compiled;
+  std::unique_ptr<StepSession> session;
+  std::vector<ResultRoute> routes;
+};
+
+} // namespace
+
+NB_MODULE(_native, m) {
+  m.doc() = "amp's compiled training steps (python/amp uses this module)";
+  nb::class_<NativeStep>(m, "NativeStep")
+      .def(nb::init<const std::string &>(), nb::arg("artifact"),
+           "Loads an artifact of amp-compile and opens a session of its step.")
+      .def_prop_ro("arguments", &NativeStep::arguments,
+                   "(shape, element type) of each argument of the step.")
+      .def_prop_ro("backend",
+                   [](const NativeStep &s) { return s.manifest().backend; })
+      .def_prop_ro("params",
+                   [](const NativeStep &s) {
+                     return std::vector<unsigned>(s.abi().params.begin(),
+                                                  s.abi().params.end());
+                   })
+      .def_prop_ro("masters",
+                   [](const NativeStep &s) {
+                     return std::vector<unsigned>(s.abi().masters.begin(),
+                                                  s.abi().masters.end());
+                   })
+      .def_prop_ro("state",
+                   [](const NativeStep &s) {
+                     return std::vector<unsigned>(s.abi().state.begin(),
+                                                  s.abi().state.end());
+                   })
+      .def_prop_ro("persistent",
+                   [](const NativeStep &s) {
+                     std::vector<std::tuple<std::string, unsigned>> out;
+                     for (auto &[name, i] : s.abi().persistent)
+                       out.emplace_back(name, i);
+                     return out;
+                   })
+      .def_prop_ro("lr",
+                   [](const NativeStep &s) {
+                     return s.abi().lr ? int(*s.abi().lr) : -1;
+                   })
+      .def_prop_ro("scaler",
+                   [](const NativeStep &s) {
+                     return std::vector<unsigned>(s.abi().scaler.begin(),
+                                                  s.abi().scaler.end());
+                   })
+      .def("set", &NativeStep::set, nb::arg("index"), nb::arg("array"),
+           "Copies a C-contiguous array into argument `index`.")
+      .def("get", &NativeStep::get, nb::arg("index"),
+           "Argument `index` as a new NumPy array (bf16 as uint16).")
+      .def("step", &NativeStep::step,
+           "Runs one step: (loss, scale, skipped, collapsed).")
+      .def("logits", &NativeStep::logits,
+           "The forward's outputs on the current arguments.");
+}

@@ -1,0 +1,236 @@
+"""amp.compile and the compiled Step (the public API; see docs/Python.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import numpy as np
+import torch
+
+from . import _importer
+from ._errors import CompileError
+
+_DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+_TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+             "i32": torch.int32}
+
+
+class StepResult(NamedTuple):
+    """What one call of a Step returns."""
+
+    loss: float
+    """The loss of this batch (unscaled, as ``loss_fn`` computes it)."""
+    skipped: bool
+    """Whether the update was skipped for non-finite gradients (GradScaler)."""
+    scale: float
+    """The loss scale after this step (1.0 without loss scaling)."""
+
+
+def _amp_compile() -> str:
+    """The amp-compile of this build ($AMP_COMPILE, else build/bin, else PATH)."""
+    explicit = os.environ.get("AMP_COMPILE")
+    if explicit:
+        return explicit
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidate = os.path.normpath(os.path.join(here, "..", "..", "bin", "amp-compile"))
+    if os.path.exists(candidate):
+        return candidate
+    found = shutil.which("amp-compile")
+    if not found:
+        raise CompileError("amp-compile not found: build amp (scripts/test.sh) "
+                           "or set AMP_COMPILE")
+    return found
+
+
+def _optimizer_flags(optimizer: torch.optim.Optimizer) -> List[str]:
+    """amp-compile's flags for a torch.optim optimizer (one param group)."""
+    if optimizer is None:
+        raise ValueError("optimizer is required (torch.optim.SGD, Adam or AdamW)")
+    groups = optimizer.param_groups
+    keys = [k for k in groups[0] if k not in ("params", "lr", "initial_lr")]
+    for g in groups[1:]:
+        if any(g.get(k) != groups[0].get(k) for k in keys + ["lr"]):
+            raise NotImplementedError(
+                "param groups with different hyper-parameters are not supported yet")
+    g = groups[0]
+    if isinstance(optimizer, torch.optim.SGD):
+        if g.get("dampening", 0) != 0 or g.get("maximize", False):
+            raise ValueError("SGD with dampening or maximize is not supported")
+        flags = ["--optimizer=" + ("momentum" if g["momentum"] else "sgd")]
+        if g["momentum"]:
+            flags += [f"--momentum={g['momentum']!r}", f"--nesterov={str(bool(g['nesterov'])).lower()}"]
+        flags.append(f"--weight-decay={g['weight_decay']!r}")
+        return flags
+    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+        if g.get("amsgrad") or g.get("maximize"):
+            raise ValueError("Adam with amsgrad or maximize is not supported")
+        adamw = isinstance(optimizer, torch.optim.AdamW)
+        if not adamw and g["weight_decay"]:
+            raise NotImplementedError("Adam with weight_decay (coupled L2) is not supported "
+                                      "yet; AdamW is")
+        beta1, beta2 = g["betas"]
+        return ["--optimizer=" + ("adamw" if adamw else "adam"), f"--beta1={beta1!r}",
+                f"--beta2={beta2!r}", f"--eps={g['eps']!r}",
+                f"--weight-decay={g['weight_decay']!r}"]
+    raise ValueError(f"unsupported optimizer {type(optimizer).__name__} "
+                     "(torch.optim.SGD, Adam or AdamW)")
+
+
+def _to_numpy(tensor: torch.Tensor, element: str) -> np.ndarray:
+    """A C-contiguous host array of ``tensor`` in the step's element type."""
+    t = tensor.detach().to(device="cpu", dtype=_TORCH_OF[element]).contiguous()
+    if element == "bf16":
+        t = t.view(torch.int16)
+    return t.numpy()
+
+
+def _from_numpy(array: np.ndarray, element: str) -> torch.Tensor:
+    t = torch.from_numpy(array)
+    if element == "bf16":
+        t = t.view(torch.bfloat16)
+    return t
+
+
+class Step:
+    """A compiled training step of one model, loss and optimizer.
+
+    Call it with a batch (the model's input, then the target) for one
+    training step; ``copy_to`` writes the trained parameters and buffers
+    back into a model. Made by :func:`compile`.
+    """
+
+    def __init__(self, native: Any, imported: _importer.ImportedModel,
+                 model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 artifact_dir: str):
+        self._native = native
+        self._imported = imported
+        self._optimizer = optimizer
+        self._artifact_dir = artifact_dir
+        self._arguments = native.arguments  # (shape, element) per argument
+        self._calls = 0
+        self.mlir: str = imported.text
+        """The imported train-dialect module (the input of amp-compile)."""
+        self.load_from(model)
+
+    def load_from(self, model: torch.nn.Module) -> None:
+        """Sets the step's parameters (and f32 masters) and buffers from ``model``."""
+        values = dict(model.named_parameters(remove_duplicate=False))
+        values.update(dict(model.named_buffers(remove_duplicate=False)))
+        masters = dict(zip(self._native.params, self._native.masters))
+        for index, argument in enumerate(self._imported.arguments):
+            if argument.kind not in ("param", "state"):
+                continue
+            value = values[argument.name]
+            self._native.set(index, _to_numpy(value, self._arguments[index][1]))
+            if index in masters:
+                self._native.set(masters[index], _to_numpy(value, "f32"))
+
+    def _check_batch(self, batch: Tuple[torch.Tensor, ...]) -> None:
+        names = ("input", "target")
+        if len(batch) != 2:
+            raise ValueError(f"a step takes the model's input and the target, "
+                             f"given {len(batch)} tensors")
+        for index, (tensor, name) in enumerate(zip(batch, names)):
+            expected = tuple(self._imported.arguments[index].shape)
+            if tuple(tensor.shape) != expected:
+                raise ValueError(f"{name}: expected shape {list(expected)}, given "
+                                 f"{list(tensor.shape)} (the step is compiled for the "
+                                 "example_inputs' shapes)")
+            if tensor.is_complex() or (index == 0 and not tensor.is_floating_point()):
+                raise ValueError(f"{name}: expected a float tensor, given {tensor.dtype}")
+
+    def __call__(self, *batch: torch.Tensor) -> StepResult:
+        """One training step on ``batch`` = (input, target)."""
+        self._check_batch(batch)
+        self._native.set(0, _to_numpy(batch[0], self._arguments[0][1]))
+        self._native.set(1, _to_numpy(batch[1], "i32"))
+        if self._native.lr >= 0:
+            lr = float(self._optimizer.param_groups[0]["lr"])
+            self._native.set(self._native.lr, np.array(lr, dtype=np.float32))
+        loss, scale, skipped, _collapsed = self._native.step()
+        self._calls += 1
+        return StepResult(loss, bool(skipped), scale)
+
+    def copy_to(self, model: torch.nn.Module) -> None:
+        """Writes the f32 master parameters and the buffers into ``model``'s own tensors."""
+        masters = dict(zip(self._native.params, self._native.masters))
+        params = dict(model.named_parameters(remove_duplicate=False))
+        buffers = dict(model.named_buffers(remove_duplicate=False))
+        with torch.no_grad():
+            for index, argument in enumerate(self._imported.arguments):
+                if argument.kind == "param":
+                    source = masters.get(index, index)
+                    element = "f32" if source != index else self._arguments[index][1]
+                    value = _from_numpy(self._native.get(source), element)
+                    params[argument.name].copy_(value.to(params[argument.name].dtype))
+                elif argument.kind == "state":
+                    value = _from_numpy(self._native.get(index), self._arguments[index][1])
+                    buffers[argument.name].copy_(value.to(buffers[argument.name].dtype))
+            for name in self._imported.counters:
+                buffers[name].add_(self._calls)
+
+    def __del__(self):
+        shutil.rmtree(getattr(self, "_artifact_dir", ""), ignore_errors=True)
+
+
+def to_mlir(model: torch.nn.Module, loss_fn: Callable,
+            example_inputs: Tuple[torch.Tensor, ...]) -> str:
+    """The train-dialect module of ``loss_fn(model(*inputs), target)``.
+
+    The text amp-opt, amp-run and amp-compile take. Raises
+    UnsupportedModelError listing every node amp cannot import.
+    """
+    return _importer.import_model(model, loss_fn, example_inputs).text
+
+
+def compile(model: torch.nn.Module, loss_fn: Callable,
+            example_inputs: Tuple[torch.Tensor, ...], *,
+            optimizer: torch.optim.Optimizer, opt_level: str = "O1",
+            dtype: torch.dtype = torch.float16, backend: str = "cpu",
+            init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+            backoff_factor: float = 0.5, growth_interval: int = 2000,
+            enabled: bool = True) -> Step:
+    """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
+
+    ``example_inputs`` = (input, target): ``loss_fn(model(input), target)``
+    is the loss; their shapes are the step's. ``optimizer`` is a
+    ``torch.optim.SGD``, ``Adam`` or ``AdamW`` over the model's parameters;
+    its learning rate is read at every call. ``opt_level`` is Apex's O0-O3,
+    ``dtype`` torch.float16 or torch.bfloat16; ``init_scale``,
+    ``growth_factor``, ``backoff_factor``, ``growth_interval`` and
+    ``enabled`` are torch.amp.GradScaler's. The model is not run, changed or
+    moved.
+    """
+    if opt_level not in ("O0", "O1", "O2", "O3"):
+        raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
+    if dtype not in _DTYPE_NAMES:
+        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
+    if backend not in ("cpu", "cuda"):
+        raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
+    imported = _importer.import_model(model, loss_fn, example_inputs)
+    flags = [f"--backend={backend}", f"--opt-level={opt_level}",
+             f"--dtype={_DTYPE_NAMES[dtype]}"] + _optimizer_flags(optimizer)
+    flags += [f"--init-scale={init_scale!r}", f"--growth-factor={growth_factor!r}",
+              f"--backoff-factor={backoff_factor!r}", f"--growth-interval={growth_interval}"]
+    if not enabled:
+        flags.append("--loss-scale=none")
+    directory = tempfile.mkdtemp(prefix="amp-step-")
+    try:
+        source = os.path.join(directory, "model.mlir")
+        artifact = os.path.join(directory, "step.so")
+        with open(source, "w") as f:
+            f.write(imported.text)
+        run = subprocess.run([_amp_compile(), source, "-o", artifact] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
+        from . import _native  # the extension: imported once it is needed
+        native = _native.NativeStep(artifact)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return Step(native, imported, model, optimizer, directory)

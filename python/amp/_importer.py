@@ -1,0 +1,490 @@
+"""PyTorch model + loss -> a `train`-dialect forward function (MLIR text).
+
+The model is captured with ``torch.export`` (docs/Python.md says why): its
+ATen graph of high-level ops (``aten.linear``, ``aten.conv2d``,
+``aten.batch_norm``, ...) with FakeTensor shapes, parameters and buffers
+lifted to inputs, and for every node the module path and the Python stack.
+Nothing of the model runs and no buffer changes. Each node is mapped by the
+handler its ATen op has in ``_HANDLERS``; every emitted op carries the
+user's module path and source line as its MLIR location, so amp-opt's
+diagnostics and the precision report point at the user's code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from ._errors import UnsupportedModelError, UnsupportedNode
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_AMP_DIR = os.path.dirname(__file__)
+
+_DTYPES = {
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int64: "i32",  # labels and ids: passed to the step as i32
+    torch.int32: "i32",
+}
+
+
+def tensor_type(shape: Sequence[int], element: str) -> str:
+    """``tensor<2x3xf32>`` (``tensor<f32>`` for a scalar)."""
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{element}>"
+
+
+@dataclasses.dataclass
+class Argument:
+    """One argument of the imported forward function."""
+
+    name: str  # the model's name ("fc.weight"), or the input's
+    kind: str  # "input", "labels", "param", "state"
+    shape: Tuple[int, ...]
+    element: str
+
+
+@dataclasses.dataclass
+class ImportedModel:
+    """The forward function as text and what the Python side needs of it."""
+
+    text: str
+    arguments: List[Argument]
+    # Buffers updated by the step: (argument index, buffer name) in the
+    # order of the function's extra results.
+    state_updates: List[Tuple[int, str]]
+    # num_batches_tracked buffers the step does not carry (counted in
+    # Python): their names.
+    counters: List[str]
+    # Tied parameters: alias name -> the name the step holds.
+    aliases: Dict[str, str]
+
+
+class _LossModule(torch.nn.Module):
+    """``loss_fn(model(*inputs), target)`` as one module for torch.export."""
+
+    def __init__(self, model: torch.nn.Module, loss_fn: Callable):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, *args):
+        return self.loss_fn(self.model(*args[:-1]), args[-1])
+
+
+def _user_frame(node: torch.fx.Node) -> Tuple[str, int]:
+    """The innermost frame of the node's stack outside torch and amp."""
+    trace = node.meta.get("stack_trace") or ""
+    best = ("<unknown>", 0)
+    for line in trace.splitlines():
+        line = line.strip()
+        if not line.startswith('File "'):
+            continue
+        try:
+            path = line[len('File "'):line.index('", line ')]
+            number = int(line.split('", line ')[1].split(",")[0])
+        except (ValueError, IndexError):
+            continue
+        if path.startswith(_TORCH_DIR) or path.startswith(_AMP_DIR):
+            continue
+        best = (path, number)
+    return best
+
+
+def _module_path(node: torch.fx.Node) -> str:
+    """The user's module path of a node ("layer3.0.conv1"; "" at the top)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    # Strip the _LossModule wrapper's attribute names.
+    for prefix in ("model.", "loss_fn."):
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    if path in ("model", "loss_fn"):
+        return ""
+    return path
+
+
+def _module_type(node: torch.fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    kind = list(stack.values())[-1][1]
+    return kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+
+
+class _Emitter:
+    """Builds the function body: SSA names, types and located ops."""
+
+    def __init__(self):
+        self.lines: List[str] = []
+        self.values: Dict[torch.fx.Node, Tuple[str, Tuple[int, ...], str]] = {}
+        self.counter = 0
+        self.location = 'loc(unknown)'
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"%v{self.counter}"
+
+    def op(self, text: str, shape: Sequence[int], element: str) -> str:
+        """Emits ``%vN = <text>`` at the current location; returns %vN."""
+        name = self.fresh()
+        self.lines.append(f"  {name} = {text} {self.location}")
+        return name
+
+
+def _shape(node: torch.fx.Node) -> Tuple[int, ...]:
+    val = node.meta.get("val")
+    return tuple(int(d) for d in val.shape)
+
+
+def _element(node: torch.fx.Node) -> str:
+    val = node.meta.get("val")
+    return _DTYPES.get(val.dtype, str(val.dtype))
+
+
+class _Unsupported(Exception):
+    """A node the importer cannot map; the message says why."""
+
+
+# --------------------------------------------------------------------------
+# Handlers: one per ATen op, grouped by family. Each gets the emitter, the
+# node and its operands (SSA name, shape, element) and returns the SSA name
+# of the node's value.
+# --------------------------------------------------------------------------
+
+Value = Tuple[str, Tuple[int, ...], str]
+
+
+def _operand(em: _Emitter, arg: Any) -> Value:
+    if isinstance(arg, torch.fx.Node):
+        if arg not in em.values:
+            raise _Unsupported(f"uses {arg.name}, which was not imported")
+        return em.values[arg]
+    raise _Unsupported(f"a constant operand {arg!r} where a tensor is expected")
+
+
+def _reshape(em: _Emitter, value: Value, shape: Sequence[int]) -> Value:
+    name, old, element = value
+    if tuple(old) == tuple(shape):
+        return value
+    out = em.op(
+        f"train.reshape {name} : {tensor_type(old, element)} -> "
+        f"{tensor_type(shape, element)}", shape, element)
+    return (out, tuple(shape), element)
+
+
+def _linear(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    w = _operand(em, node.args[1])
+    b = _operand(em, node.args[2]) if len(node.args) > 2 and node.args[2] is not None else None
+    out_shape = _shape(node)
+    element = _element(node)
+    features = w[1][0]
+    rows = 1
+    for d in x[1][:-1]:
+        rows *= d
+    x2 = _reshape(em, x, (rows, x[1][-1]))
+    operands = f"{x2[0]}, {w[0]}" + (f", {b[0]}" if b else "")
+    types = f"{tensor_type(x2[1], x2[2])}, {tensor_type(w[1], w[2])}" + (
+        f", {tensor_type(b[1], b[2])}" if b else "")
+    y = em.op(f"train.matmul {operands} transpose_rhs : {types} -> "
+              f"{tensor_type((rows, features), element)}", (rows, features), element)
+    return _reshape(em, (y, (rows, features), element), out_shape)[0]
+
+
+def _unary(op: str) -> Callable:
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        x = _operand(em, node.args[0])
+        return em.op(f"train.{op} {x[0]} : {tensor_type(x[1], x[2])}", x[1], x[2])
+    return handler
+
+
+def _binary(op: str) -> Callable:
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        if len(node.args) > 2 or node.kwargs.get("alpha", 1) != 1:
+            raise _Unsupported("an alpha other than 1")
+        lhs, rhs = (_operand(em, a) for a in node.args[:2])
+        shape, element = _shape(node), _element(node)
+        return em.op(f"train.{op} {lhs[0]}, {rhs[0]} : {tensor_type(lhs[1], lhs[2])}, "
+                     f"{tensor_type(rhs[1], rhs[2])} -> {tensor_type(shape, element)}",
+                     shape, element)
+    return handler
+
+
+def _view(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    return _reshape(em, x, _shape(node))[0]
+
+
+def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
+    args = list(node.args) + [None] * (7 - len(node.args))
+    x, w = _operand(em, args[0]), _operand(em, args[1])
+    bias = args[2]
+    stride = list(args[3] or [1, 1])
+    padding = args[4] if args[4] is not None else [0, 0]
+    dilation = list(args[5] or [1, 1])
+    groups = args[6] or 1
+    if groups != 1:
+        raise _Unsupported("groups != 1 (grouped convolution is not in the dialect yet)")
+    if isinstance(padding, str):
+        raise _Unsupported(f"padding='{padding}'")
+    padding = list(padding)
+    stride, padding, dilation = ([v] * 2 if len(v) == 1 else v for v in (stride, padding, dilation))
+    shape, element = _shape(node), _element(node)
+    attrs = ""
+    if stride != [1, 1]:
+        attrs += f" strides {stride}"
+    if padding != [0, 0]:
+        attrs += f" padding {padding}"
+    if dilation != [1, 1]:
+        attrs += f" dilation {dilation}"
+    y = em.op(f"train.conv2d {x[0]}, {w[0]}{attrs} : {tensor_type(x[1], x[2])}, "
+              f"{tensor_type(w[1], w[2])} -> {tensor_type(shape, element)}", shape, element)
+    if bias is None:
+        return y
+    b = _reshape(em, _operand(em, bias), (shape[1], 1, 1))
+    return em.op(f"train.add {y}, {b[0]} : {tensor_type(shape, element)}, "
+                 f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}", shape, element)
+
+
+def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
+    args = list(node.args) + [None] * (6 - len(node.args))
+    x = _operand(em, args[0])
+    kernel = list(args[1])
+    stride = list(args[2]) if args[2] else kernel
+    padding = list(args[3]) if args[3] is not None else [0, 0]
+    dilation = list(args[4]) if args[4] is not None else [1, 1]
+    ceil_mode = bool(args[5])
+    kernel, stride, padding, dilation = ([v[0]] * 2 if len(v) == 1 else v
+                                         for v in (kernel, stride, padding, dilation))
+    if dilation != [1, 1]:
+        raise _Unsupported("dilation != 1")
+    if ceil_mode:
+        raise _Unsupported("ceil_mode=True")
+    shape, element = _shape(node), _element(node)
+    pad = f" padding {padding}" if padding != [0, 0] else ""
+    return em.op(f"train.max_pool2d {x[0]} kernel {kernel} strides {stride}{pad} : "
+                 f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}", shape, element)
+
+
+def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
+    args = list(node.args) + [None] * (6 - len(node.args))
+    logits, labels = _operand(em, args[0]), _operand(em, args[1])
+    weight = args[2] if len(node.args) > 2 else node.kwargs.get("weight")
+    reduction = args[3] if len(node.args) > 3 else node.kwargs.get("reduction", 1)
+    label_smoothing = args[5] if len(node.args) > 5 else node.kwargs.get("label_smoothing", 0.0)
+    if weight is not None:
+        raise _Unsupported("class weights")
+    if reduction not in (None, 1):
+        raise _Unsupported("a reduction other than 'mean'")
+    if label_smoothing:
+        raise _Unsupported("label_smoothing")
+    if len(logits[1]) != 2:
+        raise _Unsupported("logits of rank other than 2")
+    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
+                 f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
+                 f"-> tensor<f32>", (), "f32")
+
+
+_HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
+    # GEMM-like
+    torch.ops.aten.linear.default: _linear,
+    torch.ops.aten.conv2d.default: _conv2d,
+    # element-wise
+    torch.ops.aten.relu.default: _unary("relu"),
+    torch.ops.aten.tanh.default: _unary("tanh"),
+    torch.ops.aten.sigmoid.default: _unary("sigmoid"),
+    torch.ops.aten.exp.default: _unary("exp"),
+    torch.ops.aten.log.default: _unary("log"),
+    torch.ops.aten.sqrt.default: _unary("sqrt"),
+    torch.ops.aten.add.Tensor: _binary("add"),
+    torch.ops.aten.sub.Tensor: _binary("sub"),
+    torch.ops.aten.mul.Tensor: _binary("mul"),
+    torch.ops.aten.div.Tensor: _binary("div"),
+    # shape
+    torch.ops.aten.view.default: _view,
+    torch.ops.aten.reshape.default: _view,
+    torch.ops.aten.flatten.using_ints: _view,
+    # pooling
+    torch.ops.aten.max_pool2d.default: _max_pool2d,
+    # losses
+    torch.ops.aten.cross_entropy_loss.default: _cross_entropy,
+}
+
+# Ops that change nothing the step computes.
+_IDENTITY = {
+    torch.ops.aten.contiguous.default,
+    torch.ops.aten.dropout.default,  # placeholder until train.dropout is mapped
+}
+
+
+def capture(model: torch.nn.Module, loss_fn: Callable,
+            example_inputs: Tuple[torch.Tensor, ...]) -> torch.export.ExportedProgram:
+    """torch.export of ``loss_fn(model(*inputs), target)`` in training mode.
+
+    The model's ``training`` flags are set for the capture and restored;
+    nothing else of it changes (export runs on FakeTensors).
+    """
+    if not isinstance(example_inputs, tuple) or len(example_inputs) < 2:
+        raise ValueError("example_inputs must be a tuple (inputs..., target) "
+                         "with at least one input and the target")
+    modes = [(m, m.training) for m in model.modules()]
+    try:
+        model.train()
+        return torch.export.export(_LossModule(model, loss_fn), example_inputs,
+                                   strict=False)
+    finally:
+        for m, mode in modes:
+            m.training = mode
+
+
+def import_model(model: torch.nn.Module, loss_fn: Callable,
+                 example_inputs: Tuple[torch.Tensor, ...]) -> ImportedModel:
+    """Imports ``loss_fn(model(*inputs), target)`` as a forward function.
+
+    Raises UnsupportedModelError listing every node that cannot be mapped.
+    """
+    try:
+        program = capture(model, loss_fn, example_inputs)
+    except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError,
+            RuntimeError) as error:  # data-dependent control flow and shapes
+        raise UnsupportedModelError([UnsupportedNode(
+            "", "torch.export", "<capture>", 0, str(error).splitlines()[0])]) from error
+    signature = program.graph_signature
+    graph = program.graph
+    em = _Emitter()
+    arguments: List[Argument] = []
+    problems: List[UnsupportedNode] = []
+
+    input_specs = {spec.arg.name: spec for spec in signature.input_specs}
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    user_inputs = [n for n in placeholders
+                   if input_specs[n.name].kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    if len(user_inputs) != 2:
+        problems.append(UnsupportedNode(
+            "", "inputs", "<model>", 0,
+            f"{len(user_inputs) - 1} model inputs: amp steps take one input tensor "
+            "(and the target)"))
+    counters: List[str] = []
+    ordered: List[torch.fx.Node] = list(user_inputs)
+    ordered += [n for n in placeholders if n not in user_inputs]
+    for index, n in enumerate(ordered):
+        spec = input_specs[n.name]
+        shape, element = _shape(n), _element(n)
+        if n in user_inputs:
+            kind = "input" if n is user_inputs[0] else "labels"
+            name = n.name
+        else:
+            name = spec.target
+            for prefix in ("model.", "loss_fn."):
+                if name.startswith(prefix):
+                    name = name[len(prefix):]
+                    break
+            if spec.kind == torch.export.graph_signature.InputKind.PARAMETER:
+                kind = "param"
+            elif name.endswith("num_batches_tracked"):
+                counters.append(name)
+                em.values[n] = ("<counter>", shape, element)
+                continue
+            else:
+                kind = "state"
+        arguments.append(Argument(name, kind, shape, element))
+        em.values[n] = (f"%a{len(arguments) - 1}", shape, element)
+
+    state_updates: List[Tuple[int, str]] = []
+    loss_value: Optional[str] = None
+    for node in graph.nodes:
+        if node.op != "call_function":
+            if node.op == "output":
+                outputs = node.args[0]
+                loss_value = em.values.get(outputs[0], (None,))[0] if outputs else None
+            continue
+        path, line = _user_frame(node)
+        module = _module_path(node)
+        where = f'"{path}":{line}:0'
+        em.location = f'loc("{module}"({where}))' if module else f"loc({where})"
+        target = node.target
+        try:
+            if target is torch.ops.aten.add_.Tensor and node.args and \
+                    em.values.get(node.args[0], ("",))[0] == "<counter>":
+                continue  # num_batches_tracked += 1: counted in Python
+            if target in _IDENTITY:
+                em.values[node] = _operand(em, node.args[0])
+                continue
+            if target is torch.ops.aten.batch_norm.default:
+                em.values[node] = _emit_batch_norm(em, node, arguments, state_updates)
+                continue
+            handler = _HANDLERS.get(target)
+            if handler is None:
+                raise _Unsupported("no mapping to the train dialect")
+            em.values[node] = (handler(em, node), _shape(node), _element(node))
+        except _Unsupported as reason:
+            problems.append(UnsupportedNode(
+                module, _module_type(node) or "", str(target), line, str(reason), path))
+            # Keep going with a stand-in so every offending node is listed.
+            em.values[node] = ("<unsupported>", _shape(node) if "val" in node.meta and
+                               hasattr(node.meta["val"], "shape") else (), "f32")
+    if problems:
+        raise UnsupportedModelError(problems)
+
+    # The step's ABI: the loss, then each state argument's new value in
+    # argument order.
+    state_updates.sort()
+    signature_text = ",\n".join(_argument_text(i, a) for i, a in enumerate(arguments))
+    results = ["tensor<f32>"] + [tensor_type(arguments[i].shape, arguments[i].element)
+                                 for i, _ in state_updates]
+    returns = [loss_value] + [value for _, value in state_updates]
+    text = ("func.func @forward(\n" + signature_text + "\n  ) -> (" + ", ".join(results) +
+            ") {\n" + "\n".join(em.lines) + "\n  return " + ", ".join(returns) + " : " +
+            ", ".join(results) + "\n}\n")
+    aliases = {}
+    return ImportedModel(text, arguments, [(i, arguments[i].name) for i, _ in state_updates],
+                         counters, aliases)
+
+
+def _argument_text(index: int, a: Argument) -> str:
+    attrs = ""
+    if a.kind == "param":
+        attrs = " {train.param, train.init = #train.init<zeros>}"
+    elif a.kind == "state":
+        attrs = " {train.state, train.init = #train.init<zeros>}"
+    return f"    %a{index}: {tensor_type(a.shape, a.element)}{attrs}"
+
+
+def _emit_batch_norm(em: _Emitter, node: torch.fx.Node, arguments: List[Argument],
+                     state_updates: List[Tuple[int, str]]) -> Value:
+    # aten.batch_norm(input, weight, bias, running_mean, running_var,
+    #                 training, momentum, eps, cudnn_enabled)
+    x = _operand(em, node.args[0])
+    weight, bias, mean, var = node.args[1:5]
+    training, momentum, eps = node.args[5:8]
+    if weight is None or bias is None:
+        raise _Unsupported("affine=False")
+    if mean is None or var is None:
+        raise _Unsupported("track_running_stats=False")
+    if not training:
+        raise _Unsupported("batch norm in eval mode inside a training step")
+    if momentum is None:
+        raise _Unsupported("momentum=None (cumulative average)")
+    g, b, m, v = (_operand(em, a) for a in (weight, bias, mean, var))
+    em.counter += 1
+    base = f"%bn{em.counter}"
+    shape, element = x[1], x[2]
+    attrs = ""
+    if eps != 1e-5:
+        attrs += f" epsilon {float(eps)!r}"
+    if momentum != 0.1:
+        attrs += f" momentum {float(momentum)!r}"
+    em.lines.append(
+        f"  {base}:3 = train.batch_norm {x[0]}, {g[0]}, {b[0]}, {m[0]}, {v[0]}{attrs} : "
+        f"{tensor_type(shape, element)}, {tensor_type(g[1], g[2])} {em.location}")
+    for arg_name, result in ((m[0], f"{base}#1"), (v[0], f"{base}#2")):
+        index = int(arg_name[2:])
+        state_updates.append((index, result))
+    return (f"{base}#0", shape, element)

@@ -153,6 +153,9 @@ class Step:
             self._native.set(self._native.lr, np.array(lr, dtype=np.float32))
         loss, scale, skipped, _collapsed = self._native.step()
         self._calls += 1
+        # The step is the optimizer's step: tell torch's LR schedulers so
+        # (they warn of a scheduler stepping before its optimizer otherwise).
+        self._optimizer._opt_called = True
         return StepResult(loss, bool(skipped), scale)
 
     def copy_to(self, model: torch.nn.Module) -> None:

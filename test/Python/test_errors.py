@@ -1,0 +1,64 @@
+"""What amp.compile refuses, and how."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+
+import amp
+from models import batches, mlp
+
+
+class WithLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(28, 16, batch_first=True)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        out, _ = self.rnn(x.view(x.shape[0], 28, 28))
+        return self.fc(out[:, -1])
+
+
+def test_unsupported_module_lists_every_node_with_path_and_line():
+    model = WithLSTM()
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(amp.UnsupportedModelError) as info:
+        amp.to_mlir(model, nn.CrossEntropyLoss(), batches(1)[0])
+    nodes = info.value.nodes
+    assert any(n.module == "rnn" and "lstm" in n.op for n in nodes), nodes
+    lstm = next(n for n in nodes if n.module == "rnn")
+    assert lstm.file.endswith("test_errors.py") and lstm.line > 0
+    assert "test_errors.py" in str(info.value)
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name])
+
+
+def test_wrong_batch_shape_is_a_value_error_naming_the_input():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=batches(1)[0],
+                       optimizer=opt, opt_level="O0")
+    x, y = batches(1, batch=8)[0]
+    with pytest.raises(ValueError, match=r"input: expected shape \[16, 1, 28, 28\], given \[8, 1, 28, 28\]"):
+        step(x, y)
+
+
+def test_locations_are_the_users_module_and_line():
+    text = amp.to_mlir(mlp(), nn.CrossEntropyLoss(), batches(1)[0])
+    assert 'train.matmul' in text
+    assert 'loc("1"(' in text and 'loc("3"(' in text  # Sequential's children
+
+
+def test_bad_options_raise():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="opt_level"):
+        amp.compile(model, nn.CrossEntropyLoss(), batches(1)[0], optimizer=opt, opt_level="O4")
+    with pytest.raises(ValueError, match="dtype"):
+        amp.compile(model, nn.CrossEntropyLoss(), batches(1)[0], optimizer=opt,
+                    dtype=torch.float64)
+    with pytest.raises(ValueError, match="optimizer"):
+        amp.compile(model, nn.CrossEntropyLoss(), batches(1)[0],
+                    optimizer=torch.optim.RMSprop(model.parameters()))

@@ -4,7 +4,9 @@
 #   scripts/demo.sh
 # Installs what is missing, builds amp-opt and amp-run, and runs amp's pipeline on the
 # Fashion-MNIST MLP (examples/mlp.mlir): autocast to f16 with the precision
-# report, then the whole training step (autodiff + AdamW) and its CPU code.
+# report, then the whole training step (autodiff + AdamW) and its CPU code;
+# then a PyTorch-defined CNN trained through amp.compile (python/amp) and
+# evaluated by PyTorch after copy_to.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -14,7 +16,7 @@ build="${AMP_BUILD_DIR:-$root/build}"
 
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/configure.sh" "$build"
-cmake --build "$build" --target amp-opt amp-run -j "${AMP_JOBS:-$(nproc)}"
+cmake --build "$build" --target amp-opt amp-run amp-compile amp-python -j "${AMP_JOBS:-$(nproc)}"
 
 model="$root/examples/mlp.mlir"
 opt="$build/bin/amp-opt"
@@ -47,3 +49,8 @@ run="$(dirname "$opt")/amp-run"
 "$run" "$model" --opt-level=O1 --dtype=f16 --epochs="${AMP_DEMO_EPOCHS:-1}" \
   --log-every=100 --metrics="$out/mlp-metrics.json"
 echo "   metrics: $out/mlp-metrics.json"
+
+echo
+echo "== 6. a PyTorch model: amp.compile(model, loss, example_inputs, optimizer=...)"
+PYTHONPATH="$build/python" "$(bash "$root/scripts/setup.sh" --print-python)" \
+  "$root/examples/python/fashion_mnist.py" --epochs="${AMP_DEMO_EPOCHS:-1}"

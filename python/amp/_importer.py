@@ -95,26 +95,24 @@ def _user_frame(node: torch.fx.Node) -> Tuple[str, int]:
     return best
 
 
+def _innermost_module(node: torch.fx.Node) -> Tuple[str, Any]:
+    """(path, type) of the innermost module a node was traced in."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return list(stack.values())[-1] if stack else ("", "")
+
+
 def _module_path(node: torch.fx.Node) -> str:
     """The user's module path of a node ("layer3.0.conv1"; "" at the top)."""
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    path = list(stack.values())[-1][0]
+    path = _innermost_module(node)[0]
     # Strip the _LossModule wrapper's attribute names.
     for prefix in ("model.", "loss_fn."):
         if path.startswith(prefix):
             return path[len(prefix):]
-    if path in ("model", "loss_fn"):
-        return ""
-    return path
+    return "" if path == "model" else path
 
 
 def _module_type(node: torch.fx.Node) -> str:
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    kind = list(stack.values())[-1][1]
+    kind = _innermost_module(node)[1]
     return kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
 
 

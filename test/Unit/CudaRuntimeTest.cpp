@@ -433,15 +433,22 @@ TEST(EpilogueMath, GeluMatchesDouble) {
   }
 }
 
-TEST(CudaRuntime, EpilogueFallbacksOnFakeDriver) {
+/// Points the runtime at the fake driver (no failure mode); its record of
+/// the last launch, or null when the fake cannot be opened.
+const FakeLaunch *useFakeDriver() {
   setenv("AMP_CUDA_DRIVER", AMP_FAKE_CUDA_DRIVER, 1);
   unsetenv("AMP_FAKE_CUDA_MODE");
   void *fake = dlopen(AMP_FAKE_CUDA_DRIVER, RTLD_NOW);
-  ASSERT_NE(fake, nullptr);
+  if (!fake)
+    return nullptr;
   auto lastLaunch =
       reinterpret_cast<const void *(*)()>(dlsym(fake, "fakeLastLaunch"));
-  ASSERT_NE(lastLaunch, nullptr);
-  const auto *launch = static_cast<const FakeLaunch *>(lastLaunch());
+  return lastLaunch ? static_cast<const FakeLaunch *>(lastLaunch()) : nullptr;
+}
+
+TEST(CudaRuntime, EpilogueFallbacksOnFakeDriver) {
+  const FakeLaunch *launch = useFakeDriver();
+  ASSERT_NE(launch, nullptr);
   char error[256];
   amp_cuda_take_error(error, sizeof(error));
 
@@ -484,14 +491,8 @@ TEST(CudaRuntime, EpilogueFallbacksOnFakeDriver) {
 }
 
 TEST(CudaRuntime, EmbeddingGradOnFakeDriver) {
-  setenv("AMP_CUDA_DRIVER", AMP_FAKE_CUDA_DRIVER, 1);
-  unsetenv("AMP_FAKE_CUDA_MODE");
-  void *fake = dlopen(AMP_FAKE_CUDA_DRIVER, RTLD_NOW);
-  ASSERT_NE(fake, nullptr);
-  auto lastLaunch =
-      reinterpret_cast<const void *(*)()>(dlsym(fake, "fakeLastLaunch"));
-  ASSERT_NE(lastLaunch, nullptr);
-  const auto *launch = static_cast<const FakeLaunch *>(lastLaunch());
+  const FakeLaunch *launch = useFakeDriver();
+  ASSERT_NE(launch, nullptr);
   char error[256];
   amp_cuda_take_error(error, sizeof(error));
 

@@ -148,6 +148,11 @@ private:
   std::vector<ResultRoute> routes;
 };
 
+/// Argument indices of the step's ABI as a Python list.
+std::vector<unsigned> indices(llvm::ArrayRef<unsigned> list) {
+  return std::vector<unsigned>(list.begin(), list.end());
+}
+
 } // namespace
 
 NB_MODULE(_native, m) {
@@ -160,20 +165,11 @@ NB_MODULE(_native, m) {
       .def_prop_ro("backend",
                    [](const NativeStep &s) { return s.manifest().backend; })
       .def_prop_ro("params",
-                   [](const NativeStep &s) {
-                     return std::vector<unsigned>(s.abi().params.begin(),
-                                                  s.abi().params.end());
-                   })
+                   [](const NativeStep &s) { return indices(s.abi().params); })
       .def_prop_ro("masters",
-                   [](const NativeStep &s) {
-                     return std::vector<unsigned>(s.abi().masters.begin(),
-                                                  s.abi().masters.end());
-                   })
+                   [](const NativeStep &s) { return indices(s.abi().masters); })
       .def_prop_ro("state",
-                   [](const NativeStep &s) {
-                     return std::vector<unsigned>(s.abi().state.begin(),
-                                                  s.abi().state.end());
-                   })
+                   [](const NativeStep &s) { return indices(s.abi().state); })
       .def_prop_ro("persistent",
                    [](const NativeStep &s) {
                      std::vector<std::tuple<std::string, unsigned>> out;
@@ -186,10 +182,7 @@ NB_MODULE(_native, m) {
                      return s.abi().lr ? int(*s.abi().lr) : -1;
                    })
       .def_prop_ro("scaler",
-                   [](const NativeStep &s) {
-                     return std::vector<unsigned>(s.abi().scaler.begin(),
-                                                  s.abi().scaler.end());
-                   })
+                   [](const NativeStep &s) { return indices(s.abi().scaler); })
       .def("set", &NativeStep::set, nb::arg("index"), nb::arg("array"),
            "Copies a C-contiguous array into argument `index`.")
       .def("get", &NativeStep::get, nb::arg("index"),

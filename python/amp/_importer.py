@@ -54,14 +54,9 @@ class ImportedModel:
 
     text: str
     arguments: List[Argument]
-    # Buffers updated by the step: (argument index, buffer name) in the
-    # order of the function's extra results.
-    state_updates: List[Tuple[int, str]]
     # num_batches_tracked buffers the step does not carry (counted in
     # Python): their names.
     counters: List[str]
-    # Tied parameters: alias name -> the name the step holds.
-    aliases: Dict[str, str]
 
 
 class _LossModule(torch.nn.Module):
@@ -129,7 +124,7 @@ class _Emitter:
         self.counter += 1
         return f"%v{self.counter}"
 
-    def op(self, text: str, shape: Sequence[int], element: str) -> str:
+    def op(self, text: str) -> str:
         """Emits ``%vN = <text>`` at the current location; returns %vN."""
         name = self.fresh()
         self.lines.append(f"  {name} = {text} {self.location}")
@@ -173,7 +168,7 @@ def _reshape(em: _Emitter, value: Value, shape: Sequence[int]) -> Value:
         return value
     out = em.op(
         f"train.reshape {name} : {tensor_type(old, element)} -> "
-        f"{tensor_type(shape, element)}", shape, element)
+        f"{tensor_type(shape, element)}")
     return (out, tuple(shape), element)
 
 
@@ -192,14 +187,14 @@ def _linear(em: _Emitter, node: torch.fx.Node) -> str:
     types = f"{tensor_type(x2[1], x2[2])}, {tensor_type(w[1], w[2])}" + (
         f", {tensor_type(b[1], b[2])}" if b else "")
     y = em.op(f"train.matmul {operands} transpose_rhs : {types} -> "
-              f"{tensor_type((rows, features), element)}", (rows, features), element)
+              f"{tensor_type((rows, features), element)}")
     return _reshape(em, (y, (rows, features), element), out_shape)[0]
 
 
 def _unary(op: str) -> Callable:
     def handler(em: _Emitter, node: torch.fx.Node) -> str:
         x = _operand(em, node.args[0])
-        return em.op(f"train.{op} {x[0]} : {tensor_type(x[1], x[2])}", x[1], x[2])
+        return em.op(f"train.{op} {x[0]} : {tensor_type(x[1], x[2])}")
     return handler
 
 
@@ -210,8 +205,7 @@ def _binary(op: str) -> Callable:
         lhs, rhs = (_operand(em, a) for a in node.args[:2])
         shape, element = _shape(node), _element(node)
         return em.op(f"train.{op} {lhs[0]}, {rhs[0]} : {tensor_type(lhs[1], lhs[2])}, "
-                     f"{tensor_type(rhs[1], rhs[2])} -> {tensor_type(shape, element)}",
-                     shape, element)
+                     f"{tensor_type(rhs[1], rhs[2])} -> {tensor_type(shape, element)}")
     return handler
 
 
@@ -243,12 +237,12 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
     if dilation != [1, 1]:
         attrs += f" dilation {dilation}"
     y = em.op(f"train.conv2d {x[0]}, {w[0]}{attrs} : {tensor_type(x[1], x[2])}, "
-              f"{tensor_type(w[1], w[2])} -> {tensor_type(shape, element)}", shape, element)
+              f"{tensor_type(w[1], w[2])} -> {tensor_type(shape, element)}")
     if bias is None:
         return y
     b = _reshape(em, _operand(em, bias), (shape[1], 1, 1))
     return em.op(f"train.add {y}, {b[0]} : {tensor_type(shape, element)}, "
-                 f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}", shape, element)
+                 f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}")
 
 
 def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
@@ -268,7 +262,7 @@ def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
     shape, element = _shape(node), _element(node)
     pad = f" padding {padding}" if padding != [0, 0] else ""
     return em.op(f"train.max_pool2d {x[0]} kernel {kernel} strides {stride}{pad} : "
-                 f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}", shape, element)
+                 f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
 
 
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
@@ -287,7 +281,7 @@ def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("logits of rank other than 2")
     return em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
                  f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
-                 f"-> tensor<f32>", (), "f32")
+                 f"-> tensor<f32>")
 
 
 _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
@@ -318,7 +312,6 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
 # Ops that change nothing the step computes.
 _IDENTITY = {
     torch.ops.aten.contiguous.default,
-    torch.ops.aten.dropout.default,  # placeholder until train.dropout is mapped
 }
 
 
@@ -441,9 +434,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     text = ("func.func @forward(\n" + signature_text + "\n  ) -> (" + ", ".join(results) +
             ") {\n" + "\n".join(em.lines) + "\n  return " + ", ".join(returns) + " : " +
             ", ".join(results) + "\n}\n")
-    aliases = {}
-    return ImportedModel(text, arguments, [(i, arguments[i].name) for i, _ in state_updates],
-                         counters, aliases)
+    return ImportedModel(text, arguments, counters)
 
 
 def _argument_text(index: int, a: Argument) -> str:

@@ -35,6 +35,14 @@ def test_unsupported_module_lists_every_node_with_path_and_line():
         assert torch.equal(value, before[name])
 
 
+def test_dropout_is_refused_not_dropped():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.Dropout(0.5))
+    with pytest.raises(amp.UnsupportedModelError) as info:
+        amp.to_mlir(model, nn.CrossEntropyLoss(), batches(1)[0])
+    assert [n.module for n in info.value.nodes] == ["2"]
+    assert "dropout" in info.value.nodes[0].op
+
+
 def test_wrong_batch_shape_is_a_value_error_naming_the_input():
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -104,12 +104,10 @@ class Step:
     """
 
     def __init__(self, native: Any, imported: _importer.ImportedModel,
-                 model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 artifact_dir: str):
+                 model: torch.nn.Module, optimizer: torch.optim.Optimizer):
         self._native = native
         self._imported = imported
         self._optimizer = optimizer
-        self._artifact_dir = artifact_dir
         self._arguments = native.arguments  # (shape, element) per argument
         self._calls = 0
         self.mlir: str = imported.text
@@ -176,9 +174,6 @@ class Step:
             for name in self._imported.counters:
                 buffers[name].add_(self._calls)
 
-    def __del__(self):
-        shutil.rmtree(getattr(self, "_artifact_dir", ""), ignore_errors=True)
-
 
 def to_mlir(model: torch.nn.Module, loss_fn: Callable,
             example_inputs: Tuple[torch.Tensor, ...]) -> str:
@@ -221,8 +216,9 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
               f"--backoff-factor={backoff_factor!r}", f"--growth-interval={growth_interval}"]
     if not enabled:
         flags.append("--loss-scale=none")
-    directory = tempfile.mkdtemp(prefix="amp-step-")
-    try:
+    # The artifact is loaded (dlopen'ed) before its directory goes: nothing
+    # is left on disk, whatever happens after.
+    with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:
         source = os.path.join(directory, "model.mlir")
         artifact = os.path.join(directory, "step.so")
         with open(source, "w") as f:
@@ -233,7 +229,4 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
         from . import _native  # the extension: imported once it is needed
         native = _native.NativeStep(artifact)
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    return Step(native, imported, model, optimizer, directory)
+    return Step(native, imported, model, optimizer)

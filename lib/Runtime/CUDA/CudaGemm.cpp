@@ -438,18 +438,19 @@ bool hasAlgorithm(Context *context, const GemmKey &key) {
   return false;
 }
 
-/// The embedded fallback kernels' module and functions, loaded on first use
+/// The embedded kernels' module and functions (EpilogueKernels.cu: the
+/// epilogue fallbacks and the embedding gradient), loaded on first use
 /// and never destroyed (like the runtime's other state, usable at exit).
-struct FallbackKernels {
+struct EmbeddedKernels {
   std::mutex mutex;
   void *module = nullptr;
   std::map<std::string, void *> functions;
 };
 
-/// Fallback kernel `name`; null with the runtime error recorded when the
+/// Embedded kernel `name`; null with the runtime error recorded when the
 /// module or the kernel cannot be loaded.
-void *fallbackKernel(const std::string &name) {
-  static auto *kernels = new FallbackKernels;
+void *embeddedKernel(const std::string &name) {
+  static auto *kernels = new EmbeddedKernels;
   std::lock_guard<std::mutex> lock(kernels->mutex);
   void *&function = kernels->functions[name];
   if (function)
@@ -499,7 +500,7 @@ bool amp::cuda::launchEpilogueFallback(Epilogue epilogue, int64_t dtypeD,
                     dtypeName(dtypeD));
     return false;
   }
-  void *kernel = fallbackKernel(std::string(base) + "_" + dtypeName(dtypeD));
+  void *kernel = embeddedKernel(std::string(base) + "_" + dtypeName(dtypeD));
   if (!kernel)
     return false;
   constexpr int64_t threads = 256;
@@ -526,7 +527,7 @@ extern "C" void amp_cuda_embedding_grad(void *dy, void *ids, void *table,
   if (count == 0)
     return;
   void *kernel =
-      fallbackKernel(std::string("amp_embedding_grad_") + dtypeName(dtypeDy));
+      embeddedKernel(std::string("amp_embedding_grad_") + dtypeName(dtypeDy));
   if (!kernel)
     return;
   constexpr int64_t threads = 256;

@@ -422,8 +422,10 @@ int amp::runTraining(const TrainingConfig &config,
     if (!setError)
       setError = session->set(
           *abi->lr, HostTensor::fromFloats(
-                        ElementKind::F32, {},
-                        {float(scheduledRate(config, s, totalSteps))}));
+                        ElementKind::F32, specs[*abi->lr].shape,
+                        std::vector<float>(
+                            specs[*abi->lr].getNumElements(),
+                            float(scheduledRate(config, s, totalSteps)))));
     if (setError)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(std::move(setError)));

@@ -46,16 +46,47 @@ def _amp_compile() -> str:
     return found
 
 
-def _optimizer_flags(optimizer: torch.optim.Optimizer) -> List[str]:
-    """amp-compile's flags for a torch.optim optimizer (one param group)."""
+# Hyper-parameters every param group must share (amp compiles them in);
+# lr and weight_decay may differ per group.
+_SHARED = {"momentum", "dampening", "nesterov", "betas", "eps", "amsgrad", "maximize",
+           "foreach", "fused", "capturable", "differentiable", "decoupled_weight_decay"}
+
+
+def _optimizer_flags(optimizer: torch.optim.Optimizer,
+                     model: torch.nn.Module) -> Tuple[List[str], "_importer.Training"]:
+    """amp-compile's flags for a torch.optim optimizer, and which of the
+    model's parameters it trains in which group.
+
+    Parameters in no group, or with ``requires_grad=False``, are frozen.
+    Groups may differ in ``lr`` (read at every call) and ``weight_decay``.
+    """
     if optimizer is None:
         raise ValueError("optimizer is required (torch.optim.SGD, Adam or AdamW)")
+    if not isinstance(optimizer, (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)):
+        raise ValueError(f"unsupported optimizer {type(optimizer).__name__} "
+                         "(torch.optim.SGD, Adam or AdamW)")
     groups = optimizer.param_groups
-    keys = [k for k in groups[0] if k not in ("params", "lr", "initial_lr")]
-    for g in groups[1:]:
-        if any(g.get(k) != groups[0].get(k) for k in keys + ["lr"]):
-            raise NotImplementedError(
-                "param groups with different hyper-parameters are not supported yet")
+    for index, g in enumerate(groups[1:], start=1):
+        for key in sorted(_SHARED & set(groups[0])):
+            if g.get(key) != groups[0].get(key):
+                raise NotImplementedError(
+                    f"param group {index} has {key}={g.get(key)!r}, group 0 "
+                    f"{groups[0].get(key)!r}: amp compiles one value; param groups may "
+                    "differ in lr and weight_decay")
+    decays = [float(g["weight_decay"]) for g in groups]
+    per_param_decay = len(set(decays)) > 1
+    owner = {}
+    for index, g in enumerate(groups):
+        for p in g["params"]:
+            owner[id(p)] = index
+    names = {}
+    for name, p in model.named_parameters():
+        if id(p) in owner and p.requires_grad:
+            group = owner[id(p)]
+            names[name] = (group, decays[group] if per_param_decay else None)
+    if not names:
+        raise ValueError("the optimizer trains none of the model's parameters")
+    training = _importer.Training(names)
     g = groups[0]
     if isinstance(optimizer, torch.optim.SGD):
         if g.get("dampening", 0) != 0 or g.get("maximize", False):
@@ -63,21 +94,18 @@ def _optimizer_flags(optimizer: torch.optim.Optimizer) -> List[str]:
         flags = ["--optimizer=" + ("momentum" if g["momentum"] else "sgd")]
         if g["momentum"]:
             flags += [f"--momentum={g['momentum']!r}", f"--nesterov={str(bool(g['nesterov'])).lower()}"]
-        flags.append(f"--weight-decay={g['weight_decay']!r}")
-        return flags
-    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
-        if g.get("amsgrad") or g.get("maximize"):
-            raise ValueError("Adam with amsgrad or maximize is not supported")
-        adamw = isinstance(optimizer, torch.optim.AdamW)
-        if not adamw and g["weight_decay"]:
-            raise NotImplementedError("Adam with weight_decay (coupled L2) is not supported "
-                                      "yet; AdamW is")
-        beta1, beta2 = g["betas"]
-        return ["--optimizer=" + ("adamw" if adamw else "adam"), f"--beta1={beta1!r}",
-                f"--beta2={beta2!r}", f"--eps={g['eps']!r}",
-                f"--weight-decay={g['weight_decay']!r}"]
-    raise ValueError(f"unsupported optimizer {type(optimizer).__name__} "
-                     "(torch.optim.SGD, Adam or AdamW)")
+        flags.append(f"--weight-decay={decays[0]!r}")
+        return flags, training
+    if g.get("amsgrad") or g.get("maximize"):
+        raise ValueError("Adam with amsgrad or maximize is not supported")
+    adamw = isinstance(optimizer, torch.optim.AdamW)
+    if not adamw and any(decays):
+        raise NotImplementedError("Adam with weight_decay (coupled L2) is not supported "
+                                  "yet; AdamW is")
+    beta1, beta2 = g["betas"]
+    return ["--optimizer=" + ("adamw" if adamw else "adam"), f"--beta1={beta1!r}",
+            f"--beta2={beta2!r}", f"--eps={g['eps']!r}",
+            f"--weight-decay={decays[0]!r}"], training
 
 
 def _to_numpy(tensor: torch.Tensor, element: str) -> np.ndarray:
@@ -120,7 +148,7 @@ class Step:
         values.update(dict(model.named_buffers(remove_duplicate=False)))
         masters = dict(zip(self._native.params, self._native.masters))
         for index, argument in enumerate(self._imported.arguments):
-            if argument.kind not in ("param", "state"):
+            if argument.kind not in ("param", "frozen", "state"):
                 continue
             value = values[argument.name]
             self._native.set(index, _to_numpy(value, self._arguments[index][1]))
@@ -147,8 +175,13 @@ class Step:
         self._native.set(0, _to_numpy(batch[0], self._arguments[0][1]))
         self._native.set(1, _to_numpy(batch[1], "i32"))
         if self._native.lr >= 0:
-            lr = float(self._optimizer.param_groups[0]["lr"])
-            self._native.set(self._native.lr, np.array(lr, dtype=np.float32))
+            rates = [float(g["lr"]) for g in self._optimizer.param_groups]
+            shape = tuple(self._arguments[self._native.lr][0])
+            if len(rates) != (shape[0] if shape else 1):
+                raise ValueError(f"the optimizer has {len(rates)} param groups; the step "
+                                 f"was compiled for {shape[0] if shape else 1}")
+            self._native.set(self._native.lr,
+                             np.array(rates if shape else rates[0], dtype=np.float32))
         loss, scale, skipped, _collapsed = self._native.step()
         self._calls += 1
         # The step is the optimizer's step: tell torch's LR schedulers so
@@ -167,6 +200,9 @@ class Step:
                     source = masters.get(index, index)
                     element = "f32" if source != index else self._arguments[index][1]
                     value = _from_numpy(self._native.get(source), element)
+                    params[argument.name].copy_(value.to(params[argument.name].dtype))
+                elif argument.kind == "frozen":
+                    value = _from_numpy(self._native.get(index), self._arguments[index][1])
                     params[argument.name].copy_(value.to(params[argument.name].dtype))
                 elif argument.kind == "state":
                     value = _from_numpy(self._native.get(index), self._arguments[index][1])
@@ -209,9 +245,10 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
-    imported = _importer.import_model(model, loss_fn, example_inputs)
+    optimizer_flags, training = _optimizer_flags(optimizer, model)
+    imported = _importer.import_model(model, loss_fn, example_inputs, training)
     flags = [f"--backend={backend}", f"--opt-level={opt_level}",
-             f"--dtype={_DTYPE_NAMES[dtype]}"] + _optimizer_flags(optimizer)
+             f"--dtype={_DTYPE_NAMES[dtype]}"] + optimizer_flags
     flags += [f"--init-scale={init_scale!r}", f"--growth-factor={growth_factor!r}",
               f"--backoff-factor={backoff_factor!r}", f"--growth-interval={growth_interval}"]
     if not enabled:

@@ -32,6 +32,15 @@ _DTYPES = {
 }
 
 
+def float_literal(value: float) -> str:
+    """``value`` as an MLIR float literal (always with a '.': 1e-05 -> 1.0e-05)."""
+    text = repr(float(value))
+    if "." not in text and "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}.0e{exponent}"
+    return text
+
+
 def tensor_type(shape: Sequence[int], element: str) -> str:
     """``tensor<2x3xf32>`` (``tensor<f32>`` for a scalar)."""
     dims = "".join(f"{d}x" for d in shape)
@@ -43,9 +52,11 @@ class Argument:
     """One argument of the imported forward function."""
 
     name: str  # the model's name ("fc.weight"), or the input's
-    kind: str  # "input", "labels", "param", "state"
+    kind: str  # "input", "labels", "param", "frozen" (a parameter not trained), "state"
     shape: Tuple[int, ...]
     element: str
+    group: int = 0  # the optimizer's param group (parameters)
+    weight_decay: Optional[float] = None  # the group's, where groups differ
 
 
 @dataclasses.dataclass
@@ -265,6 +276,22 @@ def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
 
 
+def _adaptive_avg_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    size = list(node.args[1])
+    size = [size[0]] * 2 if len(size) == 1 else size
+    height, width = x[1][2:]
+    if height % size[0] or width % size[1]:
+        raise _Unsupported(f"an output size {size} that does not divide the input's "
+                           f"{[height, width]}")
+    kernel = [height // size[0], width // size[1]]
+    shape, element = _shape(node), _element(node)
+    if kernel == [1, 1]:
+        return x[0]
+    return em.op(f"train.avg_pool2d {x[0]} kernel {kernel} strides {kernel} : "
+                 f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
+
+
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
     args = list(node.args) + [None] * (6 - len(node.args))
     logits, labels = _operand(em, args[0]), _operand(em, args[1])
@@ -305,8 +332,22 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.flatten.using_ints: _view,
     # pooling
     torch.ops.aten.max_pool2d.default: _max_pool2d,
+    torch.ops.aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
     # losses
     torch.ops.aten.cross_entropy_loss.default: _cross_entropy,
+}
+
+# In-place forms: computed as their functional op, whose value then stands
+# for the updated tensor in every later use (intermediates only; an
+# in-place update of an input, parameter or buffer is refused).
+_IN_PLACE = {
+    torch.ops.aten.add_.Tensor: torch.ops.aten.add.Tensor,
+    torch.ops.aten.sub_.Tensor: torch.ops.aten.sub.Tensor,
+    torch.ops.aten.mul_.Tensor: torch.ops.aten.mul.Tensor,
+    torch.ops.aten.div_.Tensor: torch.ops.aten.div.Tensor,
+    torch.ops.aten.relu_.default: torch.ops.aten.relu.default,
+    torch.ops.aten.tanh_.default: torch.ops.aten.tanh.default,
+    torch.ops.aten.sigmoid_.default: torch.ops.aten.sigmoid.default,
 }
 
 # Ops that change nothing the step computes.
@@ -335,12 +376,28 @@ def capture(model: torch.nn.Module, loss_fn: Callable,
             m.training = mode
 
 
+@dataclasses.dataclass
+class Training:
+    """What of the parameters the optimizer trains, by name: each trained
+    parameter's group and (where groups differ in it) weight decay. A
+    parameter without an entry is frozen: an argument of the step that is
+    neither updated nor differentiated."""
+
+    groups: Dict[str, Tuple[int, Optional[float]]]
+
+
 def import_model(model: torch.nn.Module, loss_fn: Callable,
-                 example_inputs: Tuple[torch.Tensor, ...]) -> ImportedModel:
+                 example_inputs: Tuple[torch.Tensor, ...],
+                 training: Optional[Training] = None) -> ImportedModel:
     """Imports ``loss_fn(model(*inputs), target)`` as a forward function.
 
+    ``training`` says which parameters are trained, in which group; without
+    it, those with ``requires_grad`` are, in one group.
     Raises UnsupportedModelError listing every node that cannot be mapped.
     """
+    if training is None:
+        training = Training({name: (0, None) for name, p in model.named_parameters()
+                             if p.requires_grad})
     try:
         program = capture(model, loss_fn, example_inputs)
     except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError,
@@ -362,12 +419,24 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             "", "inputs", "<model>", 0,
             f"{len(user_inputs) - 1} model inputs: amp steps take one input tensor "
             "(and the target)"))
+    # Tied weights: export lifts each name of a shared Parameter (or
+    # buffer) as its own placeholder; they become one argument, named by
+    # the model's first name for the tensor (as named_parameters() does).
+    first_name: Dict[int, str] = {}
+    for name, tensor in list(model.named_parameters(remove_duplicate=False)) + \
+            list(model.named_buffers(remove_duplicate=False)):
+        first_name.setdefault(id(tensor), name)
+    named = dict(model.named_parameters(remove_duplicate=False))
+    named.update(model.named_buffers(remove_duplicate=False))
+    argument_of: Dict[str, Value] = {}
     counters: List[str] = []
+    state_updates: List[Tuple[int, str]] = []
     ordered: List[torch.fx.Node] = list(user_inputs)
     ordered += [n for n in placeholders if n not in user_inputs]
     for index, n in enumerate(ordered):
         spec = input_specs[n.name]
         shape, element = _shape(n), _element(n)
+        group, decay = 0, None
         if n in user_inputs:
             kind = "input" if n is user_inputs[0] else "labels"
             name = n.name
@@ -377,18 +446,26 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
                 if name.startswith(prefix):
                     name = name[len(prefix):]
                     break
+            if name in named:
+                name = first_name[id(named[name])]
+                if name in argument_of:
+                    em.values[n] = argument_of[name]
+                    continue
             if spec.kind == torch.export.graph_signature.InputKind.PARAMETER:
-                kind = "param"
+                kind = "param" if name in training.groups else "frozen"
+                group, decay = training.groups.get(name, (0, None))
             elif name.endswith("num_batches_tracked"):
                 counters.append(name)
                 em.values[n] = ("<counter>", shape, element)
                 continue
             else:
                 kind = "state"
-        arguments.append(Argument(name, kind, shape, element))
+        arguments.append(Argument(name, kind, shape, element, group, decay))
         em.values[n] = (f"%a{len(arguments) - 1}", shape, element)
+        argument_of[name] = em.values[n]
+        if kind == "frozen":  # state that the step returns unchanged
+            state_updates.append((len(arguments) - 1, em.values[n][0]))
 
-    state_updates: List[Tuple[int, str]] = []
     loss_value: Optional[str] = None
     for node in graph.nodes:
         if node.op != "call_function":
@@ -411,10 +488,16 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             if target is torch.ops.aten.batch_norm.default:
                 em.values[node] = _emit_batch_norm(em, node, arguments, state_updates)
                 continue
-            handler = _HANDLERS.get(target)
+            functional = _IN_PLACE.get(target, target)
+            handler = _HANDLERS.get(functional)
             if handler is None:
                 raise _Unsupported("no mapping to the train dialect")
+            if functional is not target and node.args[0].op == "placeholder":
+                raise _Unsupported(f"an in-place update of {node.args[0].name}, an input, "
+                                   "parameter or buffer of the model")
             em.values[node] = (handler(em, node), _shape(node), _element(node))
+            if functional is not target:
+                em.values[node.args[0]] = em.values[node]
         except _Unsupported as reason:
             problems.append(UnsupportedNode(
                 module, _module_type(node) or "", str(target), line, str(reason), path))
@@ -440,8 +523,11 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
 def _argument_text(index: int, a: Argument) -> str:
     attrs = ""
     if a.kind == "param":
-        attrs = " {train.param, train.init = #train.init<zeros>}"
-    elif a.kind == "state":
+        extra = f", train.param_group = {a.group} : i64" if a.group else ""
+        if a.weight_decay is not None:
+            extra += f", train.weight_decay = {float_literal(a.weight_decay)} : f64"
+        attrs = f" {{train.param, train.init = #train.init<zeros>{extra}}}"
+    elif a.kind in ("state", "frozen"):
         attrs = " {train.state, train.init = #train.init<zeros>}"
     return f"    %a{index}: {tensor_type(a.shape, a.element)}{attrs}"
 
@@ -467,9 +553,9 @@ def _emit_batch_norm(em: _Emitter, node: torch.fx.Node, arguments: List[Argument
     shape, element = x[1], x[2]
     attrs = ""
     if eps != 1e-5:
-        attrs += f" epsilon {float(eps)!r}"
+        attrs += f" epsilon {float_literal(eps)}"
     if momentum != 0.1:
-        attrs += f" momentum {float(momentum)!r}"
+        attrs += f" momentum {float_literal(momentum)}"
     em.lines.append(
         f"  {base}:3 = train.batch_norm {x[0]}, {g[0]}, {b[0]}, {m[0]}, {v[0]}{attrs} : "
         f"{tensor_type(shape, element)}, {tensor_type(g[1], g[2])} {em.location}")

@@ -242,3 +242,24 @@ func.func @mlp_layer(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %b: tensor<4xf3
   %loss = train.cross_entropy %a, %l : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Parameter groups: each parameter reads its group's rate, a rank-0 slice
+// of the [G] lr, and its own weight decay (0: no decay term at all).
+// CHECK-LABEL: func.func @sgd_groups
+// CHECK: %[[S1:.*]] = tensor.extract_slice %arg0[1] [1] [1] : tensor<2xf32> to tensor<1xf32>
+// CHECK: %[[LR1:.*]] = tensor.collapse_shape %[[S1]] [] : tensor<1xf32> into tensor<f32>
+// CHECK: linalg.generic {{.*}} ins(%arg1, %arg3, %[[LR1]] :
+// CHECK: arith.constant 5.000000e-01 : f32
+// CHECK: %[[S0:.*]] = tensor.extract_slice %arg0[0] [1] [1] : tensor<2xf32> to tensor<1xf32>
+// CHECK: %[[LR0:.*]] = tensor.collapse_shape %[[S0]] [] : tensor<1xf32> into tensor<f32>
+// CHECK: linalg.generic {{.*}} ins(%arg2, %arg4, %[[LR0]] :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: linalg.yield
+func.func @sgd_groups(%lr: tensor<2xf32>, %w: tensor<4xf32>, %b: tensor<3xf32>, %gw: tensor<4xf32>, %gb: tensor<3xf32>) -> (tensor<4xf32>, tensor<3xf32>) {
+  %0:2 = train.sgd_update %lr params(%w, %b) grads(%gw, %gb) weight_decay 1.000000e-02 {lr_groups = array<i64: 1, 0>, weight_decays = array<f64: 5.000000e-01, 0.000000e+00>} : tensor<2xf32>, (tensor<4xf32>, tensor<3xf32>), (tensor<4xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3xf32>
+}

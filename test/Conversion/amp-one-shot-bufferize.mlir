@@ -25,3 +25,20 @@ func.func @double(%t: tensor<4xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// A copy into a strided buffer (a padded tensor's interior) is a
+// linalg.copy, lowered to loops or a kernel; memref.copy would call MLIR's
+// generic memrefCopy, which an ahead-of-time artifact does not link.
+// ANALYZED-LABEL: func.func @pad
+// ANALYZED: %[[ALLOC:.*]] = memref.alloc() {{.*}} : memref<4x6xf32>
+// ANALYZED: %[[INNER:.*]] = memref.subview %[[ALLOC]][1, 1] [2, 4] [1, 1] : memref<4x6xf32> to memref<2x4xf32, strided<[6, 1], offset: 7>>
+// ANALYZED-NEXT: linalg.copy ins(%arg0 : memref<2x4xf32>) outs(%[[INNER]] : memref<2x4xf32, strided<[6, 1], offset: 7>>)
+// ANALYZED-NOT: memref.copy
+func.func @pad(%x: tensor<2x4xf32>) -> tensor<4x6xf32> {
+  %c = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[1, 1] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %c : f32
+  } : tensor<2x4xf32> to tensor<4x6xf32>
+  return %p : tensor<4x6xf32>
+}

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace amp {
@@ -39,6 +40,23 @@ struct OneShotBufferizePass
     options.setFunctionBoundaryTypeConversion(
         bufferization::LayoutMapOption::IdentityLayoutMap);
     options.copyBeforeWrite = copyBeforeWrite;
+    // A copy between dense buffers stays memref.copy (an llvm.memcpy); one
+    // with a strided side (into a padded buffer's interior, out of a slice)
+    // is a linalg.copy, which becomes loops on the CPU and a kernel on the
+    // GPU. memref.copy would call MLIR's generic memrefCopy from
+    // libmlir_c_runner_utils, which an artifact does not link and a device
+    // buffer cannot take.
+    options.memCpyFn = [](OpBuilder &b, Location loc, Value from,
+                          Value to) -> LogicalResult {
+      auto dense = [](Value v) {
+        return cast<MemRefType>(v.getType()).getLayout().isIdentity();
+      };
+      if (dense(from) && dense(to))
+        memref::CopyOp::create(b, loc, from, to);
+      else
+        linalg::CopyOp::create(b, loc, from, to);
+      return success();
+    };
     // The functions too large for the analysis, by name.
     SmallVector<std::string> unanalyzed;
     if (!copyBeforeWrite)

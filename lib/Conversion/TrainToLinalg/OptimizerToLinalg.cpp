@@ -99,20 +99,67 @@ struct F32Math {
   Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
 };
 
+/// The learning rate and weight decay of each parameter of an update: the
+/// op's scalars, or its parameter groups' (a rank-0 slice of a `[G]` lr, one
+/// per group, and `weight_decays`).
+class ParamGroups {
+public:
+  template <typename UpdateOp>
+  ParamGroups(OpBuilder &b, UpdateOp op)
+      : b(b), loc(op.getLoc()), lr(op.getLr()), decay(op.getWeightDecay()),
+        lrGroups(op.getLrGroups()), weightDecays(op.getWeightDecays()) {}
+
+  /// The group of parameter `i` (0 without groups).
+  int64_t group(size_t i) const { return lrGroups ? (*lrGroups)[i] : 0; }
+
+  /// The rank-0 learning rate of group `g`.
+  Value lrOfGroup(int64_t g) {
+    if (!lrGroups)
+      return lr;
+    Value &slice = slices[g];
+    if (!slice) {
+      auto type = RankedTensorType::get({1}, b.getF32Type());
+      Value one = tensor::ExtractSliceOp::create(
+          b, loc, type, lr, ValueRange(), ValueRange(), ValueRange(),
+          b.getDenseI64ArrayAttr({g}), b.getDenseI64ArrayAttr({1}),
+          b.getDenseI64ArrayAttr({1}));
+      slice = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({}, b.getF32Type()), one,
+          ArrayRef<ReassociationIndices>{});
+    }
+    return slice;
+  }
+  Value lrOf(size_t i) { return lrOfGroup(group(i)); }
+
+  double weightDecayOf(size_t i) const {
+    return weightDecays ? (*weightDecays)[i] : decay.convertToDouble();
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Value lr;
+  APFloat decay;
+  std::optional<ArrayRef<int64_t>> lrGroups;
+  std::optional<ArrayRef<double>> weightDecays;
+  llvm::DenseMap<int64_t, Value> slices;
+};
+
 struct SgdUpdateToLinalg : OpRewritePattern<SgdUpdateOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SgdUpdateOp op,
                                 PatternRewriter &rewriter) const override {
     double momentum = op.getMomentum().convertToDouble();
-    double decay = op.getWeightDecay().convertToDouble();
     bool nesterov = op.getNesterov();
     bool hasBuffers = !op.getMomentumBuffers().empty();
     Value skip = op.getSkip();
-    SmallVector<Value> scalars = {op.getLr()};
-    if (skip)
-      scalars.push_back(skip);
+    ParamGroups groups(rewriter, op);
     SmallVector<Value> newParams, newBuffers;
     for (auto [i, p] : llvm::enumerate(op.getParams())) {
+      double decay = groups.weightDecayOf(i);
+      SmallVector<Value> scalars = {groups.lrOf(i)};
+      if (skip)
+        scalars.push_back(skip);
       SmallVector<Value> tensors = {p, op.getGrads()[i]};
       SmallVector<Type> outputs = {p.getType()};
       if (hasBuffers) {
@@ -158,8 +205,8 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
     double beta1 = op.getBeta1().convertToDouble();
     double beta2 = op.getBeta2().convertToDouble();
     double eps = op.getEpsilon().convertToDouble();
-    double decay = op.getWeightDecay().convertToDouble();
     bool decoupled = op.getDecoupled();
+    ParamGroups groups(rewriter, op);
     // t = step + 1.
     auto stepType = cast<RankedTensorType>(op.getStep().getType());
     Value skip = op.getSkip();
@@ -182,8 +229,9 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
     // cancels badly in f32): step_size = lr / (1 - beta1^t) and
     // sqrt(1 - beta2^t).
     auto scalarType = RankedTensorType::get({}, rewriter.getF32Type());
-    SmallVector<Value> scalars = buildUpdate(
-        rewriter, loc, {op.getLr(), newStep}, {}, {scalarType, scalarType},
+    auto groupScalars = [&](Value lr) {
+      return buildUpdate(
+        rewriter, loc, {lr, newStep}, {}, {scalarType, scalarType},
         [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
           Type f64 = b.getF64Type();
           auto c = [&](double v) { return scalarConstant(b, l, f64, v); };
@@ -196,10 +244,17 @@ struct AdamUpdateToLinalg : OpRewritePattern<AdamUpdateOp> {
           return SmallVector<Value>{arith::DivFOp::create(b, l, lr, bc1),
                                     math::SqrtOp::create(b, l, bc2)};
         });
+    };
+    llvm::DenseMap<int64_t, SmallVector<Value>> scalarsOfGroup;
     SmallVector<Value> params, firsts, seconds;
     for (auto [i, p] : llvm::enumerate(op.getParams())) {
       Value m0 = op.getExpAvgs()[i], v0 = op.getExpAvgSqs()[i];
-      SmallVector<Value> perParamScalars = {op.getLr(), scalars[0], scalars[1]};
+      double decay = groups.weightDecayOf(i);
+      SmallVector<Value> &scalars = scalarsOfGroup[groups.group(i)];
+      if (scalars.empty())
+        scalars = groupScalars(groups.lrOf(i));
+      SmallVector<Value> perParamScalars = {groups.lrOf(i), scalars[0],
+                                            scalars[1]};
       if (skip)
         perParamScalars.push_back(skip);
       SmallVector<Value> results = buildUpdate(

@@ -711,7 +711,7 @@ func.func @init_xavier_fan_out(%b: tensor<256xf32> {train.param, train.init = #t
 
 // -----
 
-// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state', 'train.init', 'train.opt_state', 'train.master', 'train.scaler_state' or 'train.lr')}}
+// expected-error @+1 {{unknown train argument attribute 'train.weight' (expected 'train.param', 'train.state', 'train.init', 'train.opt_state', 'train.master', 'train.scaler_state', 'train.lr', 'train.param_group' or 'train.weight_decay')}}
 func.func @unknown_arg_attr(%w: tensor<4xf32> {train.weight}) {
   return
 }
@@ -901,9 +901,78 @@ func.func @slice_rank(%x: tensor<4x10xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// expected-error @+1 {{'train.lr' marks a rank-0 f32 tensor, got 'tensor<2xf32>'}}
-func.func @lr_shape(%lr: tensor<2xf32> {train.lr}) {
+// expected-error @+1 {{'train.lr' marks a rank-0 f32 tensor (or a rank-1 one, a rate per parameter group), got 'tensor<2x2xf32>'}}
+func.func @lr_shape(%lr: tensor<2x2xf32> {train.lr}) {
   return
+}
+
+// -----
+
+// expected-error @+1 {{'train.param_group' on argument #0 needs 'train.param' (only parameters are in optimizer groups)}}
+func.func @group_not_param(%x: tensor<2xf32> {train.param_group = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'train.param_group' must be a non-negative i64, got -1 : i64}}
+func.func @group_negative(%w: tensor<2xf32> {train.param, train.param_group = -1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'train.weight_decay' must be an f64 in [0, 1], got 2.000000e+00 : f64}}
+func.func @weight_decay_range(%w: tensor<2xf32> {train.param, train.weight_decay = 2.0 : f64}) {
+  return
+}
+
+// -----
+
+func.func @lr_groups_missing(%lr: tensor<2xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op a learning rate per group ('tensor<2xf32>') needs lr_groups, the group of each parameter}}
+  %0 = train.sgd_update %lr params(%w) grads(%g) : tensor<2xf32>, (tensor<4xf32>), (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @lr_groups_count(%lr: tensor<2xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op lr_groups has 2 entries for 1 parameters}}
+  %0 = train.sgd_update %lr params(%w) grads(%g) {lr_groups = array<i64: 0, 1>} : tensor<2xf32>, (tensor<4xf32>), (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @lr_groups_range(%lr: tensor<2xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op lr_groups[0] = 2 is not a group of the 2 learning rates}}
+  %0 = train.sgd_update %lr params(%w) grads(%g) {lr_groups = array<i64: 2>} : tensor<2xf32>, (tensor<4xf32>), (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @lr_groups_scalar(%lr: tensor<f32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op lr_groups needs a learning rate per group (a rank-1 lr), got 'tensor<f32>'}}
+  %0 = train.sgd_update %lr params(%w) grads(%g) {lr_groups = array<i64: 0>} : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @weight_decays_count(%lr: tensor<f32>, %w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.adam_update' op weight_decays has 0 entries for 1 parameters}}
+  %0:4 = train.adam_update %lr, %s params(%w) grads(%g) exp_avgs(%m) exp_avg_sqs(%v) {weight_decays = array<f64>} : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return %0#0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @weight_decays_range(%lr: tensor<f32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op each of weight_decays must be in [0, 1], got 1.5}}
+  %0 = train.sgd_update %lr params(%w) grads(%g) {weight_decays = array<f64: 1.5>} : tensor<f32>, (tensor<4xf32>), (tensor<4xf32>)
+  return %0 : tensor<4xf32>
 }
 
 // -----

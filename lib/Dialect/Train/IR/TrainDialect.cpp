@@ -151,9 +151,35 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(loc) << "'" << name << "' must be a unit attribute, got "
                             << attr.getValue();
-    if (name == kLrAttrName && tensorTypeIsNot(argType, /*rank=*/0))
-      return emitError(loc)
-             << "'" << name << "' marks a rank-0 f32 tensor, got " << argType;
+    if (name == kLrAttrName && tensorTypeIsNot(argType, /*rank=*/0) &&
+        tensorTypeIsNot(argType, /*rank=*/1))
+      return emitError(loc) << "'" << name
+                            << "' marks a rank-0 f32 tensor (or a rank-1 one, "
+                               "a rate per parameter group), got "
+                            << argType;
+    return success();
+  }
+
+  if (name == kParamGroupAttrName || name == kWeightDecayAttrName) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (func && !func.getArgAttr(argIndex, kParamAttrName))
+      return emitError(loc) << "'" << name << "' on argument #" << argIndex
+                            << " needs '" << kParamAttrName
+                            << "' (only parameters are in optimizer groups)";
+    if (name == kParamGroupAttrName) {
+      auto group = dyn_cast<IntegerAttr>(attr.getValue());
+      if (!group || !group.getType().isInteger(64) || group.getInt() < 0)
+        return emitError(loc) << "'" << name
+                              << "' must be a non-negative i64, got "
+                              << attr.getValue();
+      return success();
+    }
+    auto decay = dyn_cast<FloatAttr>(attr.getValue());
+    if (!decay || !decay.getType().isF64() || !(decay.getValueAsDouble() >= 0.0) ||
+        decay.getValueAsDouble() > 1.0)
+      return emitError(loc) << "'" << name
+                            << "' must be an f64 in [0, 1], got "
+                            << attr.getValue();
     return success();
   }
 
@@ -186,6 +212,7 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                         << "' (expected '" << kParamAttrName << "', '"
                         << kStateAttrName << "', '" << kInitAttrName << "', '"
                         << kOptStateAttrName << "', '" << kMasterAttrName
-                        << "', '" << kScalerStateAttrName << "' or '"
-                        << kLrAttrName << "')";
+                        << "', '" << kScalerStateAttrName << "', '"
+                        << kLrAttrName << "', '" << kParamGroupAttrName
+                        << "' or '" << kWeightDecayAttrName << "')";
 }

@@ -637,6 +637,45 @@ static LogicalResult verifyInRange(Operation *op, StringRef name, double value,
                            << ", got " << shortNumber(value);
 }
 
+/// Parameter groups of an update: a `[G]` learning rate needs `lr_groups`
+/// (one group in [0, G) per parameter) and a scalar one has none; per-
+/// parameter weight decays, one per parameter, each in [0, 1].
+static LogicalResult
+verifyParamGroups(Operation *op, Value lr, size_t numParams,
+                  std::optional<ArrayRef<int64_t>> lrGroups,
+                  std::optional<ArrayRef<double>> weightDecays) {
+  auto lrType = cast<RankedTensorType>(lr.getType());
+  if (lrType.getRank() == 1) {
+    if (!lrGroups)
+      return op->emitOpError("a learning rate per group (")
+             << lrType << ") needs lr_groups, the group of each parameter";
+    if (lrGroups->size() != numParams)
+      return op->emitOpError("lr_groups has ")
+             << lrGroups->size() << " entries for " << numParams
+             << " parameters";
+    for (auto [i, g] : llvm::enumerate(*lrGroups))
+      if (g < 0 || g >= lrType.getDimSize(0))
+        return op->emitOpError("lr_groups[")
+               << i << "] = " << g << " is not a group of the "
+               << lrType.getDimSize(0) << " learning rates";
+  } else if (lrGroups) {
+    return op->emitOpError(
+        "lr_groups needs a learning rate per group (a rank-1 lr), got ")
+           << lrType;
+  }
+  if (weightDecays) {
+    if (weightDecays->size() != numParams)
+      return op->emitOpError("weight_decays has ")
+             << weightDecays->size() << " entries for " << numParams
+             << " parameters";
+    for (double w : *weightDecays)
+      if (failed(verifyInRange(op, "each of weight_decays", w, 0.0, 1.0,
+                               false)))
+        return failure();
+  }
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
   if (failed(
           verifyParallelLists(*this, getParams(), {{"gradients", getGrads()}})))
@@ -653,7 +692,8 @@ LogicalResult SgdUpdateOp::verify() {
     return failure();
   if (getNesterov() && momentum == 0.0)
     return emitOpError("nesterov needs a non-zero momentum");
-  return success();
+  return verifyParamGroups(*this, getLr(), getParams().size(), getLrGroups(),
+                           getWeightDecays());
 }
 
 LogicalResult
@@ -686,7 +726,8 @@ LogicalResult AdamUpdateOp::verify() {
   if (!(getEpsilon().convertToDouble() > 0.0))
     return emitOpError("epsilon must be positive, got ")
            << shortNumber(getEpsilon().convertToDouble());
-  return success();
+  return verifyParamGroups(*this, getLr(), getParams().size(), getLrGroups(),
+                           getWeightDecays());
 }
 
 LogicalResult

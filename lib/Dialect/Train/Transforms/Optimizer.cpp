@@ -169,8 +169,31 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
     stepCount =
         arguments.append(RankedTensorType::get({}, IntegerType::get(ctx, 32)),
                          TrainDialect::kOptStateAttrName, zeros);
-  Value lr =
-      arguments.append(RankedTensorType::get({}, f32), TrainDialect::kLrAttrName);
+  // Parameter groups (train.param_group on the parameters): one learning
+  // rate each, in a [G] lr argument; per-parameter weight decays
+  // (train.weight_decay) in place of the option's.
+  SmallVector<int64_t> lrGroups;
+  SmallVector<double> weightDecays;
+  bool anyDecay = false;
+  int64_t numGroups = 1;
+  for (BlockArgument p : params) {
+    unsigned i = p.getArgNumber();
+    auto group = step.getArgAttrOfType<IntegerAttr>(
+        i, TrainDialect::kParamGroupAttrName);
+    lrGroups.push_back(group ? group.getInt() : 0);
+    numGroups = std::max(numGroups, lrGroups.back() + 1);
+    auto decay = step.getArgAttrOfType<FloatAttr>(
+        i, TrainDialect::kWeightDecayAttrName);
+    anyDecay |= bool(decay);
+    weightDecays.push_back(decay ? decay.getValueAsDouble()
+                                 : weightDecay.getValue());
+  }
+  Value lr = arguments.append(numGroups > 1
+                                  ? RankedTensorType::get({numGroups}, f32)
+                                  : RankedTensorType::get({}, f32),
+                              TrainDialect::kLrAttrName);
+  DenseI64ArrayAttr lrGroupsAttr;
+  DenseF64ArrayAttr weightDecaysAttr;
 
   // Gradients of low-precision parameters are widened for the f32 update.
   OpBuilder b(ret);
@@ -210,13 +233,18 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
     grads.assign(clipped.begin(), clipped.end());
   }
 
+  if (numGroups > 1)
+    lrGroupsAttr = b.getDenseI64ArrayAttr(lrGroups);
+  if (anyDecay)
+    weightDecaysAttr = b.getDenseF64ArrayAttr(weightDecays);
   SmallVector<Value> newUpdated, newState;
   if (adam) {
     auto update = AdamUpdateOp::create(
         b, loc, lr, stepCount, updated, grads, firsts, seconds, skip,
         b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
         b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay),
-        optimizer == OptimizerKind::adamw ? b.getUnitAttr() : UnitAttr());
+        optimizer == OptimizerKind::adamw ? b.getUnitAttr() : UnitAttr(),
+        lrGroupsAttr, weightDecaysAttr);
     ResultRange r = update.getResults();
     size_t n = updated.size();
     newUpdated.assign(r.begin(), r.begin() + n);
@@ -227,7 +255,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
         b, loc, lr, updated, grads, buffers, skip,
         b.getF64FloatAttr(withMomentum ? momentum : 0.0),
         b.getF64FloatAttr(weightDecay),
-        withMomentum && nesterov ? b.getUnitAttr() : UnitAttr());
+        withMomentum && nesterov ? b.getUnitAttr() : UnitAttr(), lrGroupsAttr,
+        weightDecaysAttr);
     ResultRange r = update.getResults();
     size_t n = updated.size();
     newUpdated.assign(r.begin(), r.begin() + n);

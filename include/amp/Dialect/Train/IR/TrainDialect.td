@@ -57,8 +57,17 @@ def Train_Dialect : Dialect {
     /// tracker), initialized by its `train.init`.
     static constexpr ::llvm::StringLiteral kScalerStateAttrName =
         "train.scaler_state";
-    /// Marks the step argument holding the learning rate (a rank-0 f32).
+    /// Marks the step argument holding the learning rate (a rank-0 f32, or
+    /// a [G] f32 with one rate per parameter group).
     static constexpr ::llvm::StringLiteral kLrAttrName = "train.lr";
+    /// On a parameter: its optimizer parameter group (an i64, 0 without),
+    /// whose learning rate it uses.
+    static constexpr ::llvm::StringLiteral kParamGroupAttrName =
+        "train.param_group";
+    /// On a parameter: its weight decay (an f64 in [0, 1]), in place of the
+    /// optimizer's.
+    static constexpr ::llvm::StringLiteral kWeightDecayAttrName =
+        "train.weight_decay";
     /// The unit attribute marking a function argument as non-trained state.
     static constexpr ::llvm::StringLiteral kStateAttrName = "train.state";
 

@@ -27,6 +27,9 @@ def Train_Flag : Type<And<[
     "rank-0 i1 tensor">,
   BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI1Type())">;
 
+/// The learning rate: one f32 scalar, or one per parameter group.
+def Train_LearningRate : TensorRankOf<[F32], [0, 1]>;
+
 def Train_SgdUpdateOp : Train_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<InferTypeOpInterface>,
     Train_OptimizerUpdateOpInterface]> {
@@ -44,18 +47,25 @@ def Train_SgdUpdateOp : Train_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
     parameters, then the new momentum buffers. With `skip(%flag)` and the
     flag true, every result equals its input bit for bit (a skipped step).
 
+    Parameter groups (PyTorch's `param_groups`): with `lr` a `[G]` tensor,
+    `lr_groups` gives each parameter's group, whose rate it uses; with
+    `weight_decays`, each parameter has its own weight decay in place of
+    `weight_decay`.
+
     ```mlir
     %p0, %p1 = train.sgd_update %lr params(%w, %b) grads(%dw, %db) weight_decay 1.000000e-04
         : tensor<f32>, (tensor<784x256xf32>, tensor<256xf32>), (tensor<784x256xf32>, tensor<256xf32>)
     ```
   }];
-  let arguments = (ins Train_ScalarFloatTensor:$lr,
+  let arguments = (ins Train_LearningRate:$lr,
     Variadic<Train_FloatTensor>:$params, Variadic<Train_FloatTensor>:$grads,
     Variadic<Train_FloatTensor>:$momentum_buffers,
     Optional<Train_Flag>:$skip,
     DefaultValuedOptionalAttr<F64Attr, "0.0">:$momentum,
     DefaultValuedOptionalAttr<F64Attr, "0.0">:$weight_decay,
-    UnitAttr:$nesterov);
+    UnitAttr:$nesterov,
+    OptionalAttr<DenseI64ArrayAttr>:$lr_groups,
+    OptionalAttr<DenseF64ArrayAttr>:$weight_decays);
   let results = (outs Variadic<Train_FloatTensor>:$results);
   let assemblyFormat = [{
     $lr `params` `(` $params `)` `grads` `(` $grads `)`
@@ -88,12 +98,17 @@ def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
     With `skip(%flag)` and the flag true, every result equals its input (the
     step count too).
 
+    Parameter groups (PyTorch's `param_groups`): with `lr` a `[G]` tensor,
+    `lr_groups` gives each parameter's group, whose rate it uses; with
+    `weight_decays`, each parameter has its own weight decay in place of
+    `weight_decay`.
+
     ```mlir
     %r:7 = train.adam_update %lr, %step params(%w, %b) grads(%dw, %db) exp_avgs(%m0, %m1) exp_avg_sqs(%v0, %v1) decoupled weight_decay 1.000000e-02
         : tensor<f32>, tensor<i32>, (...), (...), (...), (...)
     ```
   }];
-  let arguments = (ins Train_ScalarFloatTensor:$lr, 0DTensorOf<[I32]>:$step,
+  let arguments = (ins Train_LearningRate:$lr, 0DTensorOf<[I32]>:$step,
     Variadic<Train_FloatTensor>:$params, Variadic<Train_FloatTensor>:$grads,
     Variadic<Train_FloatTensor>:$exp_avgs,
     Variadic<Train_FloatTensor>:$exp_avg_sqs,
@@ -102,7 +117,9 @@ def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
     DefaultValuedOptionalAttr<F64Attr, "0.999">:$beta2,
     DefaultValuedOptionalAttr<F64Attr, "1e-8">:$epsilon,
     DefaultValuedOptionalAttr<F64Attr, "0.0">:$weight_decay,
-    UnitAttr:$decoupled);
+    UnitAttr:$decoupled,
+    OptionalAttr<DenseI64ArrayAttr>:$lr_groups,
+    OptionalAttr<DenseF64ArrayAttr>:$weight_decays);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);
   let assemblyFormat = [{
     $lr `,` $step `params` `(` $params `)` `grads` `(` $grads `)`

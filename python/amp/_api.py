@@ -142,11 +142,17 @@ class Step:
         """The imported train-dialect module (the input of amp-compile)."""
         self.load_from(model)
 
+    def _masters(self) -> Dict[int, int]:
+        """Parameter argument -> its f32 master's argument: the masters are
+        those of the low-precision parameters, in parameter order."""
+        low = [i for i in self._native.params if self._arguments[i][1] != "f32"]
+        return dict(zip(low, self._native.masters))
+
     def load_from(self, model: torch.nn.Module) -> None:
         """Sets the step's parameters (and f32 masters) and buffers from ``model``."""
         values = dict(model.named_parameters(remove_duplicate=False))
         values.update(dict(model.named_buffers(remove_duplicate=False)))
-        masters = dict(zip(self._native.params, self._native.masters))
+        masters = self._masters()
         for index, argument in enumerate(self._imported.arguments):
             if argument.kind not in ("param", "frozen", "state"):
                 continue
@@ -189,9 +195,58 @@ class Step:
         self._optimizer._opt_called = True
         return StepResult(loss, bool(skipped), scale)
 
+    def _state_names(self) -> List[Tuple[str, int, str]]:
+        """(key, argument index, element type) of everything a step keeps
+        between calls: the model's parameters and buffers under the model's
+        names, the rest (f32 masters, optimizer state, loss scaler) under
+        ``amp.<role>.<k>``."""
+        model_names = {i: a.name for i, a in enumerate(self._imported.arguments)
+                       if a.kind in ("param", "frozen", "state")}
+        keys = []
+        for role_name, index in self._native.persistent:
+            key = model_names.get(index, "amp." + role_name)
+            keys.append((key, index, self._arguments[index][1]))
+        for index, name in model_names.items():  # frozen: not persistent to the ABI
+            if all(i != index for _, i, _ in keys):
+                keys.append((name, index, self._arguments[index][1]))
+        return keys
+
+    def state_dict(self) -> Dict[str, torch.Tensor]:
+        """The step's whole state, as new tensors: parameters and buffers
+        (by the model's names, in the step's precision), f32 masters,
+        optimizer moments and step count, the loss scaler's scale and growth
+        tracker (``amp.*``), and the number of calls (``amp.calls``).
+        ``load_state_dict`` of it into a step compiled the same way resumes
+        bit-identically; ``torch.save`` stores it."""
+        state = {key: _from_numpy(self._native.get(index), element).clone()
+                 for key, index, element in self._state_names()}
+        state["amp.calls"] = torch.tensor(self._calls, dtype=torch.int64)
+        return state
+
+    def load_state_dict(self, state_dict: Dict[str, torch.Tensor]) -> None:
+        """Restores a ``state_dict`` of a step compiled from the same model,
+        optimizer and options. Every key must be there with its shape;
+        nothing is changed if one is missing, unexpected or of another shape
+        (a ``RuntimeError`` lists them, as ``Module.load_state_dict``)."""
+        names = self._state_names()
+        expected = {key for key, _, _ in names} | {"amp.calls"}
+        missing = sorted(expected - set(state_dict))
+        unexpected = sorted(set(state_dict) - expected)
+        wrong = [f"{key}: expected {list(self._arguments[index][0])}, given "
+                 f"{list(state_dict[key].shape)}"
+                 for key, index, _ in names if key in state_dict and
+                 tuple(state_dict[key].shape) != tuple(self._arguments[index][0])]
+        if missing or unexpected or wrong:
+            raise RuntimeError("Error(s) in loading state_dict for amp.Step: "
+                               f"missing keys {missing}, unexpected keys {unexpected}, "
+                               f"shape mismatches {wrong}")
+        for key, index, element in names:
+            self._native.set(index, _to_numpy(state_dict[key], element))
+        self._calls = int(state_dict["amp.calls"])
+
     def copy_to(self, model: torch.nn.Module) -> None:
         """Writes the f32 master parameters and the buffers into ``model``'s own tensors."""
-        masters = dict(zip(self._native.params, self._native.masters))
+        masters = self._masters()
         params = dict(model.named_parameters(remove_duplicate=False))
         buffers = dict(model.named_buffers(remove_duplicate=False))
         with torch.no_grad():

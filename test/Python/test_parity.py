@@ -80,7 +80,7 @@ def test_torchvision_resnet18_o0_matches_pytorch():
     momentum and weight decay, 5 steps.
 
     The setting is chosen where PyTorch's own f32 run stays within 3e-5 of
-    an f64 run (measured; scripts in docs/Numerics.md): with 4 images per
+    an f64 run (measured; docs/Python.md): with 4 images per
     batch, or lr 1e-2, batch norm over layer4's 1x1 maps makes the 5-step
     trajectory chaotic and PyTorch's f32 run itself drifts 10-100% from
     f64. AdamW is compared on the smaller models above: Adam's m/sqrt(v)

@@ -1,0 +1,90 @@
+"""Step.state_dict / load_state_dict: a resumed run is bit-identical to an
+uninterrupted one (parameters, f32 masters, optimizer moments and step
+count, loss-scaler state, batch-norm statistics and num_batches_tracked)."""
+
+import copy
+import io
+
+import pytest
+import torch
+import torch.nn as nn
+
+import amp
+from models import Net, batches
+
+
+def compile_net(model, optimizer, **options):
+    return amp.compile(model, nn.CrossEntropyLoss(), example_inputs=batches(1)[0],
+                       optimizer=optimizer, **options)
+
+
+@pytest.mark.parametrize("opt_level", ["O1", "O2"])
+def test_resumed_run_is_bit_identical(opt_level):
+    torch.manual_seed(0)
+    model = Net()
+    fresh = copy.deepcopy(model)
+    data = batches(6)
+    # A small initial scale that grows every 2 steps: the scaler state moves.
+    options = dict(opt_level=opt_level, dtype=torch.float16, init_scale=256.0,
+                   growth_interval=2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    step = compile_net(model, opt, **options)
+    for x, y in data[:3]:
+        step(x, y)
+    buffer = io.BytesIO()
+    torch.save(step.state_dict(), buffer)
+    uninterrupted = [step(x, y) for x, y in data[3:]]
+    final = step.state_dict()
+
+    resumed_model = copy.deepcopy(fresh)
+    resumed = compile_net(resumed_model, torch.optim.AdamW(resumed_model.parameters(), lr=1e-3),
+                          **options)
+    buffer.seek(0)
+    resumed.load_state_dict(torch.load(buffer))
+    assert [resumed(x, y) for x, y in data[3:]] == uninterrupted
+    again = resumed.state_dict()
+    assert set(again) == set(final)
+    assert any(k.startswith("amp.master.") for k in final) == (opt_level == "O2")
+    assert "amp.scaler.scale" in final and float(final["amp.scaler.scale"]) == 2048.0  # 256 doubled every 2 steps
+    for key, value in final.items():
+        assert torch.equal(again[key], value), key
+    step.copy_to(model)
+    resumed.copy_to(resumed_model)
+    for (name, a), (_, b) in zip(model.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert int(resumed_model.bn.num_batches_tracked) == 6
+
+
+def test_load_state_dict_checks_keys_and_shapes_and_changes_nothing_on_error():
+    torch.manual_seed(0)
+    model = Net()
+    step = compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                       opt_level="O0")
+    state = step.state_dict()
+    assert {"conv.weight", "bn.running_mean", "fc.bias", "amp.calls"} <= set(state)
+    bad = dict(state)
+    del bad["fc.bias"]
+    bad["extra"] = torch.zeros(1)
+    bad["conv.weight"] = torch.zeros(3)
+    with pytest.raises(RuntimeError, match=r"missing keys \['fc.bias'\], unexpected keys "
+                                           r"\['extra'\], shape mismatches \['conv.weight: "
+                                           r"expected \[8, 1, 3, 3\], given \[3\]'\]"):
+        step.load_state_dict(bad)
+    for key, value in step.state_dict().items():
+        assert torch.equal(value, state[key]), key
+
+
+def test_o2_masters_round_trip_the_models_f32_weights():
+    # O2 keeps f16 parameters with f32 masters (batch norm stays f32): the
+    # masters are the model's weights exactly, and copy_to writes them back.
+    torch.manual_seed(0)
+    model = Net()
+    step = compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1), opt_level="O2")
+    state = step.state_dict()
+    assert state["conv.weight"].dtype == torch.float16 and state["bn.weight"].dtype == torch.float32
+    # conv.weight, fc.weight and fc.bias are f16 with masters; bn.* stay f32
+    assert len([k for k in state if k.startswith("amp.master.")]) == 3
+    target = Net()
+    step.copy_to(target)
+    for (name, a), (_, b) in zip(target.state_dict().items(), model.state_dict().items()):
+        assert torch.equal(a, b), name

@@ -244,6 +244,20 @@ class Step:
             self._native.set(index, _to_numpy(state_dict[key], element))
         self._calls = int(state_dict["amp.calls"])
 
+    def predict(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """The model's output on ``inputs`` in eval mode (batch norm on its
+        running statistics), computed by the compiled forward with the
+        step's current parameters at the compiled precision; a new f32
+        tensor. The input has the compiled batch shape."""
+        if len(inputs) != 1:
+            raise ValueError(f"predict takes the model's input, given {len(inputs)} tensors")
+        self._check_batch((inputs[0], torch.zeros(self._imported.arguments[1].shape,
+                                                  dtype=torch.int64)))
+        self._native.set(0, _to_numpy(inputs[0], self._arguments[0][1]))
+        outputs = self._native.logits()
+        return torch.from_numpy(np.asarray(outputs[0])).float() if outputs[0].dtype != np.uint16 \
+            else _from_numpy(outputs[0], "bf16").float()
+
     def copy_to(self, model: torch.nn.Module) -> None:
         """Writes the f32 master parameters and the buffers into ``model``'s own tensors."""
         masters = self._masters()

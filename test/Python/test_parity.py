@@ -140,3 +140,30 @@ def test_learning_rate_is_read_every_call():
         ref_sched.step()
     step.copy_to(model)
     assert_close_state(model, ref, 1e-4)
+
+
+@pytest.mark.parametrize("opt_level,dtype,tolerance", [
+    ("O0", torch.float16, 1e-5),
+    # f16 inputs of the conv and linear layers: a few f16 ulps of the logits.
+    ("O1", torch.float16, 1e-2),
+    ("O1", torch.bfloat16, 5e-2),
+])
+def test_predict_is_the_models_eval_output(opt_level, dtype, tolerance):
+    torch.manual_seed(0)
+    model = Net()
+    data = batches(4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
+                       opt_level=opt_level, dtype=dtype)
+    for x, y in data:
+        step(x, y)
+    step.copy_to(model)
+    model.eval()  # batch norm on the running statistics the steps updated
+    x = batches(1, seed=7)[0][0]
+    with torch.no_grad():
+        want = model(x)
+    got = step.predict(x)
+    assert got.dtype == torch.float32 and got.shape == want.shape
+    assert (got - want).abs().max() <= tolerance * want.abs().max()
+    with pytest.raises(ValueError, match="input: expected shape"):
+        step.predict(x[:3])

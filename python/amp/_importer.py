@@ -101,6 +101,20 @@ def _user_frame(node: torch.fx.Node) -> Tuple[str, int]:
     return best
 
 
+def _user_frame_of_error(error: BaseException) -> Tuple[str, int]:
+    """The innermost frame outside torch and amp that a capture error's
+    message (or traceback) names: the user's line that export rejected."""
+    import re
+    import traceback
+    text = str(error) + "".join(traceback.format_exception(error))
+    best = ("<unknown>", 0)
+    for match in re.finditer(r'File "([^"]+)", line (\d+)', text):
+        path = match.group(1)
+        if not (path.startswith(_TORCH_DIR) or path.startswith(_AMP_DIR)):
+            best = (path, int(match.group(2)))
+    return best
+
+
 def _innermost_module(node: torch.fx.Node) -> Tuple[str, Any]:
     """(path, type) of the innermost module a node was traced in."""
     stack = node.meta.get("nn_module_stack") or {}
@@ -402,8 +416,11 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         program = capture(model, loss_fn, example_inputs)
     except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError,
             RuntimeError) as error:  # data-dependent control flow and shapes
+        path, line = _user_frame_of_error(error)
         raise UnsupportedModelError([UnsupportedNode(
-            "", "torch.export", "<capture>", 0, str(error).splitlines()[0])]) from error
+            "", "torch.export", "<capture>", line,
+            str(error).splitlines()[0] + " (control flow or a shape that depends on "
+            "tensor values cannot be compiled into a static step)", path)]) from error
     signature = program.graph_signature
     graph = program.graph
     em = _Emitter()

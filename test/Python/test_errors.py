@@ -70,3 +70,30 @@ def test_bad_options_raise():
     with pytest.raises(ValueError, match="optimizer"):
         amp.compile(model, nn.CrossEntropyLoss(), batches(1)[0],
                     optimizer=torch.optim.RMSprop(model.parameters()))
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        if x.sum() > 0:  # BRANCH: Python control flow on a tensor's value
+            x = x * 2
+        return self.fc(x)
+
+
+def test_control_flow_on_a_tensor_names_the_users_line():
+    import inspect
+    source, first = inspect.getsourcelines(Branchy.forward)
+    branch = first + next(i for i, text in enumerate(source) if "BRANCH" in text)
+    model = Branchy()
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(amp.UnsupportedModelError) as info:
+        amp.to_mlir(model, nn.CrossEntropyLoss(), batches(1)[0])
+    (node,) = info.value.nodes
+    assert node.file.endswith("test_errors.py") and node.line == branch, node
+    assert "depends on tensor values" in node.reason
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name])

@@ -61,10 +61,8 @@ int amp::runBenchmark(const TrainingConfig &config,
   args[abi.input] = randomInput(specs[abi.input], rng);
   args[abi.labels] = randomInput(specs[abi.labels], rng);
   if (abi.lr)
-    args[*abi.lr] = HostTensor::fromFloats(
-        ElementKind::F32, specs[*abi.lr].shape,
-        std::vector<float>(specs[*abi.lr].getNumElements(),
-                           float(config.learningRate)));
+    args[*abi.lr] = learningRateArgument(specs[*abi.lr],
+                                         float(config.learningRate));
 
   auto opened = openStepSession(compiled, args);
   if (!opened)

@@ -152,6 +152,11 @@ StepScalars amp::readStepScalars(const StepAbi &abi,
   return scalars;
 }
 
+HostTensor amp::learningRateArgument(const TensorSpec &spec, float lr) {
+  return HostTensor::fromFloats(ElementKind::F32, spec.shape,
+                                std::vector<float>(spec.getNumElements(), lr));
+}
+
 int amp::runTraining(const TrainingConfig &config,
                      const CompiledStep &compiled) {
   auto fail = [&](const llvm::Twine &message) {
@@ -421,11 +426,9 @@ int amp::runTraining(const TrainingConfig &config,
       setError = session->set(abi->labels, HostTensor::fromInts({batch}, y));
     if (!setError)
       setError = session->set(
-          *abi->lr, HostTensor::fromFloats(
-                        ElementKind::F32, specs[*abi->lr].shape,
-                        std::vector<float>(
-                            specs[*abi->lr].getNumElements(),
-                            float(scheduledRate(config, s, totalSteps)))));
+          *abi->lr,
+          learningRateArgument(specs[*abi->lr],
+                               float(scheduledRate(config, s, totalSteps))));
     if (setError)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(std::move(setError)));

@@ -117,6 +117,7 @@ def _to_numpy(tensor: torch.Tensor, element: str) -> np.ndarray:
 
 
 def _from_numpy(array: np.ndarray, element: str) -> torch.Tensor:
+    """A tensor sharing ``array``; bf16 (``element``) is held as uint16 bits."""
     t = torch.from_numpy(array)
     if element == "bf16":
         t = t.view(torch.bfloat16)
@@ -148,10 +149,16 @@ class Step:
         low = [i for i in self._native.params if self._arguments[i][1] != "f32"]
         return dict(zip(low, self._native.masters))
 
+    @staticmethod
+    def _model_tensors(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+        """The model's parameters and buffers by every name they have."""
+        tensors = dict(model.named_parameters(remove_duplicate=False))
+        tensors.update(model.named_buffers(remove_duplicate=False))
+        return tensors
+
     def load_from(self, model: torch.nn.Module) -> None:
         """Sets the step's parameters (and f32 masters) and buffers from ``model``."""
-        values = dict(model.named_parameters(remove_duplicate=False))
-        values.update(dict(model.named_buffers(remove_duplicate=False)))
+        values = self._model_tensors(model)
         masters = self._masters()
         for index, argument in enumerate(self._imported.arguments):
             if argument.kind not in ("param", "frozen", "state"):
@@ -162,18 +169,21 @@ class Step:
                 self._native.set(masters[index], _to_numpy(value, "f32"))
 
     def _check_batch(self, batch: Tuple[torch.Tensor, ...]) -> None:
-        names = ("input", "target")
         if len(batch) != 2:
             raise ValueError(f"a step takes the model's input and the target, "
                              f"given {len(batch)} tensors")
-        for index, (tensor, name) in enumerate(zip(batch, names)):
-            expected = tuple(self._imported.arguments[index].shape)
-            if tuple(tensor.shape) != expected:
-                raise ValueError(f"{name}: expected shape {list(expected)}, given "
-                                 f"{list(tensor.shape)} (the step is compiled for the "
-                                 "example_inputs' shapes)")
-            if tensor.is_complex() or (index == 0 and not tensor.is_floating_point()):
-                raise ValueError(f"{name}: expected a float tensor, given {tensor.dtype}")
+        for index, (tensor, name) in enumerate(zip(batch, ("input", "target"))):
+            self._check_tensor(index, name, tensor)
+
+    def _check_tensor(self, index: int, name: str, tensor: torch.Tensor) -> None:
+        """``tensor`` fits argument ``index`` (0: the input, 1: the target)."""
+        expected = tuple(self._imported.arguments[index].shape)
+        if tuple(tensor.shape) != expected:
+            raise ValueError(f"{name}: expected shape {list(expected)}, given "
+                             f"{list(tensor.shape)} (the step is compiled for the "
+                             "example_inputs' shapes)")
+        if tensor.is_complex() or (index == 0 and not tensor.is_floating_point()):
+            raise ValueError(f"{name}: expected a float tensor, given {tensor.dtype}")
 
     def __call__(self, *batch: torch.Tensor) -> StepResult:
         """One training step on ``batch`` = (input, target)."""
@@ -202,14 +212,8 @@ class Step:
         ``amp.<role>.<k>``."""
         model_names = {i: a.name for i, a in enumerate(self._imported.arguments)
                        if a.kind in ("param", "frozen", "state")}
-        keys = []
-        for role_name, index in self._native.persistent:
-            key = model_names.get(index, "amp." + role_name)
-            keys.append((key, index, self._arguments[index][1]))
-        for index, name in model_names.items():  # frozen: not persistent to the ABI
-            if all(i != index for _, i, _ in keys):
-                keys.append((name, index, self._arguments[index][1]))
-        return keys
+        return [(model_names.get(index, "amp." + role_name), index, self._arguments[index][1])
+                for role_name, index in self._native.persistent]
 
     def state_dict(self) -> Dict[str, torch.Tensor]:
         """The step's whole state, as new tensors: parameters and buffers
@@ -251,33 +255,27 @@ class Step:
         tensor. The input has the compiled batch shape."""
         if len(inputs) != 1:
             raise ValueError(f"predict takes the model's input, given {len(inputs)} tensors")
-        self._check_batch((inputs[0], torch.zeros(self._imported.arguments[1].shape,
-                                                  dtype=torch.int64)))
+        self._check_tensor(0, "input", inputs[0])
         self._native.set(0, _to_numpy(inputs[0], self._arguments[0][1]))
-        outputs = self._native.logits()
-        return torch.from_numpy(np.asarray(outputs[0])).float() if outputs[0].dtype != np.uint16 \
-            else _from_numpy(outputs[0], "bf16").float()
+        logits = self._native.logits()[0]
+        # bf16 arrives as its uint16 bits; other types as themselves.
+        return _from_numpy(logits, "bf16" if logits.dtype == np.uint16 else "").float()
 
     def copy_to(self, model: torch.nn.Module) -> None:
         """Writes the f32 master parameters and the buffers into ``model``'s own tensors."""
         masters = self._masters()
-        params = dict(model.named_parameters(remove_duplicate=False))
-        buffers = dict(model.named_buffers(remove_duplicate=False))
+        tensors = self._model_tensors(model)
         with torch.no_grad():
             for index, argument in enumerate(self._imported.arguments):
-                if argument.kind == "param":
-                    source = masters.get(index, index)
-                    element = "f32" if source != index else self._arguments[index][1]
-                    value = _from_numpy(self._native.get(source), element)
-                    params[argument.name].copy_(value.to(params[argument.name].dtype))
-                elif argument.kind == "frozen":
-                    value = _from_numpy(self._native.get(index), self._arguments[index][1])
-                    params[argument.name].copy_(value.to(params[argument.name].dtype))
-                elif argument.kind == "state":
-                    value = _from_numpy(self._native.get(index), self._arguments[index][1])
-                    buffers[argument.name].copy_(value.to(buffers[argument.name].dtype))
+                if argument.kind not in ("param", "frozen", "state"):
+                    continue
+                source = masters.get(index, index)  # the f32 master, if any
+                element = "f32" if source != index else self._arguments[index][1]
+                value = _from_numpy(self._native.get(source), element)
+                target = tensors[argument.name]
+                target.copy_(value.to(target.dtype))
             for name in self._imported.counters:
-                buffers[name].add_(self._calls)
+                tensors[name].add_(self._calls)
 
 
 def to_mlir(model: torch.nn.Module, loss_fn: Callable,

@@ -13,6 +13,7 @@ diagnostics and the precision report point at the user's code.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -121,14 +122,18 @@ def _innermost_module(node: torch.fx.Node) -> Tuple[str, Any]:
     return list(stack.values())[-1] if stack else ("", "")
 
 
+def _unwrapped(name: str) -> str:
+    """A name in _LossModule ("model.fc.weight") as the user's model names it."""
+    for prefix in ("model.", "loss_fn."):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
 def _module_path(node: torch.fx.Node) -> str:
     """The user's module path of a node ("layer3.0.conv1"; "" at the top)."""
     path = _innermost_module(node)[0]
-    # Strip the _LossModule wrapper's attribute names.
-    for prefix in ("model.", "loss_fn."):
-        if path.startswith(prefix):
-            return path[len(prefix):]
-    return "" if path == "model" else path
+    return "" if path == "model" else _unwrapped(path)
 
 
 def _module_type(node: torch.fx.Node) -> str:
@@ -439,18 +444,18 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     # Tied weights: export lifts each name of a shared Parameter (or
     # buffer) as its own placeholder; they become one argument, named by
     # the model's first name for the tensor (as named_parameters() does).
+    named: Dict[str, torch.Tensor] = {}
     first_name: Dict[int, str] = {}
-    for name, tensor in list(model.named_parameters(remove_duplicate=False)) + \
-            list(model.named_buffers(remove_duplicate=False)):
+    for name, tensor in itertools.chain(model.named_parameters(remove_duplicate=False),
+                                        model.named_buffers(remove_duplicate=False)):
+        named[name] = tensor
         first_name.setdefault(id(tensor), name)
-    named = dict(model.named_parameters(remove_duplicate=False))
-    named.update(model.named_buffers(remove_duplicate=False))
     argument_of: Dict[str, Value] = {}
     counters: List[str] = []
     state_updates: List[Tuple[int, str]] = []
     ordered: List[torch.fx.Node] = list(user_inputs)
     ordered += [n for n in placeholders if n not in user_inputs]
-    for index, n in enumerate(ordered):
+    for n in ordered:
         spec = input_specs[n.name]
         shape, element = _shape(n), _element(n)
         group, decay = 0, None
@@ -458,11 +463,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             kind = "input" if n is user_inputs[0] else "labels"
             name = n.name
         else:
-            name = spec.target
-            for prefix in ("model.", "loss_fn."):
-                if name.startswith(prefix):
-                    name = name[len(prefix):]
-                    break
+            name = _unwrapped(spec.target)
             if name in named:
                 name = first_name[id(named[name])]
                 if name in argument_of:

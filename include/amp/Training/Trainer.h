@@ -82,6 +82,10 @@ openStepSession(const CompiledStep &compiled, llvm::ArrayRef<HostTensor> args);
 /// host.
 std::vector<ResultRoute> stepResultRoutes(const CompiledStep &compiled);
 
+/// A value of the step's learning-rate argument, whose type is `spec` (rank
+/// 0, or one rate per parameter group): `lr` for every group.
+HostTensor learningRateArgument(const TensorSpec &spec, float lr);
+
 /// The scalars a step returns to the host (the results stepResultRoutes
 /// sends there, in order): the loss, the loss scale (1 without dynamic loss
 /// scaling), whether the step was skipped for non-finite gradients, and

@@ -192,8 +192,6 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
                                   ? RankedTensorType::get({numGroups}, f32)
                                   : RankedTensorType::get({}, f32),
                               TrainDialect::kLrAttrName);
-  DenseI64ArrayAttr lrGroupsAttr;
-  DenseF64ArrayAttr weightDecaysAttr;
 
   // Gradients of low-precision parameters are widened for the f32 update.
   OpBuilder b(ret);
@@ -233,10 +231,10 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad, func::FuncOp forward,
     grads.assign(clipped.begin(), clipped.end());
   }
 
-  if (numGroups > 1)
-    lrGroupsAttr = b.getDenseI64ArrayAttr(lrGroups);
-  if (anyDecay)
-    weightDecaysAttr = b.getDenseF64ArrayAttr(weightDecays);
+  DenseI64ArrayAttr lrGroupsAttr =
+      numGroups > 1 ? b.getDenseI64ArrayAttr(lrGroups) : nullptr;
+  DenseF64ArrayAttr weightDecaysAttr =
+      anyDecay ? b.getDenseF64ArrayAttr(weightDecays) : nullptr;
   SmallVector<Value> newUpdated, newState;
   if (adam) {
     auto update = AdamUpdateOp::create(

@@ -182,8 +182,11 @@ class Step:
             raise ValueError(f"{name}: expected shape {list(expected)}, given "
                              f"{list(tensor.shape)} (the step is compiled for the "
                              "example_inputs' shapes)")
-        if tensor.is_complex() or (index == 0 and not tensor.is_floating_point()):
-            raise ValueError(f"{name}: expected a float tensor, given {tensor.dtype}")
+        integer = self._arguments[index][1] == "i32"
+        if tensor.is_complex() or tensor.dtype == torch.bool or \
+                tensor.is_floating_point() == integer:
+            raise ValueError(f"{name}: expected {'an integer' if integer else 'a float'} "
+                             f"tensor, given {tensor.dtype}")
 
     def __call__(self, *batch: torch.Tensor) -> StepResult:
         """One training step on ``batch`` = (input, target)."""

@@ -228,11 +228,29 @@ def _unary(op: str) -> Callable:
     return handler
 
 
+def _constant(em: _Emitter, value: float, shape: Sequence[int], element: str) -> Value:
+    """A splat ``train.constant`` of ``value``."""
+    return (em.op(f"train.constant dense<{float_literal(value)}> : "
+                  f"{tensor_type(shape, element)}"), tuple(shape), element)
+
+
+def _tensor_or_scalar(em: _Emitter, arg: Any, element: str) -> Value:
+    """A tensor operand, or a Python number as a rank-0 constant of ``element``."""
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+        return _constant(em, arg, (), element)
+    return _operand(em, arg)
+
+
+def _axis(dim: int, rank: int) -> int:
+    """A PyTorch dimension (maybe negative) as the dialect's 0 <= axis < rank."""
+    return dim + rank if dim < 0 else dim
+
+
 def _binary(op: str) -> Callable:
     def handler(em: _Emitter, node: torch.fx.Node) -> str:
         if len(node.args) > 2 or node.kwargs.get("alpha", 1) != 1:
             raise _Unsupported("an alpha other than 1")
-        lhs, rhs = (_operand(em, a) for a in node.args[:2])
+        lhs, rhs = (_tensor_or_scalar(em, a, _element(node)) for a in node.args[:2])
         shape, element = _shape(node), _element(node)
         return em.op(f"train.{op} {lhs[0]}, {rhs[0]} : {tensor_type(lhs[1], lhs[2])}, "
                      f"{tensor_type(rhs[1], rhs[2])} -> {tensor_type(shape, element)}")
@@ -242,6 +260,199 @@ def _binary(op: str) -> Callable:
 def _view(em: _Emitter, node: torch.fx.Node) -> str:
     x = _operand(em, node.args[0])
     return _reshape(em, x, _shape(node))[0]
+
+
+def _transpose(em: _Emitter, node: torch.fx.Node) -> str:
+    """aten.transpose.int / permute / t / numpy_T as ``train.transpose``."""
+    x = _operand(em, node.args[0])
+    rank = len(x[1])
+    if node.target is torch.ops.aten.permute.default:
+        permutation = [_axis(d, rank) for d in node.args[1]]
+    else:
+        if node.target is torch.ops.aten.t.default:
+            a, b = 0, rank - 1
+        else:
+            a, b = (_axis(d, rank) for d in node.args[1:3])
+        permutation = list(range(rank))
+        permutation[a], permutation[b] = permutation[b], permutation[a]
+    if permutation == list(range(rank)):
+        return x[0]
+    return em.op(f"train.transpose {x[0]} permutation {permutation} : "
+                 f"{tensor_type(x[1], x[2])} -> {tensor_type(_shape(node), x[2])}")
+
+
+def _slice(em: _Emitter, x: Value, offsets: Sequence[int], sizes: Sequence[int]) -> Value:
+    if tuple(sizes) == tuple(x[1]):
+        return x
+    return (em.op(f"train.slice {x[0]} offsets {list(offsets)} : {tensor_type(x[1], x[2])} "
+                  f"-> {tensor_type(sizes, x[2])}"), tuple(sizes), x[2])
+
+
+def _select(em: _Emitter, node: torch.fx.Node) -> str:
+    """x.select(dim, i) (``x[:, i]``): a slice of size 1, then a reshape."""
+    x = _operand(em, node.args[0])
+    dim = _axis(node.args[1], len(x[1]))
+    index = node.args[2] + x[1][dim] if node.args[2] < 0 else node.args[2]
+    offsets = [0] * len(x[1])
+    offsets[dim] = index
+    sizes = list(x[1])
+    sizes[dim] = 1
+    return _reshape(em, _slice(em, x, offsets, sizes), _shape(node))[0]
+
+
+def _slice_tensor(em: _Emitter, node: torch.fx.Node) -> str:
+    """``x[a:b]`` along one dimension (step 1)."""
+    args = list(node.args) + [None] * (5 - len(node.args))
+    x = _operand(em, args[0])
+    dim = _axis(args[1] or 0, len(x[1]))
+    if (args[4] or 1) != 1:
+        raise _Unsupported("slicing with a step other than 1")
+    size = x[1][dim]
+    start = args[2] or 0
+    start = max(0, min(size, start + size if start < 0 else start))
+    offsets = [0] * len(x[1])
+    offsets[dim] = start
+    return _slice(em, x, offsets, _shape(node))[0]
+
+
+def _concat(em: _Emitter, node: torch.fx.Node) -> str:
+    values = [_operand(em, a) for a in node.args[0]]
+    shape = _shape(node)
+    axis = _axis(node.args[1] if len(node.args) > 1 else 0, len(shape))
+    names = ", ".join(v[0] for v in values)
+    types = ", ".join(tensor_type(v[1], v[2]) for v in values)
+    return em.op(f"train.concat {names} axis {axis} : {types} -> "
+                 f"{tensor_type(shape, _element(node))}")
+
+
+def _matmul(em: _Emitter, node: torch.fx.Node) -> str:
+    """``a @ b``, torch.matmul, bmm: train.matmul for two matrices,
+    train.batch_matmul when either has batch dimensions."""
+    a, b = _operand(em, node.args[0]), _operand(em, node.args[1])
+    shape, element = _shape(node), _element(node)
+    if len(a[1]) < 2 or len(b[1]) < 2:
+        raise _Unsupported("a matrix product with a vector operand (rank 1)")
+    if len(a[1]) == 2 and len(b[1]) == 2:
+        op = "train.matmul"
+    else:
+        op = "train.batch_matmul"
+        # the dialect's batch_matmul takes rank >= 3 operands: a matrix
+        # operand gets a leading 1 (broadcast over the other's batch)
+        if len(a[1]) == 2:
+            a = _reshape(em, a, (1,) + a[1])
+        if len(b[1]) == 2:
+            b = _reshape(em, b, (1,) + b[1])
+    return em.op(f"{op} {a[0]}, {b[0]} : {tensor_type(a[1], a[2])}, "
+                 f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}")
+
+
+def _reduce(op: str) -> Callable:
+    """aten.mean.dim / sum.dim_IntList (and over all dimensions)."""
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        x = _operand(em, node.args[0])
+        rank = len(x[1])
+        dims = node.args[1] if len(node.args) > 1 else None
+        keep = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("keepdim", False))
+        if node.kwargs.get("dtype") not in (None, torch.float32):
+            raise _Unsupported(f"dtype={node.kwargs['dtype']}")
+        axes = sorted({_axis(d, rank) for d in dims}) if dims else list(range(rank))
+        attrs = " keep_dims" if keep else ""
+        return em.op(f"train.{op} {x[0]} axes {axes}{attrs} : {tensor_type(x[1], x[2])} -> "
+                     f"{tensor_type(_shape(node), x[2])}")
+    return handler
+
+
+def _softmax(op: str) -> Callable:
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        x = _operand(em, node.args[0])
+        if len(node.args) > 2 and node.args[2] not in (None, False, torch.float32):
+            raise _Unsupported(f"dtype={node.args[2]}")
+        axis = _axis(node.args[1], len(x[1]))
+        return em.op(f"train.{op} {x[0]} axis {axis} : {tensor_type(x[1], x[2])}")
+    return handler
+
+
+def _gelu(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
+    if approximate not in ("none", "tanh"):
+        raise _Unsupported(f"approximate={approximate!r}")
+    attr = " approximate tanh" if approximate == "tanh" else ""
+    return em.op(f"train.gelu {x[0]}{attr} : {tensor_type(x[1], x[2])}")
+
+
+def _layer_norm(em: _Emitter, node: torch.fx.Node) -> str:
+    # aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+    args = list(node.args) + [None] * (6 - len(node.args))
+    x = _operand(em, args[0])
+    normalized = tuple(args[1])
+    eps = 1e-5 if args[4] is None else args[4]
+    if tuple(x[1][len(x[1]) - len(normalized):]) != normalized:
+        raise _Unsupported(f"normalized_shape {list(normalized)} is not the input's trailing "
+                           f"shape {list(x[1])}")
+    scale = _operand(em, args[2]) if args[2] is not None else \
+        _constant(em, 1.0, normalized, "f32")
+    bias = _operand(em, args[3]) if args[3] is not None else \
+        _constant(em, 0.0, normalized, scale[2])
+    attrs = f" epsilon {float_literal(eps)}" if eps != 1e-5 else ""
+    return em.op(f"train.layer_norm {x[0]}, {scale[0]}, {bias[0]}{attrs} : "
+                 f"{tensor_type(x[1], x[2])}, {tensor_type(scale[1], scale[2])}")
+
+
+def _embedding(em: _Emitter, node: torch.fx.Node) -> str:
+    # aten.embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    args = list(node.args) + [None] * (5 - len(node.args))
+    table, indices = _operand(em, args[0]), _operand(em, args[1])
+    if args[2] not in (None, -1):
+        raise _Unsupported("padding_idx (its row's gradient is not held at zero yet)")
+    if args[3]:
+        raise _Unsupported("scale_grad_by_freq=True")
+    return em.op(f"train.embedding {table[0]}, {indices[0]} : {tensor_type(table[1], table[2])}, "
+                 f"{tensor_type(indices[1], 'i32')} -> {tensor_type(_shape(node), table[2])}")
+
+
+def _dropout(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    p = node.args[1] if len(node.args) > 1 else 0.5
+    train = node.args[2] if len(node.args) > 2 else True
+    if not train or p == 0:
+        return x[0]  # F.dropout(p=0) and eval-mode dropout keep every element
+    raise _Unsupported(f"dropout with p={p} in training mode (not mapped yet: use p=0)")
+
+
+def _attention(em: _Emitter, node: torch.fx.Node) -> str:
+    """F.scaled_dot_product_attention as PyTorch's math form:
+    softmax(q k^T * scale [+ mask]) v, scale = 1/sqrt(head dim)."""
+    args = list(node.args) + [None] * (6 - len(node.args))
+    q, k, v = (_operand(em, a) for a in args[:3])
+    mask = args[3] if args[3] is not None else node.kwargs.get("attn_mask")
+    dropout_p = args[4] if args[4] is not None else node.kwargs.get("dropout_p", 0.0)
+    causal = args[5] if args[5] is not None else node.kwargs.get("is_causal", False)
+    scale = node.kwargs.get("scale")
+    if node.kwargs.get("enable_gqa"):
+        raise _Unsupported("enable_gqa=True")
+    if dropout_p:
+        raise _Unsupported(f"attention dropout p={dropout_p} in training mode "
+                           "(not mapped yet: use dropout=0)")
+    element = q[2]
+    scores_shape = tuple(q[1][:-1]) + (k[1][-2],)
+    scores = em.op(f"train.batch_matmul {q[0]}, {k[0]} transpose_rhs : "
+                   f"{tensor_type(q[1], element)}, {tensor_type(k[1], k[2])} -> "
+                   f"{tensor_type(scores_shape, element)}")
+    factor = _constant(em, scale if scale is not None else q[1][-1] ** -0.5, (), element)
+    scores = em.op(f"train.mul {scores}, {factor[0]} : {tensor_type(scores_shape, element)}, "
+                   f"tensor<{element}> -> {tensor_type(scores_shape, element)}")
+    if mask is not None:
+        m = _operand(em, mask)
+        if m[2] not in ("f32", "f16", "bf16"):
+            raise _Unsupported("a boolean attention mask (give a float mask, or is_causal)")
+        scores = em.op(f"train.add {scores}, {m[0]} : {tensor_type(scores_shape, element)}, "
+                       f"{tensor_type(m[1], m[2])} -> {tensor_type(scores_shape, element)}")
+    attr = " causal" if causal else ""
+    probs = em.op(f"train.softmax {scores} axis {len(scores_shape) - 1}{attr} : "
+                  f"{tensor_type(scores_shape, element)}")
+    return em.op(f"train.batch_matmul {probs}, {v[0]} : {tensor_type(scores_shape, element)}, "
+                 f"{tensor_type(v[1], v[2])} -> {tensor_type(_shape(node), element)}")
 
 
 def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
@@ -349,6 +560,36 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.view.default: _view,
     torch.ops.aten.reshape.default: _view,
     torch.ops.aten.flatten.using_ints: _view,
+    torch.ops.aten.unflatten.int: _view,
+    torch.ops.aten.unsqueeze.default: _view,
+    torch.ops.aten.squeeze.dim: _view,
+    torch.ops.aten.squeeze.dims: _view,
+    torch.ops.aten.squeeze.default: _view,
+    torch.ops.aten.transpose.int: _transpose,
+    torch.ops.aten.permute.default: _transpose,
+    torch.ops.aten.t.default: _transpose,
+    torch.ops.aten.select.int: _select,
+    torch.ops.aten.slice.Tensor: _slice_tensor,
+    torch.ops.aten.cat.default: _concat,
+    # matrix products and attention
+    torch.ops.aten.matmul.default: _matmul,
+    torch.ops.aten.bmm.default: _matmul,
+    torch.ops.aten.mm.default: _matmul,
+    torch.ops.aten.scaled_dot_product_attention.default: _attention,
+    # normalization, softmax, reductions
+    torch.ops.aten.layer_norm.default: _layer_norm,
+    torch.ops.aten.softmax.int: _softmax("softmax"),
+    torch.ops.aten._softmax.default: _softmax("softmax"),
+    torch.ops.aten.log_softmax.int: _softmax("log_softmax"),
+    torch.ops.aten._log_softmax.default: _softmax("log_softmax"),
+    torch.ops.aten.mean.dim: _reduce("reduce_mean"),
+    torch.ops.aten.mean.default: _reduce("reduce_mean"),
+    torch.ops.aten.sum.dim_IntList: _reduce("reduce_sum"),
+    torch.ops.aten.sum.default: _reduce("reduce_sum"),
+    # lookup, dropout, activations with attributes
+    torch.ops.aten.embedding.default: _embedding,
+    torch.ops.aten.dropout.default: _dropout,
+    torch.ops.aten.gelu.default: _gelu,
     # pooling
     torch.ops.aten.max_pool2d.default: _max_pool2d,
     torch.ops.aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
@@ -372,6 +613,8 @@ _IN_PLACE = {
 # Ops that change nothing the step computes.
 _IDENTITY = {
     torch.ops.aten.contiguous.default,
+    torch.ops.aten.alias.default,
+    torch.ops.aten.clone.default,
 }
 
 

@@ -20,6 +20,31 @@ class Net(nn.Module):
         return self.fc(x.view(b, -1))
 
 
+class TransformerClassifier(nn.Module):
+    """Token embedding + learned positions, one nn.TransformerEncoderLayer,
+    mean over the sequence, a linear head (dropout 0 for parity)."""
+
+    def __init__(self, vocab: int = 64, d: int = 32, heads: int = 4, seq: int = 16,
+                 norm_first: bool = False, activation: str = "relu"):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        self.encoder = nn.TransformerEncoderLayer(
+            d, heads, dim_feedforward=2 * d, dropout=0.0, activation=activation,
+            batch_first=True, norm_first=norm_first)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, tokens):
+        h = self.encoder(self.embed(tokens) + self.pos)
+        return self.head(h.mean(dim=1))
+
+
+def token_batches(count: int, batch: int = 8, seq: int = 16, vocab: int = 64, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randint(0, vocab, (batch, seq), generator=g),
+             torch.randint(0, 10, (batch,), generator=g)) for _ in range(count)]
+
+
 def mlp() -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10))
 

@@ -75,6 +75,9 @@ LogicalResult amp::addLogitsFunction(ModuleOp module, func::FuncOp forward) {
                                   logits.getType()));
   for (auto bn : llvm::to_vector(clone.getOps<train::BatchNormOp>()))
     toInferenceBatchNorm(bn);
+  // Evaluation keeps every element: dropout is the identity.
+  for (auto dropout : llvm::to_vector(clone.getOps<train::DropoutOp>()))
+    dropout.getResult().replaceAllUsesWith(dropout.getInput());
   // Drop what no longer feeds the logits (the loss).
   bool changed = true;
   while (changed) {

@@ -94,6 +94,11 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
     if (!values)
       return err("argument #" + llvm::Twine(i) + ": " +
                  llvm::toString(values.takeError()));
+    if (specs[i].kind == ElementKind::I32) { // a counter (train.increment)
+      std::vector<int32_t> ints(values->begin(), values->end());
+      args[i] = HostTensor::fromInts(specs[i].shape, ints);
+      continue;
+    }
     args[i] = HostTensor::fromFloats(specs[i].kind, specs[i].shape, *values);
     if (specs[i].kind != ElementKind::F32 &&
         llvm::is_contained(abi.params, i)) {

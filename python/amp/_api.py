@@ -214,7 +214,7 @@ class Step:
         names, the rest (f32 masters, optimizer state, loss scaler) under
         ``amp.<role>.<k>``."""
         model_names = {i: a.name for i, a in enumerate(self._imported.arguments)
-                       if a.kind in ("param", "frozen", "state")}
+                       if a.kind in ("param", "frozen", "state", "counter")}
         return [(model_names.get(index, "amp." + role_name), index, self._arguments[index][1])
                 for role_name, index in self._native.persistent]
 

@@ -53,7 +53,9 @@ class Argument:
     """One argument of the imported forward function."""
 
     name: str  # the model's name ("fc.weight"), or the input's
-    kind: str  # "input", "labels", "param", "frozen" (a parameter not trained), "state"
+    # "input", "labels", "param", "frozen" (a parameter not trained),
+    # "state" (a buffer), "counter" (dropout's step counter, amp's own)
+    kind: str
     shape: Tuple[int, ...]
     element: str
     group: int = 0  # the optimizer's param group (parameters)
@@ -149,6 +151,17 @@ class _Emitter:
         self.values: Dict[torch.fx.Node, Tuple[str, Tuple[int, ...], str]] = {}
         self.counter = 0
         self.location = 'loc(unknown)'
+        self.dropouts = 0  # dropout ops so far (each one's seed)
+        self.argument_count = 0  # the model's arguments, once known
+        self.counter_argument: Optional[str] = None  # the step counter's SSA name
+
+    def step_counter(self) -> str:
+        """The step-counter argument dropout masks are keyed by: made on
+        first use as the argument after the model's (import_model adds it
+        to the signature and returns it incremented)."""
+        if self.counter_argument is None:
+            self.counter_argument = f"%a{self.argument_count}"
+        return self.counter_argument
 
     def fresh(self) -> str:
         self.counter += 1
@@ -411,13 +424,25 @@ def _embedding(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(indices[1], 'i32')} -> {tensor_type(_shape(node), table[2])}")
 
 
+def _dropout_op(em: _Emitter, x: Value, p: float) -> str:
+    """``train.dropout`` keyed by this dropout's own seed (its place in the
+    model) and the step counter, so each step draws a new mask."""
+    if p == 1:  # every element dropped: zeros, and no gradient through
+        zero = _constant(em, 0.0, (), x[2])
+        return em.op(f"train.mul {x[0]}, {zero[0]} : {tensor_type(x[1], x[2])}, "
+                     f"tensor<{x[2]}> -> {tensor_type(x[1], x[2])}")
+    em.dropouts += 1
+    return em.op(f"train.dropout {x[0]} rate {float_literal(p)} seed {em.dropouts} "
+                 f"step {em.step_counter()} : {tensor_type(x[1], x[2])}")
+
+
 def _dropout(em: _Emitter, node: torch.fx.Node) -> str:
     x = _operand(em, node.args[0])
     p = node.args[1] if len(node.args) > 1 else 0.5
     train = node.args[2] if len(node.args) > 2 else True
     if not train or p == 0:
         return x[0]  # F.dropout(p=0) and eval-mode dropout keep every element
-    raise _Unsupported(f"dropout with p={p} in training mode (not mapped yet: use p=0)")
+    return _dropout_op(em, x, float(p))
 
 
 def _attention(em: _Emitter, node: torch.fx.Node) -> str:
@@ -431,9 +456,6 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
     scale = node.kwargs.get("scale")
     if node.kwargs.get("enable_gqa"):
         raise _Unsupported("enable_gqa=True")
-    if dropout_p:
-        raise _Unsupported(f"attention dropout p={dropout_p} in training mode "
-                           "(not mapped yet: use dropout=0)")
     element = q[2]
     scores_shape = tuple(q[1][:-1]) + (k[1][-2],)
     scores = em.op(f"train.batch_matmul {q[0]}, {k[0]} transpose_rhs : "
@@ -451,6 +473,8 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
     attr = " causal" if causal else ""
     probs = em.op(f"train.softmax {scores} axis {len(scores_shape) - 1}{attr} : "
                   f"{tensor_type(scores_shape, element)}")
+    if dropout_p:
+        probs = _dropout_op(em, (probs, scores_shape, element), float(dropout_p))
     return em.op(f"train.batch_matmul {probs}, {v[0]} : {tensor_type(scores_shape, element)}, "
                  f"{tensor_type(v[1], v[2])} -> {tensor_type(_shape(node), element)}")
 
@@ -727,6 +751,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         if kind == "frozen":  # state that the step returns unchanged
             state_updates.append((len(arguments) - 1, em.values[n][0]))
 
+    em.argument_count = len(arguments)
     loss_value: Optional[str] = None
     for node in graph.nodes:
         if node.op != "call_function":
@@ -768,6 +793,13 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     if problems:
         raise UnsupportedModelError(problems)
 
+    if em.counter_argument is not None:  # the dropout masks' step counter
+        arguments.append(Argument("amp.dropout_step", "counter", (), "i32"))
+        index = len(arguments) - 1
+        assert em.counter_argument == f"%a{index}"
+        em.lines.append(f"  %step_next = train.increment {em.counter_argument} : tensor<i32>")
+        state_updates.append((index, "%step_next"))
+
     # The step's ABI: the loss, then each state argument's new value in
     # argument order.
     state_updates.sort()
@@ -788,7 +820,7 @@ def _argument_text(index: int, a: Argument) -> str:
         if a.weight_decay is not None:
             extra += f", train.weight_decay = {float_literal(a.weight_decay)} : f64"
         attrs = f" {{train.param, train.init = #train.init<zeros>{extra}}}"
-    elif a.kind in ("state", "frozen"):
+    elif a.kind in ("state", "frozen", "counter"):
         attrs = " {train.state, train.init = #train.init<zeros>}"
     return f"    %a{index}: {tensor_type(a.shape, a.element)}{attrs}"
 

@@ -127,11 +127,14 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x1x4xf32
   return %0, %1, %2 : tensor<3xf32>, tensor<2x1x4xf32>, tensor<f32>
 }
 
-// train.embedding train.dropout
-func.func @embedding_dropout(%table: tensor<10x4xf32>, %ids: tensor<2x3xi32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+// train.embedding train.dropout (with and without a step) train.increment
+func.func @embedding_dropout(%table: tensor<10x4xf32>, %ids: tensor<2x3xi32>, %count: tensor<i32>)
+    -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>) {
   %0 = train.embedding %table, %ids : tensor<10x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
   %1 = train.dropout %0 rate 0.1 seed 42 : tensor<2x3x4xf32>
-  return %0, %1 : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  %2 = train.dropout %0 rate 0.1 seed 43 step %count : tensor<2x3x4xf32>
+  %3 = train.increment %count : tensor<i32>
+  return %0, %1, %2, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>
 }
 
 // train.reshape train.transpose train.broadcast train.constant train.concat

@@ -263,3 +263,21 @@ func.func @sgd_groups(%lr: tensor<2xf32>, %w: tensor<4xf32>, %b: tensor<3xf32>, 
   %0:2 = train.sgd_update %lr params(%w, %b) grads(%gw, %gb) weight_decay 1.000000e-02 {lr_groups = array<i64: 1, 0>, weight_decays = array<f64: 5.000000e-01, 0.000000e+00>} : tensor<2xf32>, (tensor<4xf32>, tensor<3xf32>), (tensor<4xf32>, tensor<3xf32>)
   return %0#0, %0#1 : tensor<4xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A dropout with a step counter reads it as a rank-0 operand of its generic
+// and keys the mask with seed + step * 0xD1B54A32D192ED03; the counter
+// advances by a wrapping addi.
+// CHECK-LABEL: func.func @dropout_step
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[SCALAR:.*]], #{{.*}}]{{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<i32>)
+// CHECK: ^bb0(%{{.*}}: f32, %[[STEP:.*]]: i32, %{{.*}}: f32):
+// CHECK: %[[WIDE:.*]] = arith.extui %[[STEP]] : i32 to i64
+// CHECK: arith.muli %[[WIDE]], %{{.*}} : i64
+// CHECK: linalg.generic
+// CHECK: arith.addi %{{.*}}, %{{.*}} : i32
+func.func @dropout_step(%x: tensor<4x8xf32>, %count: tensor<i32>) -> (tensor<4x8xf32>, tensor<i32>) {
+  %0 = train.dropout %x rate 0.25 seed 5 step %count : tensor<4x8xf32>
+  %1 = train.increment %count : tensor<i32>
+  return %0, %1 : tensor<4x8xf32>, tensor<i32>
+}

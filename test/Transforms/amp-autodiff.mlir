@@ -114,3 +114,25 @@ func.func @twice_grad(%w: tensor<4xf32>) -> tensor<f32> {
   %l = train.reduce_sum %w axes [0] : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Dropout keyed by a step counter: the backward regenerates the forward's
+// mask (same rate, seed and step); the counter, an integer, gets no gradient
+// work, and its increment is state the step returns.
+// CHECK-LABEL: func.func @dropout_step_grad(
+// CHECK-SAME: %[[C:[a-z0-9]+]]: tensor<i32> {train.state})
+// CHECK: train.dropout %{{.*}} rate 5.000000e-01 seed 1 step %[[C]] : tensor<8x4xf32>
+// CHECK: %[[N:.*]] = train.increment %[[C]] : tensor<i32>
+// CHECK: %[[DX:.*]] = train.dropout %{{.*}} rate 5.000000e-01 seed 1 step %[[C]] : tensor<8x4xf32>
+// CHECK: train.matmul %{{.*}}, %[[DX]] transpose_lhs
+// CHECK: return %{{.*}}, %[[N]], %{{.*}} : tensor<f32>, tensor<i32>, tensor<16x4xf32>
+// O1-LABEL: func.func @dropout_step_grad(
+// O1: train.dropout %{{.*}} rate 5.000000e-01 seed 1 step %{{.*}} : tensor<8x4xf16>
+func.func @dropout_step(%x: tensor<8x16xf32>, %labels: tensor<8xi32>, %w: tensor<16x4xf32> {train.param}, %count: tensor<i32> {train.state}) -> (tensor<f32>, tensor<i32>) {
+  %y = train.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %d = train.dropout %y rate 0.5 seed 1 step %count : tensor<8x4xf32>
+  %l = train.cross_entropy %d, %labels : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+  %n = train.increment %count : tensor<i32>
+  return %l, %n : tensor<f32>, tensor<i32>
+}

@@ -204,10 +204,11 @@ Value i64Constant(OpBuilder &b, Location loc, uint64_t v) {
   return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
 }
 
-/// The dropout mask's uniform number for row-major element `index`:
-/// splitmix64(index + seed * golden) >> 40, scaled to [0, 1) in f32.
+/// The dropout mask's uniform number for row-major element `index` of the
+/// mask keyed `key` (the seed, plus the step counter times kStepStride):
+/// splitmix64(index + key * golden) >> 40, scaled to [0, 1) in f32.
 /// docs/TrainDialect.md states the formula; the backward pass reuses it.
-Value dropoutUniform(OpBuilder &b, Location loc, Value index, uint64_t seed) {
+Value dropoutUniform(OpBuilder &b, Location loc, Value index, Value key) {
   auto mix = [&](Value z, unsigned shift, uint64_t mul) {
     Value shifted =
         arith::ShRUIOp::create(b, loc, z, i64Constant(b, loc, shift));
@@ -217,7 +218,9 @@ Value dropoutUniform(OpBuilder &b, Location loc, Value index, uint64_t seed) {
                : x;
   };
   Value z = arith::AddIOp::create(
-      b, loc, index, i64Constant(b, loc, seed * 0x9E3779B97F4A7C15ULL));
+      b, loc, index,
+      arith::MulIOp::create(b, loc, key,
+                            i64Constant(b, loc, 0x9E3779B97F4A7C15ULL)));
   z = mix(z, 30, 0xBF58476D1CE4E5B9ULL);
   z = mix(z, 27, 0x94D049BB133111EBULL);
   z = mix(z, 31, 0);
@@ -228,6 +231,10 @@ Value dropoutUniform(OpBuilder &b, Location loc, Value index, uint64_t seed) {
                                scalarConstant(b, loc, f32, 1.0 / (1 << 24)));
 }
 
+/// What one step of the counter adds to a dropout's key: odd, far from the
+/// seeds' small integers, so (seed, step) pairs give distinct keys.
+constexpr uint64_t kStepStride = 0xD1B54A32D192ED03ULL;
+
 struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(DropoutOp op,
@@ -236,9 +243,13 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
     double rate = op.getRate().convertToDouble();
     uint64_t seed = op.getSeed();
     ArrayRef<int64_t> shape = type.getShape();
+    SmallVector<GenericInput> inputs = {
+        {op.getInput(), identityMap(op.getContext(), type.getRank())}};
+    if (Value step = op.getStep()) // rank 0: read by every element
+      inputs.push_back(
+          {step, AffineMap::get(type.getRank(), 0, {}, op.getContext())});
     Value result = buildElementwise(
-        rewriter, op.getLoc(), type,
-        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        rewriter, op.getLoc(), type, inputs,
         getComputeType(type.getElementType()),
         [&](OpBuilder &b, Location loc, ValueRange args) {
           // Row-major linear index of the element.
@@ -254,7 +265,16 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
           }
           Value index =
               arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
-          Value u = dropoutUniform(b, loc, index, seed);
+          Value key = i64Constant(b, loc, seed);
+          if (args.size() > 1) {
+            Value step =
+                arith::ExtUIOp::create(b, loc, b.getI64Type(), args[1]);
+            key = arith::AddIOp::create(
+                b, loc, key,
+                arith::MulIOp::create(b, loc, step,
+                                      i64Constant(b, loc, kStepStride)));
+          }
+          Value u = dropoutUniform(b, loc, index, key);
           Value keep = arith::CmpFOp::create(
               b, loc, arith::CmpFPredicate::OGE, u,
               scalarConstant(b, loc, b.getF32Type(), rate));
@@ -269,12 +289,32 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
   }
 };
 
+/// train.increment: a rank-0 generic adding 1 (wrapping).
+struct IncrementToLinalg : OpRewritePattern<IncrementOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(IncrementOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type,
+        {{op.getInput(), identityMap(op.getContext(), 0)}},
+        type.getElementType(),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value one = arith::ConstantOp::create(
+              b, loc, b.getIntegerAttr(type.getElementType(), 1));
+          return arith::AddIOp::create(b, loc, args[0], one);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void amp::populateTrainElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseToLinalg, GeluToLinalg, CastToLinalg,
-               BroadcastToLinalg, DropoutToLinalg, ReluGradToLinalg,
-               GeluGradToLinalg>(ctx);
+               BroadcastToLinalg, DropoutToLinalg, IncrementToLinalg,
+               ReluGradToLinalg, GeluGradToLinalg>(ctx);
 }

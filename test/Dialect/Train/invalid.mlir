@@ -394,6 +394,22 @@ func.func @dropout_rate(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
   return %0 : tensor<8x32xf32>
 }
 
+// -----
+
+func.func @dropout_step_type(%x: tensor<8x32xf32>, %count: tensor<f32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'train.dropout' op operand #1 must be 0D tensor of 32-bit signless integer values, but got 'tensor<f32>'}}
+  %0 = "train.dropout"(%x, %count) <{rate = 0.1 : f64, seed = 0 : i64}> : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @increment_rank(%count: tensor<2xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{'train.increment' op operand #0 must be 0D tensor of 32-bit signless integer values, but got 'tensor<2xi32>'}}
+  %0 = "train.increment"(%count) : (tensor<2xi32>) -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions, embedding
 //===----------------------------------------------------------------------===//
@@ -669,7 +685,7 @@ func.func @state_not_unit(%m: tensor<4xf32> {train.state = 1}) {
 
 // -----
 
-// expected-error @+1 {{state #0 must be a statically shaped f32, f16 or bf16 tensor, got 'tensor<?xf32>'}}
+// expected-error @+1 {{state #0 must be a statically shaped f32, f16 or bf16 (or i32) tensor, got 'tensor<?xf32>'}}
 func.func @state_dynamic(%m: tensor<?xf32> {train.state}) {
   return
 }
@@ -1257,4 +1273,11 @@ func.func @batch_matmul_batch_dims(%a: tensor<2x3x4x5xf32>, %b: tensor<4x5x6xf32
   // expected-error @+1 {{'train.batch_matmul' op failed to infer returned types}}
   %0 = train.batch_matmul %a, %b : tensor<2x3x4x5xf32>, tensor<4x5x6xf32> -> tensor<2x3x4x6xf32>
   return %0 : tensor<2x3x4x6xf32>
+}
+
+// -----
+
+// expected-error @+1 {{state #0 must be a statically shaped f32, f16 or bf16 (or i32) tensor, got 'tensor<2xi8>'}}
+func.func @state_i8(%m: tensor<2xi8> {train.state}) {
+  return
 }

@@ -121,6 +121,15 @@ func.func @embedding_dropout(%table: tensor<1000x64xf32>, %ids: tensor<8x16xi32>
   return %1 : tensor<8x16x64xf32>
 }
 
+// CHECK-LABEL: func.func @dropout_step
+func.func @dropout_step(%x: tensor<8x64xf32>, %count: tensor<i32>) -> (tensor<8x64xf32>, tensor<i32>) {
+  // CHECK: train.dropout %{{.*}} rate 1.000000e-01 seed 3 step %{{.*}} : tensor<8x64xf32>
+  %0 = train.dropout %x rate 0.1 seed 3 step %count : tensor<8x64xf32>
+  // CHECK: train.increment %{{.*}} : tensor<i32>
+  %1 = train.increment %count : tensor<i32>
+  return %0, %1 : tensor<8x64xf32>, tensor<i32>
+}
+
 // CHECK-LABEL: func.func @shape_ops
 func.func @shape_ops(%x: tensor<8x128x256xf32>, %b: tensor<256xf32>, %ids: tensor<4xi32>) -> (tensor<8x4x128x64xf32>, tensor<1024x256xf32>, tensor<8x48xf32>, tensor<2x2xi32>) {
   // CHECK: train.reshape %{{.*}} : tensor<8x128x256xf32> -> tensor<8x128x4x64xf32>

@@ -130,13 +130,17 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(loc) << "'" << name << "' must be a unit attribute, got "
                             << attr.getValue();
-    StringRef role = name == kParamAttrName ? "parameter" : "state";
-    if (shapedType && (!shapedType.hasStaticShape() ||
-                       !isa<Float16Type, BFloat16Type, Float32Type>(
-                           shapedType.getElementType())))
+    bool param = name == kParamAttrName;
+    StringRef role = param ? "parameter" : "state";
+    // State may also be an i32 counter (train.increment's).
+    if (shapedType &&
+        (!shapedType.hasStaticShape() ||
+         !(isa<Float16Type, BFloat16Type, Float32Type>(
+               shapedType.getElementType()) ||
+           (!param && shapedType.getElementType().isSignlessInteger(32)))))
       return emitError(loc) << role << " #" << argIndex
                             << " must be a statically shaped f32, f16 or bf16 "
-                               "tensor, got "
+                            << (param ? "" : "(or i32) ") << "tensor, got "
                             << argType;
     auto func = dyn_cast<FunctionOpInterface>(op);
     StringRef other = name == kParamAttrName ? kStateAttrName : kParamAttrName;

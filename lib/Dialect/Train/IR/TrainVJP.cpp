@@ -113,7 +113,8 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                            // The same seeded mask and scale: dropout is linear
                            // in its input.
                            grads[0] = DropoutOp::create(
-                               b, getLoc(), dy, getRateAttr(), getSeedAttr());
+                               b, getLoc(), dy.getType(), dy, getRateAttr(),
+                               getSeedAttr(), getStep());
                          });
 }
 

@@ -83,6 +83,8 @@ const ListEntry kEntries[] = {
     {"train.embedding", kNone, "none", ""},
     {"train.embedding_grad", kBackward, "", ""},
     {"train.exp", "fp32: exp", "FP32_FUNCS: exp", ""},
+    {"train.increment", "", "",
+     "an i32 step counter (dropout's step): no float type to choose"},
     {"train.gelu", kNone, "none", ""},
     {"train.gelu_grad", kBackward, "", ""},
     {"train.layer_norm", "fp32: layer_norm", "FP32_FUNCS: layer_norm", ""},

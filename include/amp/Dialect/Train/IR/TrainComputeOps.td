@@ -559,26 +559,59 @@ def Train_EmbeddingOp : Train_Op<"embedding",
   }];
 }
 
+/// A rank-0 i32 tensor: a step counter.
+def Train_Counter : 0DTensorOf<[I32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI32Type())">;
+
 def Train_DropoutOp : Train_Op<"dropout",
-    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType,
+    !listconcat(Train_Follow, [Pure, AllTypesMatch<["input", "result"]>,
                                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "seeded inverted dropout";
   let description = [{
     Zeroes each element with probability `rate` (0 <= rate < 1) and scales the
-    others by `1 / (1 - rate)`. The mask is a pure function of `seed` and the
-    element index, so the backward pass regenerates it instead of storing it.
+    others by `1 / (1 - rate)`. The mask is a pure function of `seed`, the
+    optional `step` counter (a rank-0 i32 tensor, e.g. the number of steps
+    taken, carried as `train.state` and advanced by `train.increment`) and the
+    element index, so the backward pass regenerates it instead of storing it,
+    and with a `step` every training step draws a new mask (without one, the
+    mask is the same at every step). Two dropouts of one step differ by seed.
 
     ```mlir
     %y = train.dropout %x rate 1.000000e-01 seed 42 : tensor<1024x256xf32>
+    %z = train.dropout %x rate 1.000000e-01 seed 43 step %count : tensor<1024x256xf32>
     ```
   }];
-  let arguments = (ins Train_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed);
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed,
+                       Optional<Train_Counter>:$step);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `rate` $rate `seed` $seed attr-dict `:` type($result)
+    $input `rate` $rate `seed` $seed (`step` $step^)? attr-dict `:` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::FloatAttr":$rate,
+                   "::mlir::IntegerAttr":$seed), [{
+      build($_builder, $_state, input.getType(), input, rate, seed, nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def Train_IncrementOp : Train_Op<"increment", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "a step counter plus one";
+  let description = [{
+    `input + 1` for a rank-0 i32 counter, wrapping at 2^32: the step count a
+    `train.state` argument carries from one step to the next (returned as its
+    new value), e.g. the `step` of `train.dropout`. Integer: no precision
+    policy, no gradient.
+
+    ```mlir
+    %next = train.increment %count : tensor<i32>
+    ```
+  }];
+  let arguments = (ins Train_Counter:$input);
+  let results = (outs Train_Counter:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINCOMPUTEOPS_TD

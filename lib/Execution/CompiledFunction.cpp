@@ -80,6 +80,15 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
 
 StepSession::~StepSession() = default;
 
+llvm::Expected<std::vector<HostTensor>>
+StepSession::stepWith(llvm::ArrayRef<ResultRoute> routes,
+                      llvm::ArrayRef<std::pair<unsigned, HostTensor>> inputs) {
+  for (const auto &[i, value] : inputs)
+    if (llvm::Error e = set(i, value))
+      return std::move(e);
+  return step(routes);
+}
+
 llvm::Error StepSession::checkFunctions(const CompiledFunction &step,
                                         const CompiledFunction &logits) {
   llvm::ArrayRef<TensorSpec> s = step.getArgumentSpecs(),
@@ -185,7 +194,33 @@ public:
     return logitsFn.call(pointers(logitsFn.getArgumentSpecs().size()));
   }
 
+  llvm::Expected<std::vector<HostTensor>> stepWith(
+      llvm::ArrayRef<ResultRoute> routes,
+      llvm::ArrayRef<std::pair<unsigned, HostTensor>> inputs) override {
+    // The inputs take their arguments' places for the call (views are
+    // read in place); the session's own values go back afterwards.
+    std::vector<std::pair<unsigned, HostTensor>> own;
+    for (const auto &[i, value] : inputs) {
+      if (llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value)) {
+        restore(own);
+        return std::move(e);
+      }
+      own.emplace_back(i, value);
+      std::swap(args[i], own.back().second);
+    }
+    auto results = step(routes);
+    restore(own);
+    return results;
+  }
+
 private:
+  /// Puts back the arguments stepWith replaced (last first: an index given
+  /// twice gets its original value).
+  void restore(std::vector<std::pair<unsigned, HostTensor>> &own) {
+    for (auto &[i, value] : llvm::reverse(own))
+      std::swap(args[i], value);
+  }
+
   std::vector<const HostTensor *> pointers(size_t count) const {
     std::vector<const HostTensor *> p;
     for (size_t i = 0; i < count; ++i)

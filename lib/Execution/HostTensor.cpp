@@ -57,6 +57,15 @@ HostTensor::HostTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape)
   std::memset(storage.data(), 0, storage.size() * sizeof(Block));
 }
 
+HostTensor HostTensor::borrow(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+                              void *data) {
+  HostTensor view(kind, llvm::ArrayRef<int64_t>{});
+  view.shape.assign(shape.begin(), shape.end());
+  view.storage.clear();
+  view.external = data;
+  return view;
+}
+
 int64_t amp::numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)

@@ -138,6 +138,15 @@ class Step:
         self._imported = imported
         self._optimizer = optimizer
         self._arguments = native.arguments  # (shape, element) per argument
+        # What a batch tensor must be to be read in place (the fast path of
+        # __call__): (shape, dtypes) of the input and the target. Integer
+        # tensors may also be int64 (narrowed to i32 by the step's binding).
+        self._fast = []
+        for shape, element in self._arguments[:2]:
+            dtypes = (torch.int32, torch.int64) if element == "i32" else \
+                (_TORCH_OF[element],)
+            self._fast.append((torch.Size(shape), dtypes))
+        self._rates: Optional[List[float]] = None  # the learning rates last set
         self._calls = 0
         self.mlir: str = imported.text
         """The imported train-dialect module (the input of amp-compile)."""
@@ -168,13 +177,6 @@ class Step:
             if index in masters:
                 self._native.set(masters[index], _to_numpy(value, "f32"))
 
-    def _check_batch(self, batch: Tuple[torch.Tensor, ...]) -> None:
-        if len(batch) != 2:
-            raise ValueError(f"a step takes the model's input and the target, "
-                             f"given {len(batch)} tensors")
-        for index, (tensor, name) in enumerate(zip(batch, ("input", "target"))):
-            self._check_tensor(index, name, tensor)
-
     def _check_tensor(self, index: int, name: str, tensor: torch.Tensor) -> None:
         """``tensor`` fits argument ``index`` (0: the input, 1: the target)."""
         expected = tuple(self._imported.arguments[index].shape)
@@ -188,20 +190,41 @@ class Step:
             raise ValueError(f"{name}: expected {'an integer' if integer else 'a float'} "
                              f"tensor, given {tensor.dtype}")
 
+    def _batch_tensor(self, index: int, name: str, tensor: Any) -> torch.Tensor:
+        """Batch tensor ``index`` as the step reads it: the tensor itself when
+        it is a contiguous CPU tensor of the compiled shape and type (read in
+        place where 64-byte aligned, as PyTorch allocates), else checked and
+        converted (a new tensor)."""
+        shape, dtypes = self._fast[index]
+        if type(tensor) is torch.Tensor and tensor.dtype in dtypes and \
+                tensor.shape == shape and tensor.is_contiguous() and \
+                tensor.device.type == "cpu":
+            return tensor
+        self._check_tensor(index, name, tensor)
+        element = self._arguments[index][1]
+        return tensor.detach().to(device="cpu", dtype=_TORCH_OF[element]).contiguous()
+
     def __call__(self, *batch: torch.Tensor) -> StepResult:
         """One training step on ``batch`` = (input, target)."""
-        self._check_batch(batch)
-        self._native.set(0, _to_numpy(batch[0], self._arguments[0][1]))
-        self._native.set(1, _to_numpy(batch[1], "i32"))
+        if len(batch) != 2:
+            raise ValueError(f"a step takes the model's input and the target, "
+                             f"given {len(batch)} tensors")
+        # The two tensors stay referenced here until the step has returned.
+        x = self._batch_tensor(0, "input", batch[0])
+        target = self._batch_tensor(1, "target", batch[1])
         if self._native.lr >= 0:
             rates = [float(g["lr"]) for g in self._optimizer.param_groups]
-            shape = tuple(self._arguments[self._native.lr][0])
-            if len(rates) != (shape[0] if shape else 1):
-                raise ValueError(f"the optimizer has {len(rates)} param groups; the step "
-                                 f"was compiled for {shape[0] if shape else 1}")
-            self._native.set(self._native.lr,
-                             np.array(rates if shape else rates[0], dtype=np.float32))
-        loss, scale, skipped, _collapsed = self._native.step()
+            if rates != self._rates:  # set when a scheduler (or user) changed one
+                shape = tuple(self._arguments[self._native.lr][0])
+                if len(rates) != (shape[0] if shape else 1):
+                    raise ValueError(f"the optimizer has {len(rates)} param groups; the "
+                                     f"step was compiled for {shape[0] if shape else 1}")
+                self._native.set(self._native.lr,
+                                 np.array(rates if shape else rates[0], dtype=np.float32))
+                self._rates = rates
+        loss, scale, skipped, _collapsed = self._native.step_with(
+            [(0, x.data_ptr(), x.element_size()),
+             (1, target.data_ptr(), target.element_size())])
         self._calls += 1
         # The step is the optimizer's step: tell torch's LR schedulers so
         # (they warn of a scheduler stepping before its optimizer otherwise).

@@ -99,3 +99,27 @@ def test_control_flow_on_a_tensor_names_the_users_line():
     assert "depends on tensor values" in node.reason
     for name, value in model.state_dict().items():
         assert torch.equal(value, before[name])
+
+
+def test_batches_in_any_layout_give_the_same_step():
+    """Contiguous CPU tensors of the compiled type are read in place; the
+    others (non-contiguous, not 64-byte aligned, float64, int32 labels)
+    are converted: every form gives bit-identical steps."""
+    torch.manual_seed(0)
+    model = mlp()
+    (x, y), = batches(1)
+    x64 = x.double()
+    strided = x.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0)
+    assert not strided.is_contiguous()
+    unaligned = torch.empty(x.numel() + 1)[1:].view(x.shape)
+    unaligned.copy_(x)
+    assert unaligned.data_ptr() % 64 != 0
+    forms = [(x, y), (strided, y), (unaligned, y), (x64, y), (x, y.int()),
+             (x.requires_grad_(False).clone().requires_grad_(True), y)]
+    results = []
+    for form in forms:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y),
+                           optimizer=opt, opt_level="O0")
+        results.append([step(*form).loss for _ in range(3)])
+    assert all(r == results[0] for r in results), results

@@ -122,6 +122,22 @@ TEST(HostTensor, LayoutAndAccess) {
   EXPECT_EQ(z.getAsDouble(0), 0.0);
 }
 
+// A borrowed tensor is a view: the caller's memory, no copy, and copies of
+// it are views of the same memory.
+TEST(HostTensor, BorrowIsAView) {
+  alignas(64) float data[6] = {1, 2, 3, 4, 5, 6};
+  HostTensor view = HostTensor::borrow(ElementKind::F32, {2, 3}, data);
+  EXPECT_TRUE(view.isBorrowed());
+  EXPECT_EQ(view.data(), static_cast<void *>(data));
+  EXPECT_EQ(view.typeString(), "tensor<2x3xf32>");
+  EXPECT_EQ(view.getAsDouble(4), 5.0);
+  data[4] = 50;
+  EXPECT_EQ(view.getAsDouble(4), 50.0);
+  HostTensor copy = view;
+  EXPECT_EQ(copy.data(), static_cast<void *>(data));
+  EXPECT_FALSE(HostTensor(ElementKind::F32, {2, 3}).isBorrowed());
+}
+
 // What every step session checks before taking an argument (the host and
 // CUDA sessions share it): the index, the element kind and the shape.
 TEST(StepSession, ChecksArguments) {

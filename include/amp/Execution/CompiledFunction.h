@@ -112,6 +112,14 @@ public:
   /// result; returns the results routed to the host, in order.
   virtual llvm::Expected<std::vector<HostTensor>>
   step(llvm::ArrayRef<ResultRoute> routes) = 0;
+  /// Sets the arguments `inputs` names (index, value) and runs the step. A
+  /// session whose code runs in host memory reads borrowed values
+  /// (HostTensor::borrow) in place, without a copy, and keeps no reference
+  /// to them after the call (the arguments read as before it); other
+  /// sessions copy them in, as set.
+  virtual llvm::Expected<std::vector<HostTensor>>
+  stepWith(llvm::ArrayRef<ResultRoute> routes,
+           llvm::ArrayRef<std::pair<unsigned, HostTensor>> inputs);
   /// Runs the logits function on the current arguments; returns its
   /// results.
   virtual llvm::Expected<std::vector<HostTensor>> logits() = 0;

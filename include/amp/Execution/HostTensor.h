@@ -52,6 +52,13 @@ public:
   /// An i1 tensor holding `values`.
   static HostTensor fromBools(llvm::ArrayRef<int64_t> shape,
                               llvm::ArrayRef<bool> values);
+  /// A view of `data`, which the caller owns and keeps alive while the view
+  /// is used: nothing is allocated or copied, and copies of a view are views
+  /// of the same memory. `data` holds the tensor row-major, 64-byte aligned.
+  static HostTensor borrow(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+                           void *data);
+  /// Whether this is a view (borrow) rather than an owner of its elements.
+  bool isBorrowed() const { return external != nullptr; }
 
   ElementKind getKind() const { return kind; }
   llvm::ArrayRef<int64_t> getShape() const { return shape; }
@@ -65,8 +72,8 @@ public:
   /// Element `i` (row-major) widened to f64.
   double getAsDouble(int64_t i) const;
 
-  void *data() { return storage.data(); }
-  const void *data() const { return storage.data(); }
+  void *data() { return external ? external : storage.data(); }
+  const void *data() const { return external ? external : storage.data(); }
 
   /// "tensor<2x3xf16>".
   std::string typeString() const;
@@ -79,6 +86,8 @@ private:
     unsigned char bytes[64];
   };
   std::vector<Block> storage;
+  /// The elements of a view (borrow); null for an owner.
+  void *external = nullptr;
 };
 
 } // namespace amp

@@ -85,23 +85,32 @@ public:
     return out;
   }
 
-  /// Copies `array` (C-contiguous, the argument's element size and count)
-  /// into argument `i`.
-  void set(unsigned i, nb::ndarray<nb::c_contig, nb::device::cpu> array) {
+  using Array = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+  /// Checks that `array` (C-contiguous) has argument `i`'s element size and
+  /// count.
+  const TensorSpec &checkArray(unsigned i, const Array &array) const {
     const auto &specs = manifest().step.arguments;
     if (i >= specs.size())
       throw std::out_of_range("argument " + std::to_string(i) +
                               " out of range");
-    HostTensor value(specs[i].kind, specs[i].shape);
-    size_t bytes = array.nbytes();
-    if (bytes != value.getSizeInBytes() ||
+    size_t expected = numElements(specs[i].shape) * elementBytes(specs[i].kind);
+    if (array.nbytes() != expected ||
         array.itemsize() != elementBytes(specs[i].kind))
       throw std::invalid_argument(
           "argument " + std::to_string(i) + " is " + specs[i].str() + " (" +
-          std::to_string(value.getSizeInBytes()) + " bytes), given " +
-          std::to_string(bytes) + " bytes of " +
+          std::to_string(expected) + " bytes), given " +
+          std::to_string(array.nbytes()) + " bytes of " +
           std::to_string(array.itemsize()) + "-byte elements");
-    std::memcpy(value.data(), array.data(), bytes);
+    return specs[i];
+  }
+
+  /// Copies `array` (C-contiguous, the argument's element size and count)
+  /// into argument `i`.
+  void set(unsigned i, Array array) {
+    const TensorSpec &spec = checkArray(i, array);
+    HostTensor value(spec.kind, spec.shape);
+    std::memcpy(value.data(), array.data(), array.nbytes());
     if (llvm::Error e = session->set(i, value))
       raise(std::move(e));
   }
@@ -115,6 +124,48 @@ public:
   /// One step: (loss, scale, skipped, collapsed).
   std::tuple<double, double, bool, bool> step() {
     std::vector<HostTensor> toHost = take(session->step(routes));
+    StepScalars s = readStepScalars(compiled.abi, toHost);
+    return {s.loss, s.scale, s.skipped, s.collapsed};
+  }
+
+  /// One step on `inputs` (argument index, address, element bytes): the
+  /// caller's memory, C-contiguous, of the argument's element count and
+  /// alive for the call (python/amp checks this before it passes an
+  /// address). The step reads it in place where the backend allows (host
+  /// code, 64-byte aligned: PyTorch's CPU allocations are), else copies it;
+  /// 8-byte integers for an i32 argument (PyTorch's int64 labels) are
+  /// narrowed into a copy. Returns (loss, scale, skipped, collapsed).
+  std::tuple<double, double, bool, bool>
+  stepWith(const std::vector<std::tuple<unsigned, uintptr_t, unsigned>> &inputs) {
+    const auto &specs = manifest().step.arguments;
+    std::vector<std::pair<unsigned, HostTensor>> values;
+    for (auto [i, address, bytes] : inputs) {
+      if (i >= specs.size())
+        throw std::out_of_range("argument " + std::to_string(i) +
+                                " out of range");
+      const TensorSpec &spec = specs[i];
+      void *data = reinterpret_cast<void *>(address);
+      int64_t count = numElements(spec.shape);
+      if (spec.kind == ElementKind::I32 && bytes == 8) {
+        const auto *wide = static_cast<const int64_t *>(data);
+        values.emplace_back(
+            i, HostTensor::fromInts(spec.shape, std::vector<int32_t>(
+                                                    wide, wide + count)));
+        continue;
+      }
+      if (bytes != elementBytes(spec.kind))
+        throw std::invalid_argument("argument " + std::to_string(i) + " is " +
+                                    spec.str() + ", given " +
+                                    std::to_string(bytes) + "-byte elements");
+      if (address % 64 == 0) {
+        values.emplace_back(i, HostTensor::borrow(spec.kind, spec.shape, data));
+        continue;
+      }
+      HostTensor copy(spec.kind, spec.shape);
+      std::memcpy(copy.data(), data, copy.getSizeInBytes());
+      values.emplace_back(i, std::move(copy));
+    }
+    std::vector<HostTensor> toHost = take(session->stepWith(routes, values));
     StepScalars s = readStepScalars(compiled.abi, toHost);
     return {s.loss, s.scale, s.skipped, s.collapsed};
   }
@@ -189,6 +240,10 @@ NB_MODULE(_native, m) {
            "Argument `index` as a new NumPy array (bf16 as uint16).")
       .def("step", &NativeStep::step,
            "Runs one step: (loss, scale, skipped, collapsed).")
+      .def("step_with", &NativeStep::stepWith, nb::arg("inputs"),
+           "Runs one step on [(argument index, address, element bytes)] of "
+           "memory the caller keeps alive, read in place where the backend "
+           "allows: (loss, scale, skipped, collapsed).")
       .def("logits", &NativeStep::logits,
            "The forward's outputs on the current arguments.");
 }

@@ -513,6 +513,21 @@ TEST_F(GradientCheck, Dropout) {
            return y;
          }},
         "dropout");
+  // Keyed by a step counter (7 here): the mask of key seed + 7 * stride
+  // (docs/Passes.md), the same in the backward pass.
+  const uint64_t key = 5 + 7 * 0xD1B54A32D192ED03ULL;
+  check({{s},
+         s,
+         "  %c = train.constant dense<7> : tensor<i32>\n"
+         "  %y = train.dropout %p0 rate 0.3 seed 5 step %c : " +
+             f32(s),
+         [key](const std::vector<Values> &p) {
+           Values y = p[0];
+           for (size_t i = 0; i < y.size(); ++i)
+             y[i] = ref::dropoutKeeps(i, key, 0.3) ? y[i] / 0.7 : 0.0;
+           return y;
+         }},
+        "dropout with a step");
 }
 
 TEST_F(GradientCheck, Losses) {

@@ -501,13 +501,15 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
         attrs += f" padding {padding}"
     if dilation != [1, 1]:
         attrs += f" dilation {dilation}"
-    y = em.op(f"train.conv2d {x[0]}, {w[0]}{attrs} : {tensor_type(x[1], x[2])}, "
-              f"{tensor_type(w[1], w[2])} -> {tensor_type(shape, element)}")
     if bias is None:
-        return y
-    b = _reshape(em, _operand(em, bias), (shape[1], 1, 1))
-    return em.op(f"train.add {y}, {b[0]} : {tensor_type(shape, element)}, "
-                 f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}")
+        return em.op(f"train.conv2d {x[0]}, {w[0]}{attrs} : {tensor_type(x[1], x[2])}, "
+                     f"{tensor_type(w[1], w[2])} -> {tensor_type(shape, element)}")
+    # The bias belongs to the convolution (added in its accumulator, in its
+    # precision), as PyTorch's conv computes it.
+    b = _operand(em, bias)
+    return em.op(f"train.conv2d {x[0]}, {w[0]}, {b[0]}{attrs} : {tensor_type(x[1], x[2])}, "
+                 f"{tensor_type(w[1], w[2])}, {tensor_type(b[1], b[2])} -> "
+                 f"{tensor_type(shape, element)}")
 
 
 def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:

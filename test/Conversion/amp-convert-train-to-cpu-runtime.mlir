@@ -81,6 +81,26 @@ func.func @convs(%x: tensor<2x3x9x9xf16>, %w: tensor<4x3x3x3xf16>, %dy: tensor<2
 
 // -----
 
+// A biased convolution: the runtime's f32 result plus the bias widened to
+// f32 (per channel), then one rounding; with conv-as-gemm the GEMM's
+// product stays f32 until the bias is added.
+// CHECK-LABEL: func.func @conv_bias
+// CHECK: %[[ACC:.*]] = train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) {{.*}} -> tensor<2x4x7x7xf32>
+// CHECK: %[[B32:.*]] = train.cast %arg2 : tensor<4xf16> to tensor<4xf32>
+// CHECK: %[[COL:.*]] = train.reshape %[[B32]] : tensor<4xf32> -> tensor<4x1x1xf32>
+// CHECK: train.add %[[ACC]], %[[COL]] : tensor<2x4x7x7xf32>, tensor<4x1x1xf32> -> tensor<2x4x7x7xf32>
+// CHECK: arith.truncf
+// IM2COL-LABEL: func.func @conv_bias
+// IM2COL: train.runtime_call @amp_cpu_gemm(%{{.*}}, %{{.*}}) {{.*}} -> tensor<4x98xf32>
+// IM2COL: train.add %{{.*}}, %{{.*}} : tensor<2x4x7x7xf32>, tensor<4x1x1xf32> -> tensor<2x4x7x7xf32>
+// IM2COL: arith.truncf
+func.func @conv_bias(%x: tensor<2x3x9x9xf16>, %w: tensor<4x3x3x3xf16>, %b: tensor<4xf16>) -> tensor<2x4x7x7xf16> {
+  %y = train.conv2d %x, %w, %b accumulate f32 : tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>, tensor<4xf16> -> tensor<2x4x7x7xf16>
+  return %y : tensor<2x4x7x7xf16>
+}
+
+// -----
+
 // An f16 accumulator is not what the runtime computes: left for linalg.
 // CHECK-LABEL: func.func @f16_accumulator
 // CHECK-NOT: train.runtime_call

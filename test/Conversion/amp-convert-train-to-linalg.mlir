@@ -88,6 +88,21 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 
 // -----
 
+// A convolution's bias starts the f32 accumulator: broadcast along the
+// channel dimension (d1) and widened, before the single rounding.
+// CHECK: #[[$CHANNEL:.*]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-LABEL: func.func @conv_bias
+// CHECK: %[[INIT:.*]] = linalg.generic {indexing_maps = [#[[$CHANNEL]], #{{.*}}]{{.*}} ins(%arg2 : tensor<3xf16>) outs(%{{.*}} : tensor<1x3x3x3xf32>)
+// CHECK: arith.extf
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} outs(%[[INIT]] : tensor<1x3x3x3xf32>)
+// CHECK: arith.truncf
+func.func @conv_bias(%x: tensor<1x2x5x5xf16>, %w: tensor<3x2x3x3xf16>, %b: tensor<3xf16>) -> tensor<1x3x3x3xf16> {
+  %r = train.conv2d %x, %w, %b : tensor<1x2x5x5xf16>, tensor<3x2x3x3xf16>, tensor<3xf16> -> tensor<1x3x3x3xf16>
+  return %r : tensor<1x3x3x3xf16>
+}
+
+// -----
+
 // Unpadded convolution needs no tensor.pad.
 // CHECK-LABEL: func.func @conv_no_padding
 // CHECK-NOT: tensor.pad

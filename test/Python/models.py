@@ -5,12 +5,14 @@ import torch.nn as nn
 
 
 class Net(nn.Module):
-    """conv (no bias) + batch norm + ReLU + max pooling + linear."""
+    """conv (no bias) + batch norm + ReLU + max pooling + linear; or, with
+    ``bias``, a biased conv and no batch norm (before batch norm a conv
+    bias's gradient is exactly zero)."""
 
-    def __init__(self, channels: int = 8):
+    def __init__(self, channels: int = 8, bias: bool = False):
         super().__init__()
-        self.conv = nn.Conv2d(1, channels, 3, padding=1, bias=False)
-        self.bn = nn.BatchNorm2d(channels)
+        self.conv = nn.Conv2d(1, channels, 3, padding=1, bias=bias)
+        self.bn = nn.Identity() if bias else nn.BatchNorm2d(channels)
         self.fc = nn.Linear(channels * 7 * 7, 10)
 
     def forward(self, x):

@@ -50,7 +50,8 @@ OPTIMIZERS = {
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
-@pytest.mark.parametrize("make", [Net, mlp], ids=["net", "mlp"])
+@pytest.mark.parametrize("make", [Net, lambda: Net(bias=True), mlp],
+                         ids=["net", "net-conv-bias", "mlp"])
 def test_o0_matches_pytorch(make, optimizer):
     torch.manual_seed(0)
     model = make()
@@ -181,9 +182,12 @@ def test_tensor_ops_o0_match_pytorch():
     assert_close_state(model, ref, 1e-4)
 
 
-def test_o1_f16_loss_curve_matches_autocast():
+@pytest.mark.parametrize("bias", [False, True], ids=["net", "net-conv-bias"])
+def test_o1_f16_loss_curve_matches_autocast(bias):
+    """With a biased convolution too: autocast runs conv + bias in f16, so
+    must amp (the bias is the convolution's operand)."""
     torch.manual_seed(0)
-    model = Net()
+    model = Net(bias=bias)
     ref = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)

@@ -136,3 +136,22 @@ func.func @dropout_step(%x: tensor<8x16xf32>, %labels: tensor<8xi32>, %w: tensor
   %n = train.increment %count : tensor<i32>
   return %l, %n : tensor<f32>, tensor<i32>
 }
+
+// -----
+
+// A convolution's bias gets dy summed over batch and positions.
+// CHECK-LABEL: func.func @conv_bias_grad(
+// CHECK: train.conv2d %{{.*}}, %{{.*}}, %{{.*}} :
+// CHECK: train.cross_entropy_grad
+// CHECK: %[[DY:.*]] = train.reshape
+// CHECK-DAG: train.conv2d_grad_filter %[[DY]], %{{.*}} : tensor<2x4x3x3xf32>, tensor<2x3x5x5xf32> -> tensor<4x3x3x3xf32>
+// CHECK-DAG: %[[DB:.*]] = train.reduce_sum %[[DY]] axes [0, 2, 3] {{.*}}: tensor<2x4x3x3xf32> -> tensor<4xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[DB]] : tensor<f32>, tensor<4x3x3x3xf32>, tensor<4xf32>
+// O1-LABEL: func.func @conv_bias_grad(
+// O1: train.conv2d %{{.*}}, %{{.*}}, %{{.*}} accumulate f32 {{.*}}: tensor<2x3x5x5xf16>, tensor<4x3x3x3xf16>, tensor<4xf16> -> tensor<2x4x3x3xf16>
+func.func @conv_bias(%x: tensor<2x3x5x5xf32>, %labels: tensor<2xi32>, %w: tensor<4x3x3x3xf32> {train.param}, %b: tensor<4xf32> {train.param}) -> tensor<f32> {
+  %y = train.conv2d %x, %w, %b : tensor<2x3x5x5xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<2x4x3x3xf32>
+  %f = train.reshape %y : tensor<2x4x3x3xf32> -> tensor<2x36xf32>
+  %l = train.cross_entropy %f, %labels : tensor<2x36xf32>, tensor<2xi32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -56,17 +56,26 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
       low, padValue);
 }
 
-/// The accumulator a contraction starts from: zeros, or a matmul's bias
-/// broadcast over the rows and widened to the accumulator type (the bias is
-/// added before the single rounding, like cuBLASLt's bias epilogue).
+/// The accumulator a contraction starts from: zeros, or its bias (a
+/// matmul's [N] broadcast over the rows, a convolution's [F] over batch and
+/// positions) widened to the accumulator type (the bias is added before the
+/// single rounding, like cuBLASLt's bias epilogue).
 Value accumulatorInit(OpBuilder &b, Location loc, Operation *op,
                       ArrayRef<int64_t> shape, Type acc) {
-  auto matmul = dyn_cast<MatmulOp>(op);
-  if (!matmul || !matmul.getBias())
+  Value bias;
+  GenericInput input;
+  if (auto matmul = dyn_cast<MatmulOp>(op); matmul && matmul.getBias()) {
+    bias = matmul.getBias();
+    input = broadcastInput(b, loc, bias, shape);
+  } else if (auto conv = dyn_cast<Conv2dOp>(op); conv && conv.getBias()) {
+    bias = conv.getBias();
+    input = {bias, AffineMap::get(4, 0, {getAffineDimExpr(1, b.getContext())},
+                                  b.getContext())};
+  }
+  if (!bias)
     return filledTensor(b, loc, shape, acc, 0.0);
   return buildElementwise(
-      b, loc, RankedTensorType::get(shape, acc),
-      {broadcastInput(b, loc, matmul.getBias(), shape)}, acc,
+      b, loc, RankedTensorType::get(shape, acc), {input}, acc,
       [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
@@ -159,7 +168,7 @@ struct Conv2dToLinalg : OpRewritePattern<Conv2dOp> {
     Type acc = op.getAccumulatorType();
     Value input =
         padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
-    Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
+    Value init = accumulatorInit(rewriter, loc, op, type.getShape(), acc);
     SmallVector<NamedAttribute> attrs = {
         rewriter.getNamedAttr("strides",
                               rewriter.getI64TensorAttr(op.getStrides())),

@@ -132,6 +132,20 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// A convolution's f32 accumulator `acc` ([N, F, OH, OW]) plus its [F]
+/// `bias` widened to f32, rounded once to `type`: the bias joins the sum
+/// before the rounding, as in the linalg lowering.
+Value addConvBias(OpBuilder &b, Location loc, Value acc, Value bias,
+                  RankedTensorType type) {
+  Type f32 = b.getF32Type();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  if (biasType.getElementType() != f32)
+    bias = CastOp::create(b, loc, biasType.clone(f32), bias);
+  Value column = ReshapeOp::create(
+      b, loc, RankedTensorType::get({biasType.getDimSize(0), 1, 1}, f32), bias);
+  return roundTo(b, loc, AddOp::create(b, loc, acc, column), type);
+}
+
 /// The runtime's GEMM sizes of `lhs` (transposed when `ta`) times an operand
 /// into a result of shape `out` ([m, n] or [batch, m, n]).
 struct GemmDims {
@@ -268,12 +282,23 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
     }
     ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
                       d = op.getDilation();
-
-    replaceWithRuntimeCall(rewriter, op, callee, {first, second},
-                           {*runtimeDTypeOf(first), *runtimeDTypeOf(second),
-                            input[0], input[1], input[2], input[3], filter[0],
-                            filter[2], filter[3], output[2], output[3], s[0],
-                            s[1], p[0], p[1], d[0], d[1]});
+    SmallVector<int64_t> params = {
+        *runtimeDTypeOf(first), *runtimeDTypeOf(second),
+        input[0], input[1], input[2], input[3], filter[0], filter[2],
+        filter[3], output[2], output[3], s[0], s[1], p[0], p[1], d[0], d[1]};
+    if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
+      if (Value bias = op.getBias()) {
+        Value acc = createRuntimeCall(
+                        rewriter, op, callee,
+                        TypeRange{type.clone(rewriter.getF32Type())},
+                        {first, second}, params)
+                        .getResult(0);
+        rewriter.replaceOp(
+            op, addConvBias(rewriter, op.getLoc(), acc, bias, type));
+        return success();
+      }
+    }
+    replaceWithRuntimeCall(rewriter, op, callee, {first, second}, params);
     return success();
   }
 
@@ -512,12 +537,16 @@ template <typename OpTy> struct ConvAsGemm : OpRewritePattern<OpTy> {
     };
     Value result;
     if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
-      Value y =
-          buildRuntimeGemm(rewriter, op, target, reshape(a, {g.f, g.rows()}),
-                           buildIm2col(rewriter, loc, b, g), g.f, g.cols(),
-                           g.rows(), false, false, element);
+      // With a bias, the product stays f32 until the bias is added.
+      Value bias = op.getBias();
+      Value y = buildRuntimeGemm(
+          rewriter, op, target, reshape(a, {g.f, g.rows()}),
+          buildIm2col(rewriter, loc, b, g), g.f, g.cols(), g.rows(), false,
+          false, bias ? rewriter.getF32Type() : element);
       result = reshape(transpose(reshape(y, {g.f, g.n, pixels}), {1, 0, 2}),
                        type.getShape());
+      if (bias)
+        result = addConvBias(rewriter, loc, result, bias, type);
     } else if constexpr (std::is_same_v<OpTy, Conv2dGradInputOp>) {
       Value dcol = buildRuntimeGemm(
           rewriter, op, target, reshape(a, {g.f, g.rows()}), gradRows(b),

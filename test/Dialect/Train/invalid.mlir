@@ -185,6 +185,24 @@ func.func @conv_channels(%x: tensor<1x3x28x28xf32>, %w: tensor<8x1x3x3xf32>) -> 
 
 // -----
 
+func.func @conv_bias_shape(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op bias shape [3] is not [4] (the filter's output channels)}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w, %b : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @conv_bias_type(%x: tensor<1x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %b: tensor<4xf32>) -> tensor<1x4x6x6xf16> {
+  // expected-error @+2 {{'train.conv2d' op operand element types 'f16' and 'f32' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w, %b : tensor<1x3x8x8xf16>, tensor<4x3x3x3xf16>, tensor<4xf32> -> tensor<1x4x6x6xf16>
+  return %0 : tensor<1x4x6x6xf16>
+}
+
+// -----
+
 func.func @conv_window(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x5x5xf32>) -> tensor<1x1x1x1xf32> {
   // expected-error @+2 {{'train.conv2d' op window 5 (kernel 5, dilation 1) exceeds padded input 4 in dimension H}}
   // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}

@@ -79,6 +79,9 @@ func.func @conv_and_pool(%x: tensor<2x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) ->
   %3 = train.avg_pool2d %0 kernel [3, 3] strides [2, 2] padding [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
   // CHECK: train.conv2d %{{.*}}, %{{.*}} padding [2, 2] dilation [2, 2] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x32x32xf32>
   %4 = train.conv2d %x, %w padding [2, 2] dilation [2, 2] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<2x16x32x32xf32>
+  // CHECK: train.conv2d %{{.*}}, %{{.*}}, %{{.*}} padding [1, 1] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<2x16x32x32xf32>
+  %b = train.constant dense<0.5> : tensor<16xf32>
+  %cb = train.conv2d %x, %w, %b padding [1, 1] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<2x16x32x32xf32>
   %5 = train.avg_pool2d %4 kernel [2, 2] strides [2, 2] padding [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x17x17xf32>
   return %0, %1, %2, %5 : tensor<2x16x32x32xf32>, tensor<2x16x15x15xf32>, tensor<2x16x16x16xf32>, tensor<2x16x17x17xf32>
 }

@@ -596,6 +596,40 @@ TEST_F(GradientCheck, Conv2d) {
                    attr(cv.strides) + " padding " + attr(cv.padding) +
                    " dilation " + attr(cv.dilation));
     }
+  compileOptions.convAsGemm = false;
+}
+
+// A convolution with its bias operand: y[n, f, ...] += b[f], through the
+// runtime's convolution, the im2col GEMM and the generated loops.
+TEST_F(GradientCheck, Conv2dBias) {
+  Shape x = {2, 2, 5, 5}, w = {3, 2, 3, 3}, b = {3}, out = {2, 3, 3, 3};
+  struct Mode {
+    bool blas, asGemm;
+    const char *name;
+  };
+  for (Mode mode : {Mode{true, false, "runtime"}, Mode{true, true, "im2col"},
+                    Mode{false, false, "loops"}}) {
+    compileOptions.blas = mode.blas;
+    compileOptions.convAsGemm = mode.asGemm;
+    GradCase c{{x, w, b},
+               out,
+               "  %y = train.conv2d %p0, %p1, %p2 : " + f32(x) + ", " + f32(w) +
+                   ", " + f32(b) + " -> " + f32(out),
+               [=](const std::vector<Values> &p) {
+                 Shape o;
+                 Values y = ref::conv2d(p[0], x, p[1], w, {1, 1}, {0, 0},
+                                        {1, 1}, o);
+                 for (size_t i = 0; i < y.size(); ++i)
+                   y[i] += p[2][(i / 9) % 3];
+                 return y;
+               },
+               -1,
+               1,
+               0,
+               {}};
+    check(c, std::string("conv2d with bias, ") + mode.name);
+  }
+  compileOptions = {};
 }
 
 TEST_F(GradientCheck, Pooling) {

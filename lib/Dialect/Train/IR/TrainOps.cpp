@@ -184,11 +184,29 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   auto filter = asTensor(adaptor.getFilter().getType());
   if (failed(checkSameElementType(location, getOperationName(), input, filter)))
     return failure();
-  return pushResult(location, getOperationName(),
-                    inferConv2dShape(input.getShape(), filter.getShape(),
-                                     adaptor.getStrides(), adaptor.getPadding(),
-                                     adaptor.getDilation()),
-                    input.getElementType(), results);
+  if (failed(pushResult(location, getOperationName(),
+                        inferConv2dShape(input.getShape(), filter.getShape(),
+                                         adaptor.getStrides(),
+                                         adaptor.getPadding(),
+                                         adaptor.getDilation()),
+                        input.getElementType(), results)))
+    return failure();
+  Value bias = adaptor.getBias();
+  if (!bias)
+    return success();
+  auto biasType = asTensor(bias.getType());
+  if (!biasType)
+    return failure();
+  if (failed(
+          checkSameElementType(location, getOperationName(), input, biasType)))
+    return failure();
+  int64_t features = filter.getDimSize(0);
+  if (biasType.getShape() != ArrayRef<int64_t>{features})
+    return emitOpFailure(location, getOperationName(),
+                         "bias shape " + formatShape(biasType.getShape()) +
+                             " is not [" + Twine(features) +
+                             "] (the filter's output channels)");
+  return success();
 }
 
 /// The accumulator of a contraction: the `accumulate` attribute, else f32 for

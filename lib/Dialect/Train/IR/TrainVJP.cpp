@@ -335,6 +335,9 @@ LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
         grads[1] = Conv2dGradFilterOp::create(
             b, loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
             getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+        if (getBias()) // summed over the batch and every position
+          grads[2] = ReduceSumOp::create(b, loc, dy,
+                                         b.getDenseI64ArrayAttr({0, 2, 3}));
       });
 }
 

@@ -299,28 +299,36 @@ def Train_BatchMatmulOp : Train_Op<"batch_matmul",
 
 def Train_Conv2dOp : Train_Op<"conv2d",
     !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
-  let summary = "2-D convolution, NCHW input, FCHW filter";
+  let summary = "2-D convolution, NCHW input, FCHW filter (+ bias [F])";
   let description = [{
     Cross-correlation of an `[N, C, H, W]` input with an `[F, C, KH, KW]`
     filter, giving `[N, F, OH, OW]` with
     `OH = (H + 2*padding[0] - dilation[0]*(KH-1) - 1) / strides[0] + 1` (and
     likewise OW). `strides` and `dilation` default to `[1, 1]`, `padding`
-    (zeros, symmetric) to `[0, 0]`. A bias is a broadcast `train.add`.
+    (zeros, symmetric) to `[0, 0]`.
+
+    An optional `[F]` bias of the operands' element type is added to every
+    output position of its channel in the accumulator, before the single
+    rounding to the result type, as PyTorch's (cuDNN's, oneDNN's) biased
+    convolution does: autocast runs the whole layer in the low type, as for
+    `nn.Conv2d(bias=True)` under torch.autocast.
 
     ```mlir
     %y = train.conv2d %x, %w padding [1, 1] : tensor<128x1x28x28xf32>, tensor<32x1x3x3xf32> -> tensor<128x32x28x28xf32>
+    %z = train.conv2d %x, %w, %b padding [1, 1] : tensor<128x1x28x28xf16>, tensor<32x1x3x3xf16>, tensor<32xf16> -> tensor<128x32x28x28xf16>
     ```
   }];
   let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$filter,
+    Optional<Train_FloatTensor>:$bias,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
     OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $filter (`strides` $strides^)? (`padding` $padding^)?
+    $input `,` $filter (`,` $bias^)? (`strides` $strides^)? (`padding` $padding^)?
     (`dilation` $dilation^)? (`accumulate` $accumulate^)?
-    attr-dict `:` type($input) `,` type($filter) `->` type($result)
+    attr-dict `:` type($input) `,` type($filter) (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

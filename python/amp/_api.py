@@ -320,7 +320,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             dtype: torch.dtype = torch.float16, backend: str = "cpu",
             init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
             backoff_factor: float = 0.5, growth_interval: int = 2000,
-            enabled: bool = True) -> Step:
+            enabled: bool = True, accumulate: int = 1,
+            clip_grad_norm: Optional[float] = None) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (input, target): ``loss_fn(model(input), target)``
@@ -329,8 +330,12 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     its learning rate is read at every call. ``opt_level`` is Apex's O0-O3,
     ``dtype`` torch.float16 or torch.bfloat16; ``init_scale``,
     ``growth_factor``, ``backoff_factor``, ``growth_interval`` and
-    ``enabled`` are torch.amp.GradScaler's. The model is not run, changed or
-    moved.
+    ``enabled`` are torch.amp.GradScaler's. ``accumulate=N`` makes every
+    call a micro-batch and updates once per N calls with the mean of their
+    gradients (the AMP tutorials' loop with ``loss / N``);
+    ``clip_grad_norm=C`` clips the (unscaled) gradients to global 2-norm C
+    before each update, as ``scaler.unscale_`` + ``clip_grad_norm_``. The
+    model is not run, changed or moved.
     """
     if opt_level not in ("O0", "O1", "O2", "O3"):
         raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
@@ -338,6 +343,10 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
+    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+        raise ValueError(f"accumulate must be a positive int, given {accumulate!r}")
+    if clip_grad_norm is not None and not clip_grad_norm > 0:
+        raise ValueError(f"clip_grad_norm must be positive (or None), given {clip_grad_norm!r}")
     optimizer_flags, training = _optimizer_flags(optimizer, model)
     imported = _importer.import_model(model, loss_fn, example_inputs, training)
     flags = [f"--backend={backend}", f"--opt-level={opt_level}",
@@ -346,6 +355,9 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
               f"--backoff-factor={backoff_factor!r}", f"--growth-interval={growth_interval}"]
     if not enabled:
         flags.append("--loss-scale=none")
+    flags.append(f"--accumulate={accumulate}")
+    if clip_grad_norm is not None:
+        flags.append(f"--clip-norm={float(clip_grad_norm)!r}")
     # The artifact is loaded (dlopen'ed) before its directory goes: nothing
     # is left on disk, whatever happens after.
     with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from ._api import Step, StepResult, compile, to_mlir
 from ._errors import CompileError, UnsupportedModelError, UnsupportedNode
+from ._explain import Report, explain
 
 __all__ = [
     "compile",
     "to_mlir",
+    "explain",
+    "Report",
     "Step",
     "StepResult",
     "CompileError",

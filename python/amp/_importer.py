@@ -63,6 +63,19 @@ class Argument:
 
 
 @dataclasses.dataclass
+class ImportedNode:
+    """One node of the captured graph and the train ops it became."""
+
+    name: str  # the graph's node name ("conv2d_1")
+    op: str  # the ATen op ("aten.conv2d.default")
+    module: str  # module path ("layer1.0.conv1"; "" at the top level)
+    module_type: str  # "Conv2d", or "" for functions
+    file: str
+    line: int
+    train_ops: List[str]  # in emission order; empty for an identity
+
+
+@dataclasses.dataclass
 class ImportedModel:
     """The forward function as text and what the Python side needs of it."""
 
@@ -71,6 +84,10 @@ class ImportedModel:
     # num_batches_tracked buffers the step does not carry (counted in
     # Python): their names.
     counters: List[str]
+    # Every call node, in graph order (for amp.explain).
+    nodes: List[ImportedNode] = dataclasses.field(default_factory=list)
+    # What blocks compilation (import_model(strict=False) only).
+    problems: List[UnsupportedNode] = dataclasses.field(default_factory=list)
 
 
 class _LossModule(torch.nn.Module):
@@ -676,12 +693,14 @@ class Training:
 
 def import_model(model: torch.nn.Module, loss_fn: Callable,
                  example_inputs: Tuple[torch.Tensor, ...],
-                 training: Optional[Training] = None) -> ImportedModel:
+                 training: Optional[Training] = None,
+                 strict: bool = True) -> ImportedModel:
     """Imports ``loss_fn(model(*inputs), target)`` as a forward function.
 
     ``training`` says which parameters are trained, in which group; without
     it, those with ``requires_grad`` are, in one group.
-    Raises UnsupportedModelError listing every node that cannot be mapped.
+    Raises UnsupportedModelError listing every node that cannot be mapped;
+    with ``strict=False`` returns them in ``problems`` instead (and no text).
     """
     if training is None:
         training = Training({name: (0, None) for name, p in model.named_parameters()
@@ -691,10 +710,13 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError,
             RuntimeError) as error:  # data-dependent control flow and shapes
         path, line = _user_frame_of_error(error)
-        raise UnsupportedModelError([UnsupportedNode(
+        problem = UnsupportedNode(
             "", "torch.export", "<capture>", line,
             str(error).splitlines()[0] + " (control flow or a shape that depends on "
-            "tensor values cannot be compiled into a static step)", path)]) from error
+            "tensor values cannot be compiled into a static step)", path)
+        if not strict:
+            return ImportedModel("", [], [], [], [problem])
+        raise UnsupportedModelError([problem]) from error
     signature = program.graph_signature
     graph = program.graph
     em = _Emitter()
@@ -755,6 +777,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
 
     em.argument_count = len(arguments)
     loss_value: Optional[str] = None
+    nodes: List[ImportedNode] = []
     for node in graph.nodes:
         if node.op != "call_function":
             if node.op == "output":
@@ -766,6 +789,10 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         where = f'"{path}":{line}:0'
         em.location = f'loc("{module}"({where}))' if module else f"loc({where})"
         target = node.target
+        first_line = len(em.lines)
+        record = ImportedNode(node.name, str(target), module, _module_type(node) or "",
+                              path, line, [])
+        nodes.append(record)
         try:
             if target is torch.ops.aten.add_.Tensor and node.args and \
                     em.values.get(node.args[0], ("",))[0] == "<counter>":
@@ -775,6 +802,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
                 continue
             if target is torch.ops.aten.batch_norm.default:
                 em.values[node] = _emit_batch_norm(em, node, arguments, state_updates)
+                record.train_ops = ["train.batch_norm"]
                 continue
             functional = _IN_PLACE.get(target, target)
             handler = _HANDLERS.get(functional)
@@ -786,6 +814,8 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             em.values[node] = (handler(em, node), _shape(node), _element(node))
             if functional is not target:
                 em.values[node.args[0]] = em.values[node]
+            record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
+                                for line in em.lines[first_line:]]
         except _Unsupported as reason:
             problems.append(UnsupportedNode(
                 module, _module_type(node) or "", str(target), line, str(reason), path))
@@ -793,6 +823,8 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             em.values[node] = ("<unsupported>", _shape(node) if "val" in node.meta and
                                hasattr(node.meta["val"], "shape") else (), "f32")
     if problems:
+        if not strict:
+            return ImportedModel("", arguments, counters, nodes, problems)
         raise UnsupportedModelError(problems)
 
     if em.counter_argument is not None:  # the dropout masks' step counter
@@ -812,7 +844,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     text = ("func.func @forward(\n" + signature_text + "\n  ) -> (" + ", ".join(results) +
             ") {\n" + "\n".join(em.lines) + "\n  return " + ", ".join(returns) + " : " +
             ", ".join(results) + "\n}\n")
-    return ImportedModel(text, arguments, counters)
+    return ImportedModel(text, arguments, counters, nodes)
 
 
 def _argument_text(index: int, a: Argument) -> str:

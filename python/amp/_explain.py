@@ -1,0 +1,150 @@
+"""amp.explain: what amp makes of a model, node by node (docs/Python.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import tempfile
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from . import _importer
+from ._errors import CompileError, UnsupportedNode
+
+_DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+@dataclasses.dataclass
+class TrainOp:
+    """One train op a node became, and the precision autocast gives it."""
+
+    op: str  # "train.conv2d"
+    precision: str  # "f16", "f32", ... ("-" for ops without a float result)
+    reason: str  # "lower list", "follows its input", ...
+
+
+@dataclasses.dataclass
+class ExplainedNode:
+    """A node of the captured graph: the ATen op, where it comes from, and
+    the train ops it maps to (none for an identity such as ``contiguous``
+    or a counter kept in Python such as ``num_batches_tracked``)."""
+
+    op: str
+    module: str
+    module_type: str
+    file: str
+    line: int
+    train_ops: List[TrainOp]
+
+
+@dataclasses.dataclass
+class Report:
+    """What amp.explain returns; ``str(report)`` is the readable table."""
+
+    opt_level: str
+    dtype: str
+    nodes: List[ExplainedNode]
+    blocking: List[UnsupportedNode]
+    ops_by_precision: Dict[str, int]
+    activation_bytes: Dict[str, float]
+
+    @property
+    def compiles(self) -> bool:
+        """Whether amp.compile can compile the model (no blocking node)."""
+        return not self.blocking
+
+    def __str__(self) -> str:
+        rows = [("source", "module", "ATen op", "train ops (precision at "
+                 f"{self.opt_level} {self.dtype})")]
+        for n in self.nodes:
+            where = f"{os.path.basename(n.file)}:{n.line}" if n.file else "?"
+            module = n.module or "<top>"
+            if n.module_type:
+                module += f" ({n.module_type})"
+            ops = ", ".join(f"{t.op} {t.precision}" + (f" [{t.reason}]" if t.reason else "")
+                            for t in n.train_ops) or "(nothing: identity or kept in Python)"
+            rows.append((where, module, n.op, ops))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
+                 for r in rows]
+        out = [f"amp.explain: {len(self.nodes)} nodes"] + lines
+        if self.blocking:
+            out.append(f"{len(self.blocking)} node(s) block compilation:")
+            out += [f"  {b}" for b in self.blocking]
+        else:
+            counts = ", ".join(f"{k}: {v}" for k, v in sorted(self.ops_by_precision.items()))
+            out.append(f"ops by precision: {counts}")
+            if self.activation_bytes:
+                out.append("activation memory: {:.0f} bytes at {} against {:.0f} in f32 "
+                           "({:.0%} saved)".format(
+                               self.activation_bytes.get("mixed", 0), self.opt_level,
+                               self.activation_bytes.get("f32", 0),
+                               self.activation_bytes.get("saved_fraction", 0)))
+        return "\n".join(out)
+
+
+def _amp_opt() -> str:
+    """amp-opt of this build ($AMP_OPT, else next to amp-compile)."""
+    explicit = os.environ.get("AMP_OPT")
+    if explicit:
+        return explicit
+    from ._api import _amp_compile
+    return os.path.join(os.path.dirname(_amp_compile()), "amp-opt")
+
+
+def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict]:
+    """amp-autocast + amp-precision-report's JSON for the forward: its ops
+    (program order) and the whole function entry."""
+    with tempfile.TemporaryDirectory(prefix="amp-explain-") as directory:
+        source = os.path.join(directory, "model.mlir")
+        report = os.path.join(directory, "report.json")
+        with open(source, "w") as f:
+            f.write(text)
+        run = subprocess.run(
+            [_amp_opt(), source, f"--amp-autocast=opt-level={opt_level} dtype={dtype}",
+             f"--amp-precision-report=format=json output={report}", "-o", os.devnull],
+            capture_output=True, text=True)
+        if run.returncode != 0:
+            raise CompileError(run.stderr.strip() or f"amp-opt exited {run.returncode}")
+        with open(report) as f:
+            function = json.load(f)["functions"][0]
+    return function["ops"], function
+
+
+def explain(model: torch.nn.Module, loss_fn: Callable,
+            example_inputs: Tuple[torch.Tensor, ...], *, opt_level: str = "O1",
+            dtype: torch.dtype = torch.float16) -> Report:
+    """What amp makes of ``loss_fn(model(*inputs), target)``: every node of
+    the captured graph with its module path and source line, the train ops
+    it maps to and the precision each gets at ``opt_level`` / ``dtype``
+    (amp-autocast's decision and its reason), and every node that blocks
+    compilation with the reason. Never raises for an unsupported model (the
+    report lists why); the model is not run or changed."""
+    if opt_level not in ("O0", "O1", "O2", "O3"):
+        raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
+    if dtype not in _DTYPE_NAMES:
+        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
+    imported = _importer.import_model(model, loss_fn, example_inputs, strict=False)
+    decided: List[dict] = []
+    function: dict = {}
+    if not imported.problems:
+        decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype])
+    # The report lists the forward's train ops in program order, which is
+    # the order the importer emitted them in (autocast adds only casts,
+    # listed apart): the k-th op of the report is the k-th emitted.
+    queue = list(decided)
+    nodes = []
+    for n in imported.nodes:
+        ops = []
+        for name in n.train_ops:
+            if queue and queue[0]["op"] == name:
+                entry = queue.pop(0)
+                ops.append(TrainOp(name, entry["precision"], entry["reason"]))
+            else:
+                ops.append(TrainOp(name, "-", ""))
+        nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops))
+    return Report(opt_level, _DTYPE_NAMES[dtype], nodes, imported.problems,
+                  function.get("ops_by_precision", {}), function.get("activation_bytes", {}))

@@ -1,0 +1,68 @@
+"""amp.explain: every node, the train ops it maps to and their precision;
+every node that blocks compilation, with the reason."""
+
+import inspect
+
+import torch
+import torch.nn as nn
+
+import amp
+from models import Net, batches, mlp
+from test_errors import WithLSTM
+
+
+def test_every_node_with_its_train_ops_precision_and_line():
+    model = Net(bias=True)
+    report = amp.explain(model, nn.CrossEntropyLoss(), batches(1)[0])
+    assert report.compiles and not report.blocking
+    ops = {n.op: n for n in report.nodes}
+    conv = ops["aten.conv2d.default"]
+    assert conv.module == "conv" and conv.file.endswith("models.py")
+    source = inspect.getsource(Net.forward).splitlines()
+    start = Net.forward.__code__.co_firstlineno
+    assert "self.conv(x)" in source[conv.line - start]
+    assert [(t.op, t.precision) for t in conv.train_ops] == [("train.conv2d", "f16")]
+    assert "lower" in conv.train_ops[0].reason
+    assert [(t.op, t.precision) for t in ops["aten.relu.default"].train_ops] == \
+        [("train.relu", "f16")]
+    loss = ops["aten.cross_entropy_loss.default"]
+    assert loss.module == "loss_fn" and loss.train_ops[0].precision == "f32"
+    emitted = sum(len(n.train_ops) for n in report.nodes)
+    assert sum(report.ops_by_precision.values()) == emitted
+    assert 0.4 < report.activation_bytes["saved_fraction"] < 0.6
+    text = str(report)
+    assert "train.conv2d f16" in text and "models.py:" in text
+
+
+def test_o0_keeps_everything_f32_and_bf16_is_named():
+    report = amp.explain(mlp(), nn.CrossEntropyLoss(), batches(1)[0], opt_level="O0")
+    assert {t.precision for n in report.nodes for t in n.train_ops} == {"f32"}
+    report = amp.explain(mlp(), nn.CrossEntropyLoss(), batches(1)[0], dtype=torch.bfloat16)
+    assert "bf16" in {t.precision for n in report.nodes for t in n.train_ops}
+
+
+def test_blocking_nodes_are_listed_not_raised():
+    model = WithLSTM()
+    report = amp.explain(model, nn.CrossEntropyLoss(), batches(1)[0])
+    assert not report.compiles
+    assert any(b.module == "rnn" and "lstm" in b.op for b in report.blocking)
+    linear = next(n for n in report.nodes if n.op == "aten.linear.default")
+    assert linear.train_ops[0].op == "train.matmul"
+    assert "block compilation" in str(report)
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.fc(x.flatten(1))
+        return -self.fc(x.flatten(1))
+
+
+def test_control_flow_is_a_blocking_capture():
+    report = amp.explain(Branchy(), nn.CrossEntropyLoss(), batches(1)[0])
+    assert not report.compiles and report.blocking[0].op == "<capture>"
+    assert report.blocking[0].file.endswith("test_explain.py")

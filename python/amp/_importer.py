@@ -549,20 +549,50 @@ def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
 
 
+def _averaging_matrix(inputs: int, outputs: int) -> List[List[float]]:
+    """Row i averages PyTorch's adaptive window i of ``inputs`` positions:
+    [floor(i * in / out), ceil((i + 1) * in / out))."""
+    rows = []
+    for i in range(outputs):
+        start, end = (i * inputs) // outputs, -((-(i + 1) * inputs) // outputs)
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0
+                     for j in range(inputs)])
+    return rows
+
+
 def _adaptive_avg_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
     x = _operand(em, node.args[0])
     size = list(node.args[1])
     size = [size[0]] * 2 if len(size) == 1 else size
-    height, width = x[1][2:]
-    if height % size[0] or width % size[1]:
-        raise _Unsupported(f"an output size {size} that does not divide the input's "
-                           f"{[height, width]}")
-    kernel = [height // size[0], width // size[1]]
+    n, c, height, width = x[1]
+    size = [height if s is None else s for s in size[:1]] + \
+        [width if s is None else s for s in size[1:]]
     shape, element = _shape(node), _element(node)
-    if kernel == [1, 1]:
-        return x[0]
-    return em.op(f"train.avg_pool2d {x[0]} kernel {kernel} strides {kernel} : "
-                 f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
+    if height % size[0] == 0 and width % size[1] == 0:
+        kernel = [height // size[0], width // size[1]]
+        if kernel == [1, 1]:
+            return x[0]
+        return em.op(f"train.avg_pool2d {x[0]} kernel {kernel} strides {kernel} : "
+                     f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
+    # Windows of different sizes (7x7 from 1x1 or 3x3 maps, say): the pooling
+    # is linear and separable, out = P_h x P_w^T per image and channel, with
+    # PyTorch's windows as the rows of two constant averaging matrices.
+    def matrix(rows: List[List[float]]) -> Value:
+        text = "[" + ", ".join("[" + ", ".join(float_literal(v) for v in r) + "]"
+                               for r in rows) + "]"
+        shape3 = (1, len(rows), len(rows[0]))
+        return (em.op(f"train.constant dense<[{text}]> : {tensor_type(shape3, element)}"),
+                shape3, element)
+    planes = _reshape(em, x, (n * c, height, width))
+    ph, pw = matrix(_averaging_matrix(height, size[0])), matrix(_averaging_matrix(width, size[1]))
+    rows_shape = (n * c, size[0], width)
+    rows = em.op(f"train.batch_matmul {ph[0]}, {planes[0]} : {tensor_type(ph[1], element)}, "
+                 f"{tensor_type(planes[1], element)} -> {tensor_type(rows_shape, element)}")
+    out_shape = (n * c, size[0], size[1])
+    out = em.op(f"train.batch_matmul {rows}, {pw[0]} transpose_rhs : "
+                f"{tensor_type(rows_shape, element)}, {tensor_type(pw[1], element)} -> "
+                f"{tensor_type(out_shape, element)}")
+    return _reshape(em, (out, out_shape, element), shape)[0]
 
 
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:

@@ -402,6 +402,17 @@ def _softmax(op: str) -> Callable:
     return handler
 
 
+def _hardtanh(em: _Emitter, node: torch.fx.Node) -> str:
+    """hardtanh(x, min_val=-1, max_val=1); nn.ReLU6 is hardtanh(x, 0, 6)."""
+    x = _operand(em, node.args[0])
+    lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min_val", -1.0)
+    hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max_val", 1.0)
+    if not lo < hi:
+        raise _Unsupported(f"min_val {lo} not below max_val {hi}")
+    return em.op(f"train.clamp {x[0]} min {float_literal(lo)} max {float_literal(hi)} : "
+                 f"{tensor_type(x[1], x[2])}")
+
+
 def _gelu(em: _Emitter, node: torch.fx.Node) -> str:
     x = _operand(em, node.args[0])
     approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
@@ -504,12 +515,18 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
     padding = args[4] if args[4] is not None else [0, 0]
     dilation = list(args[5] or [1, 1])
     groups = args[6] or 1
-    if groups != 1:
-        raise _Unsupported("groups != 1 (grouped convolution is not in the dialect yet)")
-    if isinstance(padding, str):
-        raise _Unsupported(f"padding='{padding}'")
+    stride, dilation = ([v[0]] * 2 if len(v) == 1 else v for v in (stride, dilation))
+    if isinstance(padding, str):  # 'valid' or 'same' (stride 1)
+        if padding == "valid":
+            padding = [0, 0]
+        else:
+            total = [dl * (k - 1) for dl, k in zip(dilation, w[1][2:])]
+            if any(t % 2 for t in total):
+                raise _Unsupported(f"padding='same' with an even window {total} "
+                                   "(PyTorch pads one more at the end: asymmetric)")
+            padding = [t // 2 for t in total]
     padding = list(padding)
-    stride, padding, dilation = ([v] * 2 if len(v) == 1 else v for v in (stride, padding, dilation))
+    padding = [padding[0]] * 2 if len(padding) == 1 else padding
     shape, element = _shape(node), _element(node)
     attrs = ""
     if stride != [1, 1]:
@@ -518,6 +535,8 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
         attrs += f" padding {padding}"
     if dilation != [1, 1]:
         attrs += f" dilation {dilation}"
+    if groups != 1:
+        attrs += f" groups {groups}"
     if bias is None:
         return em.op(f"train.conv2d {x[0]}, {w[0]}{attrs} : {tensor_type(x[1], x[2])}, "
                      f"{tensor_type(w[1], w[2])} -> {tensor_type(shape, element)}")
@@ -663,6 +682,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.embedding.default: _embedding,
     torch.ops.aten.dropout.default: _dropout,
     torch.ops.aten.gelu.default: _gelu,
+    torch.ops.aten.hardtanh.default: _hardtanh,
     # pooling
     torch.ops.aten.max_pool2d.default: _max_pool2d,
     torch.ops.aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
@@ -681,6 +701,7 @@ _IN_PLACE = {
     torch.ops.aten.relu_.default: torch.ops.aten.relu.default,
     torch.ops.aten.tanh_.default: torch.ops.aten.tanh.default,
     torch.ops.aten.sigmoid_.default: torch.ops.aten.sigmoid.default,
+    torch.ops.aten.hardtanh_.default: torch.ops.aten.hardtanh.default,
 }
 
 # Ops that change nothing the step computes.

@@ -23,6 +23,7 @@
 // CPU: llvm.func @optimizer_and_loss_scaling(
 // CPU: llvm.func @runtime_call(
 // CPU: llvm.call @amp_test_gemm(
+// CPU: llvm.func @grouped_conv(
 // CUDA-NOT: train.
 // CUDA: llvm.func @elementwise(
 // CUDA: gpu.binary @elementwise_kernel
@@ -37,6 +38,7 @@
 // CUDA: llvm.func @optimizer_and_loss_scaling(
 // CUDA: llvm.func @runtime_call(
 // CUDA: llvm.call @amp_test_gemm(
+// CUDA: llvm.func @grouped_conv(
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
@@ -127,14 +129,17 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x1x4xf32
   return %0, %1, %2 : tensor<3xf32>, tensor<2x1x4xf32>, tensor<f32>
 }
 
+// (grouped train.conv2d and its gradients: @grouped_conv)
 // train.embedding train.dropout (with and without a step) train.increment
+// train.clamp
 func.func @embedding_dropout(%table: tensor<10x4xf32>, %ids: tensor<2x3xi32>, %count: tensor<i32>)
     -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>) {
   %0 = train.embedding %table, %ids : tensor<10x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
   %1 = train.dropout %0 rate 0.1 seed 42 : tensor<2x3x4xf32>
   %2 = train.dropout %0 rate 0.1 seed 43 step %count : tensor<2x3x4xf32>
+  %c = train.clamp %2 min 0.0 max 6.0 : tensor<2x3x4xf32>
   %3 = train.increment %count : tensor<i32>
-  return %0, %1, %2, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>
+  return %0, %1, %c, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>
 }
 
 // train.reshape train.transpose train.broadcast train.constant train.concat
@@ -250,4 +255,12 @@ func.func private @amp_test_gemm(index, index, index, i64, i64, i64, i64, i64, i
 func.func @runtime_call(%a: tensor<4x8xf16>, %b: tensor<8x3xf16>) -> tensor<4x3xf32> {
   %0 = train.runtime_call @amp_test_gemm(%a, %b) [1, 1, 1, 4, 3, 8, 0, 0] : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
+}
+
+func.func @grouped_conv(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>, %dy: tensor<2x4x8x8xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>) {
+  %0 = train.conv2d %x, %w, %b padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>, tensor<4xf32> -> tensor<2x4x8x8xf32>
+  %1 = train.conv2d_grad_input %dy, %w padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
+  %2 = train.conv2d_grad_filter %dy, %x padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<4x1x3x3xf32>
+  return %0, %1, %2 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>
 }

@@ -296,3 +296,30 @@ func.func @dropout_step(%x: tensor<4x8xf32>, %count: tensor<i32>) -> (tensor<4x8
   %1 = train.increment %count : tensor<i32>
   return %0, %1 : tensor<4x8xf32>, tensor<i32>
 }
+
+// -----
+
+// clamp: minimumf with max, then maximumf with min (NaN kept).
+// CHECK-LABEL: func.func @clamp
+// CHECK: linalg.generic
+// CHECK: %[[HI:.*]] = arith.minimumf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.maximumf %[[HI]], %{{.*}} : f32
+func.func @clamp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = train.clamp %x min 0.0 max 6.0 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A depthwise convolution: the input and filter split into groups by
+// expand_shape (no data moved), one affine contraction over (n, g, fg, oh,
+// ow | cg, kh, kw), the result merged back to NCHW.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] {{.*}} : tensor<2x4x10x10xf32> into tensor<2x4x1x10x10xf32>
+// CHECK: tensor.expand_shape %arg1 {{\[\[}}0, 1], [2], [3], [4]] {{.*}} : tensor<4x1x3x3xf32> into tensor<4x1x1x3x3xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<2x4x1x8x8xf32> into tensor<2x4x8x8xf32>
+func.func @depthwise(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  %0 = train.conv2d %x, %w padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}

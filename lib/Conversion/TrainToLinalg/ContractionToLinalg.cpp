@@ -159,6 +159,200 @@ struct ContractionToLinalg : OpRewritePattern<OpTy> {
   }
 };
 
+/// Index arithmetic helpers for the gathering gradient bodies.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, c(y));
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value index(unsigned d) { return linalg::IndexOp::create(b, loc, d); }
+
+  /// For an input coordinate `in` and window offset `k`: whether some output
+  /// position o has o * stride + k * dilation - pad == in, and that o
+  /// (clamped into range when there is none).
+  std::pair<Value, Value> outputOf(Value in, Value k, int64_t stride,
+                                   int64_t dilation, int64_t pad,
+                                   int64_t outSize) {
+    Value numerator = sub(add(in, c(pad)), mul(k, dilation));
+    Value nonNegative = cmp(arith::CmpIPredicate::sge, numerator, c(0));
+    Value safe = arith::MaxSIOp::create(b, loc, numerator, c(0));
+    Value divisible =
+        cmp(arith::CmpIPredicate::eq,
+            arith::RemSIOp::create(b, loc, safe, c(stride)), c(0));
+    Value o = arith::DivSIOp::create(b, loc, safe, c(stride));
+    Value inRange = cmp(arith::CmpIPredicate::slt, o, c(outSize));
+    Value clamped = arith::MinSIOp::create(b, loc, o, c(outSize - 1));
+    return {both(both(nonNegative, divisible), inRange), clamped};
+  }
+};
+
+/// `value` with dimension `dim` split into (groups, size / groups).
+Value splitGroups(OpBuilder &b, Location loc, Value value, unsigned dim,
+                  int64_t groups) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape;
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0, j = 0; i < type.getRank(); ++i) {
+    if (i == dim) {
+      shape.append({groups, type.getDimSize(i) / groups});
+      reassociation.push_back({j, j + 1});
+      j += 2;
+      continue;
+    }
+    shape.push_back(type.getDimSize(i));
+    reassociation.push_back({j++});
+  }
+  return tensor::ExpandShapeOp::create(b, loc, type.clone(shape), value,
+                                       reassociation);
+}
+
+/// `value` with dimensions `dim` and `dim + 1` merged (splitGroups undone).
+Value mergeGroups(OpBuilder &b, Location loc, Value value, unsigned dim) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (i == dim) {
+      reassociation.push_back({i, i + 1});
+      ++i;
+      continue;
+    }
+    reassociation.push_back({i});
+  }
+  return tensor::CollapseShapeOp::create(b, loc, value, reassociation);
+}
+
+/// The grouped (and depthwise) convolution and its gradients as affine
+/// generics over the group-split operands: input [N, G, C/G, H, W], filter
+/// [G, F/G, C/G, KH, KW], output [N, G, F/G, OH, OW], reshaped from and back
+/// to NCHW / FCHW without moving data.
+struct GroupedConv {
+  PatternRewriter &b;
+  Location loc;
+  MLIRContext *ctx;
+  int64_t groups;
+  ArrayRef<int64_t> s, p, dil;
+  Type acc;
+
+  AffineExpr d(unsigned i) { return getAffineDimExpr(i, ctx); }
+  AffineMap map(ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(8, 0, exprs, ctx);
+  }
+  /// 5 parallel dimensions, then 3 summed.
+  SmallVector<utils::IteratorType> iterators() {
+    SmallVector<utils::IteratorType> it(5, utils::IteratorType::parallel);
+    it.append(3, utils::IteratorType::reduction);
+    return it;
+  }
+  /// acc += a * b over two inputs read through `maps`.
+  Value contract(ValueRange inputs, Value init, ArrayRef<AffineMap> maps) {
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{init.getType()}, inputs, ValueRange{init},
+               maps, iterators(),
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value prod = arith::MulFOp::create(
+                     nb, l, convertFloat(nb, l, args[0], acc),
+                     convertFloat(nb, l, args[1], acc));
+                 linalg::YieldOp::create(
+                     nb, l,
+                     arith::AddFOp::create(nb, l, args[2], prod).getResult());
+               })
+        .getResult(0);
+  }
+
+  /// y[n, g, fg, oh, ow] = bias + sum over (cg, kh, kw) of
+  /// x[n, g, cg, oh*s + kh*d, ow*s + kw*d] * w[g, fg, cg, kh, kw].
+  Value forward(Conv2dOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    Value x = splitGroups(b, loc, padSpatial(b, loc, op.getInput(), p, 0.0), 1,
+                          groups);
+    Value w = splitGroups(b, loc, op.getFilter(), 0, groups);
+    SmallVector<int64_t> out = {type.getDimSize(0), groups,
+                                type.getDimSize(1) / groups,
+                                type.getDimSize(2), type.getDimSize(3)};
+    Value init = filledTensor(b, loc, out, acc, 0.0);
+    if (Value bias = op.getBias())
+      init = buildElementwise(
+          b, loc, RankedTensorType::get(out, acc),
+          {{splitGroups(b, loc, bias, 0, groups),
+            AffineMap::get(5, 0, {d(1), d(2)}, ctx)}},
+          acc, [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    // (n, g, fg, oh, ow | cg, kh, kw)
+    Value y = contract(
+        {x, w}, init,
+        {map({d(0), d(1), d(5), d(3) * s[0] + d(6) * dil[0],
+              d(4) * s[1] + d(7) * dil[1]}),
+         map({d(1), d(2), d(5), d(6), d(7)}),
+         map({d(0), d(1), d(2), d(3), d(4)})});
+    return roundTo(b, loc, mergeGroups(b, loc, y, 1), type);
+  }
+
+  /// dw[g, fg, cg, kh, kw] = sum over (n, oh, ow) of dy[n, g, fg, oh, ow] *
+  /// x[n, g, cg, oh*s + kh*d, ow*s + kw*d].
+  Value gradFilter(Conv2dGradFilterOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    Value dy = splitGroups(b, loc, op.getGrad(), 1, groups);
+    Value x = splitGroups(b, loc, padSpatial(b, loc, op.getInput(), p, 0.0), 1,
+                          groups);
+    SmallVector<int64_t> out = {groups, type.getDimSize(0) / groups,
+                                type.getDimSize(1), type.getDimSize(2),
+                                type.getDimSize(3)};
+    // (g, fg, cg, kh, kw | n, oh, ow)
+    Value dw = contract(
+        {dy, x}, filledTensor(b, loc, out, acc, 0.0),
+        {map({d(5), d(0), d(1), d(6), d(7)}),
+         map({d(5), d(0), d(2), d(6) * s[0] + d(3) * dil[0],
+              d(7) * s[1] + d(4) * dil[1]}),
+         map({d(0), d(1), d(2), d(3), d(4)})});
+    return roundTo(b, loc, mergeGroups(b, loc, dw, 0), type);
+  }
+
+  /// dx[n, g, cg, h, w] = sum over (fg, kh, kw) of dy[n, g, fg, oh, ow] *
+  /// w[g, fg, cg, kh, kw] for the (oh, ow) whose window reads (h, w): a
+  /// gather, as the ungrouped form.
+  Value gradInput(Conv2dGradInputOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto dyType = cast<RankedTensorType>(op.getGrad().getType());
+    Value dy = splitGroups(b, loc, op.getGrad(), 1, groups);
+    Value w = splitGroups(b, loc, op.getFilter(), 0, groups);
+    SmallVector<int64_t> out = {type.getDimSize(0), groups,
+                                type.getDimSize(1) / groups,
+                                type.getDimSize(2), type.getDimSize(3)};
+    Value init = filledTensor(b, loc, out, acc, 0.0);
+    // (n, g, cg, h, w | fg, kh, kw)
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{w}, ValueRange{init},
+        {map({d(1), d(5), d(2), d(6), d(7)}),
+         map({d(0), d(1), d(2), d(3), d(4)})},
+        iterators(), [&](OpBuilder &nb, Location l, ValueRange args) {
+          IndexMath m{nb, l};
+          auto [validH, oh] = m.outputOf(m.index(3), m.index(6), s[0], dil[0],
+                                         p[0], dyType.getDimSize(2));
+          auto [validW, ow] = m.outputOf(m.index(4), m.index(7), s[1], dil[1],
+                                         p[1], dyType.getDimSize(3));
+          Value g = tensor::ExtractOp::create(
+              nb, l, dy,
+              ValueRange{m.index(0), m.index(1), m.index(5), oh, ow});
+          Value prod = arith::MulFOp::create(
+              nb, l, convertFloat(nb, l, g, acc),
+              convertFloat(nb, l, args[0], acc));
+          Value contrib =
+              arith::SelectOp::create(nb, l, m.both(validH, validW), prod,
+                                      scalarConstant(nb, l, acc, 0.0));
+          linalg::YieldOp::create(
+              nb, l, arith::AddFOp::create(nb, l, args[1], contrib).getResult());
+        });
+    return roundTo(b, loc, mergeGroups(b, loc, generic.getResult(0), 1), type);
+  }
+};
+
 struct Conv2dToLinalg : OpRewritePattern<Conv2dOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2dOp op,
@@ -166,6 +360,13 @@ struct Conv2dToLinalg : OpRewritePattern<Conv2dOp> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Type acc = op.getAccumulatorType();
+    if (op.getGroups() != 1) {
+      GroupedConv grouped{rewriter,         loc,           op.getContext(),
+                          op.getGroups(),   op.getStrides(), op.getPadding(),
+                          op.getDilation(), acc};
+      rewriter.replaceOp(op, grouped.forward(op));
+      return success();
+    }
     Value input =
         padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
     Value init = accumulatorInit(rewriter, loc, op, type.getShape(), acc);
@@ -221,41 +422,6 @@ struct Pool2dToLinalg : OpRewritePattern<OpTy> {
   }
 };
 
-/// Index arithmetic helpers for the gathering gradient bodies.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t y) {
-    return arith::MulIOp::create(b, loc, x, c(y));
-  }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value index(unsigned d) { return linalg::IndexOp::create(b, loc, d); }
-
-  /// For an input coordinate `in` and window offset `k`: whether some output
-  /// position o has o * stride + k * dilation - pad == in, and that o
-  /// (clamped into range when there is none).
-  std::pair<Value, Value> outputOf(Value in, Value k, int64_t stride,
-                                   int64_t dilation, int64_t pad,
-                                   int64_t outSize) {
-    Value numerator = sub(add(in, c(pad)), mul(k, dilation));
-    Value nonNegative = cmp(arith::CmpIPredicate::sge, numerator, c(0));
-    Value safe = arith::MaxSIOp::create(b, loc, numerator, c(0));
-    Value divisible =
-        cmp(arith::CmpIPredicate::eq,
-            arith::RemSIOp::create(b, loc, safe, c(stride)), c(0));
-    Value o = arith::DivSIOp::create(b, loc, safe, c(stride));
-    Value inRange = cmp(arith::CmpIPredicate::slt, o, c(outSize));
-    Value clamped = arith::MinSIOp::create(b, loc, o, c(outSize - 1));
-    return {both(both(nonNegative, divisible), inRange), clamped};
-  }
-};
-
 /// dx[n, c, h, w] = sum over f, kh, kw of dy[n, f, oh, ow] * w[f, c, kh, kw]
 /// for the (oh, ow) whose window reads (h, w): a gather, no scatter.
 struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
@@ -269,6 +435,11 @@ struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
     Type acc = op.getAccumulatorType();
     ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
                       dil = op.getDilation();
+    if (op.getGroups() != 1) {
+      GroupedConv grouped{rewriter, loc, ctx, op.getGroups(), s, p, dil, acc};
+      rewriter.replaceOp(op, grouped.gradInput(op));
+      return success();
+    }
     Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     // (n, c, h, w | f, kh, kw)
@@ -314,6 +485,13 @@ struct Conv2dGradFilterToLinalg : OpRewritePattern<Conv2dGradFilterOp> {
     auto type = cast<RankedTensorType>(op.getType());
     Type acc = op.getAccumulatorType();
     ArrayRef<int64_t> s = op.getStrides(), dil = op.getDilation();
+    if (op.getGroups() != 1) {
+      GroupedConv grouped{rewriter,       loc, ctx,
+                          op.getGroups(), s,   op.getPadding(),
+                          dil,            acc};
+      rewriter.replaceOp(op, grouped.gradFilter(op));
+      return success();
+    }
     Value x = padSpatial(rewriter, loc, op.getInput(), op.getPadding(), 0.0);
     Value init = filledTensor(rewriter, loc, type.getShape(), acc, 0.0);
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };

@@ -100,6 +100,28 @@ struct GeluToLinalg : OpRewritePattern<GeluOp> {
   }
 };
 
+/// clamp: maximumf(minimumf(x, max), min) in the compute type (NaN kept).
+struct ClampToLinalg : OpRewritePattern<ClampOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ClampOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    Type compute = getComputeType(type.getElementType());
+    double lo = op.getMin().convertToDouble(), hi = op.getMax().convertToDouble();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type,
+        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        compute, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value upper = arith::MinimumFOp::create(
+              b, l, args[0], scalarConstant(b, l, compute, hi));
+          return arith::MaximumFOp::create(b, l, upper,
+                                           scalarConstant(b, l, compute, lo));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct CastToLinalg : OpRewritePattern<CastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CastOp op,
@@ -314,7 +336,7 @@ struct IncrementToLinalg : OpRewritePattern<IncrementOp> {
 void amp::populateTrainElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseToLinalg, GeluToLinalg, CastToLinalg,
+  patterns.add<ElementwiseToLinalg, GeluToLinalg, ClampToLinalg, CastToLinalg,
                BroadcastToLinalg, DropoutToLinalg, IncrementToLinalg,
                ReluGradToLinalg, GeluGradToLinalg>(ctx);
 }

@@ -264,6 +264,8 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
     if (!runtimeCanCompute(op, acc))
       return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
                                              "convolution of f32/f16/bf16");
+    if (op.getGroups() != 1) // grouped and depthwise: the linalg lowering
+      return rewriter.notifyMatchFailure(op, "grouped convolution");
     auto type = cast<RankedTensorType>(op.getType());
     ArrayRef<int64_t> input, filter, output;
     Value first, second;
@@ -493,6 +495,8 @@ template <typename OpTy> struct ConvAsGemm : OpRewritePattern<OpTy> {
     if (!runtimeCanCompute(op, op.getAccumulatorType()))
       return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
                                              "convolution of f32/f16/bf16");
+    if (op.getGroups() != 1) // grouped and depthwise: the linalg lowering
+      return rewriter.notifyMatchFailure(op, "grouped convolution");
     Value a, b; // the two operands the GEMM multiplies (after reshapes)
     ArrayRef<int64_t> input, filter, output;
     auto type = cast<RankedTensorType>(op.getType());

@@ -1299,3 +1299,46 @@ func.func @batch_matmul_batch_dims(%a: tensor<2x3x4x5xf32>, %b: tensor<4x5x6xf32
 func.func @state_i8(%m: tensor<2xi8> {train.state}) {
   return
 }
+
+// -----
+
+func.func @clamp_bounds(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.clamp' op min 6.000000e+00 must be below max 0.000000e+00}}
+  %0 = train.clamp %x min 6.0 max 0.0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @conv_groups_divide(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op groups 3 must divide the input channels 4 and the filters 6}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w groups 3 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x6x6xf32>
+  return %0 : tensor<1x6x6x6xf32>
+}
+
+// -----
+
+func.func @conv_groups_channels(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op input channels 4 are not groups 2 x filter channels 1}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w groups 2 : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @conv_grad_groups(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{'train.conv2d_grad_input' op input channels 4 are not groups 2 x filter channels 1}}
+  %0 = train.conv2d_grad_input %dy, %w groups 2 : tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @conv_groups_zero(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+2 {{'train.conv2d' op groups must be at least 1, got 0}}
+  // expected-error @+1 {{'train.conv2d' op failed to infer returned types}}
+  %0 = train.conv2d %x, %w groups 0 : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}

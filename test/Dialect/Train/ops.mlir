@@ -124,6 +124,19 @@ func.func @embedding_dropout(%table: tensor<1000x64xf32>, %ids: tensor<8x16xi32>
   return %1 : tensor<8x16x64xf32>
 }
 
+// CHECK-LABEL: func.func @clamp_and_groups
+func.func @clamp_and_groups(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>, %dy: tensor<2x4x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>) {
+  // CHECK: train.clamp %{{.*}} min 0.000000e+00 max 6.000000e+00 : tensor<2x4x8x8xf32>
+  %0 = train.clamp %x min 0.0 max 6.0 : tensor<2x4x8x8xf32>
+  // CHECK: train.conv2d %{{.*}}, %{{.*}} padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
+  %1 = train.conv2d %0, %w padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: train.conv2d_grad_input %{{.*}}, %{{.*}} padding [1, 1] groups 4 :
+  %2 = train.conv2d_grad_input %dy, %w padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: train.conv2d_grad_filter %{{.*}}, %{{.*}} padding [1, 1] groups 4 :
+  %3 = train.conv2d_grad_filter %dy, %x padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<4x1x3x3xf32>
+  return %1, %2, %3 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>
+}
+
 // CHECK-LABEL: func.func @dropout_step
 func.func @dropout_step(%x: tensor<8x64xf32>, %count: tensor<i32>) -> (tensor<8x64xf32>, tensor<i32>) {
   // CHECK: train.dropout %{{.*}} rate 1.000000e-01 seed 3 step %{{.*}} : tensor<8x64xf32>

@@ -501,6 +501,26 @@ TEST_F(GradientCheck, ShapeOps) {
         "broadcast");
 }
 
+// clamp (hardtanh, relu6): inputs on both sides of both bounds (a fixed
+// draw, none within the finite-difference step of a bound).
+TEST_F(GradientCheck, Clamp) {
+  Shape s = {4, 6};
+  check({{s},
+         s,
+         "  %y = train.clamp %p0 min -5.000000e-01 max 1.500000e+00 : " + f32(s),
+         [](const std::vector<Values> &p) {
+           Values y = p[0];
+           for (double &v : y)
+             v = std::min(std::max(v, -0.5), 1.5);
+           return y;
+         },
+         -2,
+         3,
+         0,
+         {}},
+        "clamp");
+}
+
 TEST_F(GradientCheck, Dropout) {
   Shape s = {6, 5};
   check({{s},
@@ -597,6 +617,68 @@ TEST_F(GradientCheck, Conv2d) {
                    " dilation " + attr(cv.dilation));
     }
   compileOptions.convAsGemm = false;
+}
+
+// Grouped and depthwise convolutions (groups > 1, the linalg lowering on
+// every backend), with strides, padding, dilation and a bias: each group
+// is an ordinary convolution of its channels.
+TEST_F(GradientCheck, GroupedConv2d) {
+  struct Conv {
+    Shape x, w, strides, padding, dilation;
+    int64_t groups;
+  };
+  const Conv cases[] = {
+      {{2, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2},
+      {{1, 3, 7, 6}, {3, 1, 3, 3}, {2, 1}, {1, 1}, {1, 1}, 3},  // depthwise
+      {{1, 2, 7, 7}, {4, 1, 2, 2}, {1, 2}, {1, 0}, {2, 2}, 2}}; // multiplier 2
+  auto attr = [](const Shape &v) {
+    return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+  };
+  for (const Conv &cv : cases) {
+    int64_t g = cv.groups, cg = cv.x[1] / g, fg = cv.w[0] / g;
+    Shape xg = {cv.x[0], cg, cv.x[2], cv.x[3]}, out;
+    ref::conv2d(Values(ref::numElements(xg)), xg, Values(ref::numElements(cv.w)),
+                {fg, cg, cv.w[2], cv.w[3]}, cv.strides, cv.padding, cv.dilation,
+                out);
+    Shape full = {out[0], cv.w[0], out[2], out[3]};
+    Shape bias = {cv.w[0]};
+    GradCase c{{cv.x, cv.w, bias},
+               full,
+               "  %y = train.conv2d %p0, %p1, %p2 strides " + attr(cv.strides) +
+                   " padding " + attr(cv.padding) + " dilation " +
+                   attr(cv.dilation) + " groups " + std::to_string(g) + " : " +
+                   f32(cv.x) + ", " + f32(cv.w) + ", " + f32(bias) + " -> " +
+                   f32(full),
+               [=](const std::vector<Values> &p) {
+                 int64_t n = cv.x[0], hw = cv.x[2] * cv.x[3],
+                         khw = cv.w[2] * cv.w[3], ohw = full[2] * full[3];
+                 Values y(ref::numElements(full));
+                 for (int64_t k = 0; k < g; ++k) {
+                   Values xs(n * cg * hw), ws(fg * cg * khw);
+                   for (int64_t i = 0; i < n; ++i)
+                     for (int64_t c = 0; c < cg * hw; ++c)
+                       xs[i * cg * hw + c] =
+                           p[0][(i * cv.x[1] + k * cg) * hw + c];
+                   for (int64_t f = 0; f < fg * cg * khw; ++f)
+                     ws[f] = p[1][k * fg * cg * khw + f];
+                   Shape o;
+                   Values ys = ref::conv2d(xs, xg, ws, {fg, cg, cv.w[2], cv.w[3]},
+                                           cv.strides, cv.padding, cv.dilation, o);
+                   for (int64_t i = 0; i < n; ++i)
+                     for (int64_t f = 0; f < fg; ++f)
+                       for (int64_t q = 0; q < ohw; ++q)
+                         y[(i * full[1] + k * fg + f) * ohw + q] =
+                             ys[(i * fg + f) * ohw + q] + p[2][k * fg + f];
+                 }
+                 return y;
+               },
+               -1,
+               1,
+               0,
+               {}};
+    check(c, "conv2d groups " + std::to_string(g) + " strides " +
+                 attr(cv.strides));
+  }
 }
 
 // A convolution with its bias operand: y[n, f, ...] += b[f], through the

@@ -131,19 +131,30 @@ ShapeOrError amp::train::inferConv2dShape(ArrayRef<int64_t> input,
                                           ArrayRef<int64_t> filter,
                                           ArrayRef<int64_t> strides,
                                           ArrayRef<int64_t> padding,
-                                          ArrayRef<int64_t> dilation) {
+                                          ArrayRef<int64_t> dilation,
+                                          int64_t groups) {
   if (input.size() != 4)
     return ShapeOrError::error(
         msg("input must be rank 4 (NCHW), got ", formatShape(input)));
   if (filter.size() != 4)
     return ShapeOrError::error(
         msg("filter must be rank 4 (FCHW), got ", formatShape(filter)));
+  if (groups < 1)
+    return ShapeOrError::error(msg("groups must be at least 1, got ", groups));
+  if (groups != 1) {
+    if (input[1] % groups || filter[0] % groups)
+      return ShapeOrError::error(msg("groups ", groups, " must divide the input channels ",
+                                     input[1], " and the filters ", filter[0]));
+    if (input[1] != filter[1] * groups)
+      return ShapeOrError::error(msg("input channels ", input[1], " are not groups ",
+                                     groups, " x filter channels ", filter[1]));
+  }
   for (auto [name, values, min] : {std::make_tuple("strides", strides, 1),
                                    std::make_tuple("padding", padding, 0),
                                    std::make_tuple("dilation", dilation, 1)})
     if (std::string err = checkPair(name, values, min); !err.empty())
       return ShapeOrError::error(err);
-  if (input[1] != filter[1])
+  if (groups == 1 && input[1] != filter[1])
     return ShapeOrError::error(msg("input channels ", input[1],
                                    " and filter channels ", filter[1],
                                    " differ"));

@@ -188,7 +188,8 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                         inferConv2dShape(input.getShape(), filter.getShape(),
                                          adaptor.getStrides(),
                                          adaptor.getPadding(),
-                                         adaptor.getDilation()),
+                                         adaptor.getDilation(),
+                                         adaptor.getGroups()),
                         input.getElementType(), results)))
     return failure();
   Value bias = adaptor.getBias();
@@ -352,6 +353,13 @@ PrecisionCategory DivOp::getDefaultPrecision() {
              : kDefaultPrecision;
 }
 
+LogicalResult ClampOp::verify() {
+  double lo = getMin().convertToDouble(), hi = getMax().convertToDouble();
+  if (!(lo < hi))
+    return emitOpError("min ") << lo << " must be below max " << hi;
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0.0 && rate < 1.0))
@@ -513,9 +521,10 @@ LogicalResult LogSoftmaxGradOp::verify() {
 static LogicalResult
 verifyConvGrad(Operation *op, RankedTensorType grad, RankedTensorType input,
                RankedTensorType filter, ArrayRef<int64_t> strides,
-               ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation) {
+               ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+               int64_t groups) {
   ShapeOrError forward = inferConv2dShape(input.getShape(), filter.getShape(),
-                                          strides, padding, dilation);
+                                          strides, padding, dilation, groups);
   if (!forward.ok())
     return op->emitOpError(forward.getError());
   if (forward.getShape() != grad.getShape())
@@ -536,7 +545,7 @@ Type Conv2dGradInputOp::getAccumulatorType() {
 LogicalResult Conv2dGradInputOp::verify() {
   return verifyConvGrad(*this, getGrad().getType(), getResult().getType(),
                         getFilter().getType(), getStrides(), getPadding(),
-                        getDilation());
+                        getDilation(), getGroups());
 }
 
 Type Conv2dGradFilterOp::getAccumulatorType() {
@@ -546,7 +555,7 @@ Type Conv2dGradFilterOp::getAccumulatorType() {
 LogicalResult Conv2dGradFilterOp::verify() {
   return verifyConvGrad(*this, getGrad().getType(), getInput().getType(),
                         getResult().getType(), getStrides(), getPadding(),
-                        getDilation());
+                        getDilation(), getGroups());
 }
 
 LogicalResult Pool2dGradOp::verify() {

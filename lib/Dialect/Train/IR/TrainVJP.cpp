@@ -106,6 +106,31 @@ LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                          });
 }
 
+LogicalResult ClampOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                SmallVectorImpl<Value> &operandGrads) {
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        // dy where min < x < max: x - min > 0 and max - x > 0 exactly when
+        // x lies strictly inside (IEEE differences of unequal values are
+        // never zero), so two relu_grads give hardtanh's mask.
+        Location loc = getLoc();
+        Value x = getInput();
+        auto bound = [&](double v) {
+          auto type = RankedTensorType::get({}, elementOf(x));
+          return ConstantOp::create(b, loc,
+                                    DenseElementsAttr::get(
+                                        type, b.getFloatAttr(type.getElementType(), v)));
+        };
+        Value aboveMin =
+            SubOp::create(b, loc, x, bound(getMin().convertToDouble()));
+        Value belowMax =
+            SubOp::create(b, loc, bound(getMax().convertToDouble()), x);
+        grads[0] = ReluGradOp::create(
+            b, loc, ReluGradOp::create(b, loc, dy, aboveMin), belowMax);
+      });
+}
+
 LogicalResult DropoutOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   return singleResultVJP(*this, resultGrads, operandGrads,
@@ -331,10 +356,12 @@ LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
         Location loc = getLoc();
         grads[0] = Conv2dGradInputOp::create(
             b, loc, getInput().getType(), dy, getFilter(), getStridesAttr(),
-            getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+            getPaddingAttr(), getDilationAttr(), getAccumulateAttr(),
+            getGroupsAttr());
         grads[1] = Conv2dGradFilterOp::create(
             b, loc, getFilter().getType(), dy, getInput(), getStridesAttr(),
-            getPaddingAttr(), getDilationAttr(), getAccumulateAttr());
+            getPaddingAttr(), getDilationAttr(), getAccumulateAttr(),
+            getGroupsAttr());
         if (getBias()) // summed over the batch and every position
           grads[2] = ReduceSumOp::create(b, loc, dy,
                                          b.getDenseI64ArrayAttr({0, 2, 3}));

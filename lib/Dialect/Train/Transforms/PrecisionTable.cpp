@@ -82,6 +82,7 @@ const ListEntry kEntries[] = {
     {"train.dropout", kNone, "none", ""},
     {"train.embedding", kNone, "none", ""},
     {"train.embedding_grad", kBackward, "", ""},
+    {"train.clamp", kNone, "none", "hardtanh, relu6"},
     {"train.exp", "fp32: exp", "FP32_FUNCS: exp", ""},
     {"train.increment", "", "",
      "an i32 step counter (dropout's step): no float type to choose"},

@@ -78,14 +78,16 @@ ShapeOrError inferBatchMatmulShape(llvm::ArrayRef<int64_t> lhs,
                                    llvm::ArrayRef<int64_t> rhs,
                                    bool transposeLhs, bool transposeRhs);
 
-/// NCHW convolution: input [N, C, H, W], filter [F, C, KH, KW] -> [N, F, OH,
-/// OW] with OH = (H + 2*padH - dilH*(KH-1) - 1) / strideH + 1 (likewise OW).
-/// `strides`, `padding` and `dilation` each hold two values (H, W).
+/// NCHW convolution: input [N, C, H, W], filter [F, C / groups, KH, KW] ->
+/// [N, F, OH, OW] with OH = (H + 2*padH - dilH*(KH-1) - 1) / strideH + 1
+/// (likewise OW); `groups` divides C and F. `strides`, `padding` and
+/// `dilation` each hold two values (H, W).
 ShapeOrError inferConv2dShape(llvm::ArrayRef<int64_t> input,
                               llvm::ArrayRef<int64_t> filter,
                               llvm::ArrayRef<int64_t> strides,
                               llvm::ArrayRef<int64_t> padding,
-                              llvm::ArrayRef<int64_t> dilation);
+                              llvm::ArrayRef<int64_t> dilation,
+                              int64_t groups = 1);
 
 /// NCHW pooling: input [N, C, H, W] -> [N, C, OH, OW] with
 /// OH = (H + 2*padH - KH) / strideH + 1. Padding may be at most half the

@@ -127,6 +127,26 @@ def Train_GeluOp : Train_Op<"gelu",
     "$input (`approximate` $approximate^)? attr-dict `:` type($result)";
 }
 
+def Train_ClampOp : Train_Op<"clamp",
+    !listconcat(Train_Follow, [Pure, SameOperandsAndResultType,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
+  let summary = "element-wise min(max(x, min), max)";
+  let description = [{
+    Clamps each element into `[min, max]` (NaN stays NaN), PyTorch's
+    `hardtanh` (`nn.ReLU6` is `min 0 max 6`). The gradient passes where
+    `min < x < max`, strictly, as hardtanh's backward. The bounds are
+    rounded to the compute type.
+
+    ```mlir
+    %y = train.clamp %x min 0.000000e+00 max 6.000000e+00 : tensor<8x32x16x16xf16>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$min, F64Attr:$max);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `min` $min `max` $max attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Element-wise binary ops with broadcasting
 //===----------------------------------------------------------------------===//
@@ -305,7 +325,10 @@ def Train_Conv2dOp : Train_Op<"conv2d",
     filter, giving `[N, F, OH, OW]` with
     `OH = (H + 2*padding[0] - dilation[0]*(KH-1) - 1) / strides[0] + 1` (and
     likewise OW). `strides` and `dilation` default to `[1, 1]`, `padding`
-    (zeros, symmetric) to `[0, 0]`.
+    (zeros, symmetric) to `[0, 0]`. With `groups` G (default 1) the input
+    channels and the filters split into G groups, each filter `[F, C/G, KH,
+    KW]` reading its group's channels: G = C is a depthwise convolution
+    (PyTorch's `groups`).
 
     An optional `[F]` bias of the operands' element type is added to every
     output position of its channel in the accumulator, before the single
@@ -323,11 +346,12 @@ def Train_Conv2dOp : Train_Op<"conv2d",
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
-    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
+    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate,
+    DefaultValuedOptionalAttr<I64Attr, "1">:$groups);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter (`,` $bias^)? (`strides` $strides^)? (`padding` $padding^)?
-    (`dilation` $dilation^)? (`accumulate` $accumulate^)?
+    (`dilation` $dilation^)? (`groups` $groups^)? (`accumulate` $accumulate^)?
     attr-dict `:` type($input) `,` type($filter) (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;

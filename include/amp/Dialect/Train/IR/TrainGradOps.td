@@ -112,7 +112,7 @@ def Train_Conv2dGradInputOp : Train_Op<"conv2d_grad_input", [Pure]> {
     `dx[n, c, h, w] = sum dy[n, f, oh, ow] * filter[f, c, kh, kw]` over every
     output position whose window reads input position (h, w) with the same
     strides, padding and dilation as the forward conv2d. The result type is
-    the forward input's.
+    the forward input's. `groups` as the forward conv2d's.
 
     ```mlir
     %dx = train.conv2d_grad_input %dy, %w padding [1, 1] : tensor<8x16x28x28xf16>, tensor<16x3x3x3xf16> -> tensor<8x3x28x28xf16>
@@ -122,11 +122,12 @@ def Train_Conv2dGradInputOp : Train_Op<"conv2d_grad_input", [Pure]> {
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
-    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
+    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate,
+    DefaultValuedOptionalAttr<I64Attr, "1">:$groups);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $filter (`strides` $strides^)? (`padding` $padding^)?
-    (`dilation` $dilation^)? (`accumulate` $accumulate^)?
+    (`dilation` $dilation^)? (`groups` $groups^)? (`accumulate` $accumulate^)?
     attr-dict `:` type($grad) `,` type($filter) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -152,11 +153,12 @@ def Train_Conv2dGradFilterOp : Train_Op<"conv2d_grad_filter", [Pure]> {
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
-    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
+    OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate,
+    DefaultValuedOptionalAttr<I64Attr, "1">:$groups);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $input (`strides` $strides^)? (`padding` $padding^)?
-    (`dilation` $dilation^)? (`accumulate` $accumulate^)?
+    (`dilation` $dilation^)? (`groups` $groups^)? (`accumulate` $accumulate^)?
     attr-dict `:` type($grad) `,` type($input) `->` type($result)
   }];
   let hasVerifier = 1;

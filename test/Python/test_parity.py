@@ -77,6 +77,20 @@ def test_o0_matches_pytorch(make, optimizer):
     assert_close_state(model, ref, 1e-4)
 
 
+# The torchvision models' settings: 5 batches of 8 random 32x32 images, and
+# optimizers at rates where the comparison is well-conditioned.
+TORCHVISION_OPTIMIZERS = {
+    "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9, weight_decay=5e-4),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=1e-5, weight_decay=0.01),
+}
+
+
+def image_batches():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(8, 3, 32, 32, generator=g), torch.randint(0, 10, (8,), generator=g))
+            for _ in range(5)]
+
+
 def test_torchvision_resnet18_o0_matches_pytorch():
     """torchvision's ResNet-18 (10 classes, 32x32 inputs, batch 8), SGD with
     momentum and weight decay, 5 steps.
@@ -95,9 +109,7 @@ def test_torchvision_resnet18_o0_matches_pytorch():
     ref = copy.deepcopy(model)
     make = lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9, weight_decay=5e-4)
     opt, ref_opt = make(model.parameters()), make(ref.parameters())
-    g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(8, 3, 32, 32, generator=g), torch.randint(0, 10, (8,), generator=g))
-            for _ in range(5)]
+    data = image_batches()
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
                        optimizer=opt, opt_level="O0")
     for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
@@ -128,14 +140,8 @@ def test_torchvision_vgg11_bn_o0_matches_pytorch():
     PyTorch's own f32 distance, of the f64 run (measured: at most 1.8x).
     """
     import torchvision  # pinned by scripts/setup.sh
-    g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(8, 3, 32, 32, generator=g), torch.randint(0, 10, (8,), generator=g))
-            for _ in range(5)]
-    optimizers = {
-        "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9, weight_decay=5e-4),
-        "adamw": lambda p: torch.optim.AdamW(p, lr=1e-5, weight_decay=0.01),
-    }
-    for name, make in optimizers.items():
+    data = image_batches()
+    for name, make in TORCHVISION_OPTIMIZERS.items():
         torch.manual_seed(0)
         model = torchvision.models.vgg11_bn(num_classes=10, dropout=0.0)
         convs = [c for c in model.features if isinstance(c, nn.Conv2d)]
@@ -194,14 +200,8 @@ def test_torchvision_mobilenet_v2_o0_matches_pytorch():
     1.2e-4 against PyTorch's 9e-6). num_batches_tracked equal.
     """
     import torchvision  # pinned by scripts/setup.sh
-    g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(8, 3, 32, 32, generator=g), torch.randint(0, 10, (8,), generator=g))
-            for _ in range(5)]
-    optimizers = {
-        "sgd-momentum": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9, weight_decay=5e-4),
-        "adamw": lambda p: torch.optim.AdamW(p, lr=1e-5, weight_decay=0.01),
-    }
-    for name, make in optimizers.items():
+    data = image_batches()
+    for name, make in TORCHVISION_OPTIMIZERS.items():
         torch.manual_seed(0)
         model = torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0)
         ref, exact = copy.deepcopy(model), copy.deepcopy(model).double()

@@ -140,6 +140,25 @@ inferContraction(StringRef opName, std::optional<Location> location,
   return pushResult(location, opName, shape, lhs.getElementType(), results);
 }
 
+/// A contraction's optional bias: `operand`'s element type, shape [size]
+/// (`what` names the dimension it runs along).
+static LogicalResult checkBias(std::optional<Location> location,
+                               StringRef opName, RankedTensorType operand,
+                               Value bias, int64_t size, StringRef what) {
+  if (!bias)
+    return success();
+  auto biasType = asTensor(bias.getType());
+  if (!biasType)
+    return failure();
+  if (failed(checkSameElementType(location, opName, operand, biasType)))
+    return failure();
+  if (biasType.getShape() != ArrayRef<int64_t>{size})
+    return emitOpFailure(location, opName,
+                         "bias shape " + formatShape(biasType.getShape()) +
+                             " is not [" + Twine(size) + "] (" + what + ")");
+  return success();
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,
@@ -147,23 +166,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   if (failed(inferContraction(getOperationName(), location, adaptor, results,
                               /*batched=*/false)))
     return failure();
-  Value bias = adaptor.getBias();
-  if (!bias)
-    return success();
-  auto biasType = asTensor(bias.getType());
-  if (!biasType)
-    return failure();
-  if (failed(checkSameElementType(location, getOperationName(),
-                                  asTensor(adaptor.getLhs().getType()),
-                                  biasType)))
-    return failure();
-  int64_t columns = cast<RankedTensorType>(results.front()).getDimSize(1);
-  if (biasType.getShape() != ArrayRef<int64_t>{columns})
-    return emitOpFailure(location, getOperationName(),
-                         "bias shape " + formatShape(biasType.getShape()) +
-                             " is not [" + Twine(columns) +
-                             "] (the result's columns)");
-  return success();
+  return checkBias(location, getOperationName(),
+                   asTensor(adaptor.getLhs().getType()), adaptor.getBias(),
+                   cast<RankedTensorType>(results.front()).getDimSize(1),
+                   "the result's columns");
 }
 
 LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
@@ -192,22 +198,8 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                                          adaptor.getGroups()),
                         input.getElementType(), results)))
     return failure();
-  Value bias = adaptor.getBias();
-  if (!bias)
-    return success();
-  auto biasType = asTensor(bias.getType());
-  if (!biasType)
-    return failure();
-  if (failed(
-          checkSameElementType(location, getOperationName(), input, biasType)))
-    return failure();
-  int64_t features = filter.getDimSize(0);
-  if (biasType.getShape() != ArrayRef<int64_t>{features})
-    return emitOpFailure(location, getOperationName(),
-                         "bias shape " + formatShape(biasType.getShape()) +
-                             " is not [" + Twine(features) +
-                             "] (the filter's output channels)");
-  return success();
+  return checkBias(location, getOperationName(), input, adaptor.getBias(),
+                   filter.getDimSize(0), "the filter's output channels");
 }
 
 /// The accumulator of a contraction: the `accumulate` attribute, else f32 for

@@ -15,7 +15,8 @@ docs/Python.md is the guide.
 from __future__ import annotations
 
 from ._api import Step, StepResult, compile, to_mlir
-from ._errors import CompileError, UnsupportedModelError, UnsupportedNode
+from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
+                      UnsupportedNode)
 from ._explain import Report, explain
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Step",
     "StepResult",
     "CompileError",
+    "DeviceUnavailableError",
     "UnsupportedModelError",
     "UnsupportedNode",
 ]

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from . import _importer
-from ._errors import CompileError
+from ._errors import CompileError, DeviceUnavailableError
 
 _DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 _TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -370,5 +370,13 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         if run.returncode != 0:
             raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
         from . import _native  # the extension: imported once it is needed
-        native = _native.NativeStep(artifact)
+        try:
+            native = _native.NativeStep(artifact)
+        except RuntimeError as error:
+            if backend != "cuda":
+                raise
+            reason = str(error).split(": ", 1)[-1]  # without the temporary path
+            raise DeviceUnavailableError(
+                f"backend='cuda': the step compiled, but {reason} (use backend='cpu' "
+                "on a machine without an NVIDIA GPU)") from None
     return Step(native, imported, model, optimizer)

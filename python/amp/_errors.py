@@ -33,5 +33,10 @@ class UnsupportedModelError(Exception):
         super().__init__(f"{len(nodes)} node(s) of the model cannot be imported:\n{lines}")
 
 
+class DeviceUnavailableError(RuntimeError):
+    """The step compiled for ``backend="cuda"`` cannot run here: no CUDA
+    device or driver. The message is the runtime's reason."""
+
+
 class CompileError(Exception):
     """amp-compile rejected the imported step; the message is its diagnostics."""

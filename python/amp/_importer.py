@@ -34,7 +34,10 @@ _DTYPES = {
 
 
 def float_literal(value: float) -> str:
-    """``value`` as an MLIR float literal (always with a '.': 1e-05 -> 1.0e-05)."""
+    """``value`` as an MLIR float literal (always with a '.': 1e-05 -> 1.0e-05;
+    infinities as their f64 bit patterns)."""
+    if value in (float("inf"), float("-inf")):
+        return "0x7FF0000000000000" if value > 0 else "0xFFF0000000000000"
     text = repr(float(value))
     if "." not in text and "e" in text:
         mantissa, exponent = text.split("e")
@@ -413,6 +416,107 @@ def _hardtanh(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(x[1], x[2])}")
 
 
+# Activations written with the dialect's ops, in PyTorch's CPU kernels' own
+# order of operations (so the forward values are PyTorch's); autodiff gives
+# their gradients (equal to PyTorch's except exactly at a kink).
+
+def _emit(em: _Emitter, op: str, *values: Value) -> Value:
+    """``train.<op>`` of one or two same-shaped values (rank-0 broadcast)."""
+    shape = max((v[1] for v in values), key=len)
+    element = values[0][2]
+    if len(values) == 1:
+        return (em.op(f"train.{op} {values[0][0]} : {tensor_type(shape, element)}"), shape, element)
+    a, b = values
+    return (em.op(f"train.{op} {a[0]}, {b[0]} : {tensor_type(a[1], a[2])}, "
+                  f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}"), shape, element)
+
+
+def _clamp_value(em: _Emitter, x: Value, lo: float, hi: float) -> Value:
+    return (em.op(f"train.clamp {x[0]} min {float_literal(lo)} max {float_literal(hi)} : "
+                  f"{tensor_type(x[1], x[2])}"), x[1], x[2])
+
+
+def _leaky_relu(em: _Emitter, node: torch.fx.Node) -> str:
+    """x > 0 ? x : x * slope, as relu(x) - slope * relu(-x) (exact)."""
+    x = _operand(em, node.args[0])
+    slope = node.args[1] if len(node.args) > 1 else node.kwargs.get("negative_slope", 0.01)
+    c = lambda v: _constant(em, v, (), x[2])  # noqa: E731
+    negative = _emit(em, "relu", _emit(em, "mul", x, c(-1.0)))
+    return _emit(em, "sub", _emit(em, "relu", x), _emit(em, "mul", negative, c(slope)))[0]
+
+
+def _silu(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    return _emit(em, "mul", x, _emit(em, "sigmoid", x))[0]
+
+
+def _hardsigmoid(em: _Emitter, node: torch.fx.Node) -> str:
+    """min(max(x + 3, 0), 6) / 6."""
+    x = _operand(em, node.args[0])
+    shifted = _emit(em, "add", x, _constant(em, 3.0, (), x[2]))
+    return _emit(em, "div", _clamp_value(em, shifted, 0.0, 6.0), _constant(em, 6.0, (), x[2]))[0]
+
+
+def _hardswish(em: _Emitter, node: torch.fx.Node) -> str:
+    """x * min(max(x + 3, 0), 6) / 6."""
+    x = _operand(em, node.args[0])
+    shifted = _emit(em, "add", x, _constant(em, 3.0, (), x[2]))
+    gated = _emit(em, "mul", x, _clamp_value(em, shifted, 0.0, 6.0))
+    return _emit(em, "div", gated, _constant(em, 6.0, (), x[2]))[0]
+
+
+def _abs(em: _Emitter, node: torch.fx.Node) -> str:
+    """relu(x) + relu(-x) (exact: one of them is 0)."""
+    x = _operand(em, node.args[0])
+    negated = _emit(em, "mul", x, _constant(em, -1.0, (), x[2]))
+    return _emit(em, "add", _emit(em, "relu", x), _emit(em, "relu", negated))[0]
+
+
+def _neg(em: _Emitter, node: torch.fx.Node) -> str:
+    x = _operand(em, node.args[0])
+    return _emit(em, "mul", x, _constant(em, -1.0, (), x[2]))[0]
+
+
+def _rsqrt(em: _Emitter, node: torch.fx.Node) -> str:
+    """1 / sqrt(x) (the division by a tensor runs in f32, as PyTorch's
+    fp32-listed rsqrt)."""
+    x = _operand(em, node.args[0])
+    return _emit(em, "div", _constant(em, 1.0, (), x[2]), _emit(em, "sqrt", x))[0]
+
+
+def _pow(em: _Emitter, node: torch.fx.Node) -> str:
+    """x ** c for c in 1, 2, 3, 0.5, -0.5, -1 (other exponents: not yet)."""
+    x = _operand(em, node.args[0])
+    exponent = node.args[1]
+    if exponent == 1:
+        return x[0]
+    if exponent == 2:
+        return _emit(em, "mul", x, x)[0]
+    if exponent == 3:
+        return _emit(em, "mul", _emit(em, "mul", x, x), x)[0]
+    if exponent == 0.5:
+        return _emit(em, "sqrt", x)[0]
+    if exponent == -0.5:
+        return _emit(em, "div", _constant(em, 1.0, (), x[2]), _emit(em, "sqrt", x))[0]
+    if exponent == -1:
+        return _emit(em, "div", _constant(em, 1.0, (), x[2]), x)[0]
+    raise _Unsupported(f"exponent {exponent!r} (1, 2, 3, 0.5, -0.5 and -1 are mapped)")
+
+
+def _clamp(em: _Emitter, node: torch.fx.Node) -> str:
+    """torch.clamp(x, min, max) with Python numbers (either may be None)."""
+    x = _operand(em, node.args[0])
+    lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+    hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+    lo = float("-inf") if lo is None else lo
+    hi = float("inf") if hi is None else hi
+    if isinstance(lo, torch.fx.Node) or isinstance(hi, torch.fx.Node):
+        raise _Unsupported("tensor bounds (numbers are mapped)")
+    if not lo < hi:
+        raise _Unsupported(f"min {lo} not below max {hi}")
+    return _clamp_value(em, x, lo, hi)[0]
+
+
 def _gelu(em: _Emitter, node: torch.fx.Node) -> str:
     x = _operand(em, node.args[0])
     approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
@@ -683,6 +787,15 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.dropout.default: _dropout,
     torch.ops.aten.gelu.default: _gelu,
     torch.ops.aten.hardtanh.default: _hardtanh,
+    torch.ops.aten.leaky_relu.default: _leaky_relu,
+    torch.ops.aten.silu.default: _silu,
+    torch.ops.aten.hardswish.default: _hardswish,
+    torch.ops.aten.hardsigmoid.default: _hardsigmoid,
+    torch.ops.aten.abs.default: _abs,
+    torch.ops.aten.neg.default: _neg,
+    torch.ops.aten.rsqrt.default: _rsqrt,
+    torch.ops.aten.pow.Tensor_Scalar: _pow,
+    torch.ops.aten.clamp.default: _clamp,
     # pooling
     torch.ops.aten.max_pool2d.default: _max_pool2d,
     torch.ops.aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
@@ -702,6 +815,11 @@ _IN_PLACE = {
     torch.ops.aten.tanh_.default: torch.ops.aten.tanh.default,
     torch.ops.aten.sigmoid_.default: torch.ops.aten.sigmoid.default,
     torch.ops.aten.hardtanh_.default: torch.ops.aten.hardtanh.default,
+    torch.ops.aten.leaky_relu_.default: torch.ops.aten.leaky_relu.default,
+    torch.ops.aten.silu_.default: torch.ops.aten.silu.default,
+    torch.ops.aten.hardswish_.default: torch.ops.aten.hardswish.default,
+    torch.ops.aten.hardsigmoid_.default: torch.ops.aten.hardsigmoid.default,
+    torch.ops.aten.clamp_.default: torch.ops.aten.clamp.default,
 }
 
 # Ops that change nothing the step computes.

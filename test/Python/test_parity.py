@@ -303,6 +303,41 @@ class TensorOps(nn.Module):
         return z - z.sum(dim=1, keepdim=True) / 10 + torch.mean(z, dim=(0,))
 
 
+class Activations(nn.Module):
+    """LeakyReLU, SiLU, Hardswish, Hardsigmoid, ReLU6 and the element-wise
+    functions abs, neg, rsqrt, pow, clamp (two-sided and one-sided)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 64)
+        self.fc2 = nn.Linear(64, 10)
+        self.act = nn.ModuleList([nn.LeakyReLU(0.1), nn.SiLU(), nn.Hardswish(),
+                                  nn.Hardsigmoid(), nn.ReLU6()])
+
+    def forward(self, x):
+        h = self.fc1(x.flatten(1)) * 3
+        mixed = sum(act(h) for act in self.act)
+        mixed = mixed + torch.abs(h) * 0.1 - h.neg() * 0.1 + torch.rsqrt(h * h + 1)
+        mixed = mixed + h.pow(2) * 0.01 + torch.clamp(h, -1, 1) + torch.clamp(h, min=0.5)
+        return self.fc2(mixed)
+
+
+def test_activations_o0_match_pytorch():
+    torch.manual_seed(0)
+    model = Activations()
+    ref = copy.deepcopy(model)
+    opt = OPTIMIZERS["sgd-momentum"](model.parameters())
+    ref_opt = OPTIMIZERS["sgd-momentum"](ref.parameters())
+    data = batches(5)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
+                       optimizer=opt, opt_level="O0")
+    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
+        got = step(x, y)
+        assert abs(got.loss - want) <= 1e-4 * abs(want)
+    step.copy_to(model)
+    assert_close_state(model, ref, 1e-4)
+
+
 def test_tensor_ops_o0_match_pytorch():
     torch.manual_seed(0)
     model = TensorOps()

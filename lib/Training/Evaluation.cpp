@@ -54,19 +54,28 @@ void amp::toInferenceBatchNorm(train::BatchNormOp bn) {
   bn.getOutput().replaceAllUsesWith(y);
 }
 
+/// The loss ops (cross_entropy, mse_loss: the IsLoss trait) of `func`.
+static SmallVector<Operation *> lossOps(func::FuncOp func) {
+  SmallVector<Operation *> losses;
+  func.walk([&](Operation *op) {
+    if (op->hasTrait<train::IsLoss>())
+      losses.push_back(op);
+  });
+  return losses;
+}
+
 LogicalResult amp::addLogitsFunction(ModuleOp module, func::FuncOp forward) {
-  SmallVector<train::CrossEntropyOp> losses(
-      forward.getOps<train::CrossEntropyOp>());
+  SmallVector<Operation *> losses = lossOps(forward);
   if (losses.size() != 1)
-    return forward.emitError("amp-run evaluates models whose loss is one "
-                             "train.cross_entropy; @")
+    return forward.emitError("evaluation needs a model whose loss is one "
+                             "loss op (train.cross_entropy, train.mse_loss); @")
            << forward.getName() << " has " << losses.size();
   OpBuilder b(module.getContext());
   b.setInsertionPointToEnd(module.getBody());
   auto clone = cast<func::FuncOp>(b.clone(*forward));
   clone.setName((forward.getName() + "_logits").str());
-  train::CrossEntropyOp loss = *clone.getOps<train::CrossEntropyOp>().begin();
-  Value logits = loss.getLogits();
+  // The model's output: the loss's first operand (logits, predictions).
+  Value logits = lossOps(clone).front()->getOperand(0);
   auto ret = cast<func::ReturnOp>(clone.getBody().front().getTerminator());
   b.setInsertionPoint(ret);
   func::ReturnOp::create(b, ret.getLoc(), logits);

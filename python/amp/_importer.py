@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -718,6 +719,33 @@ def _adaptive_avg_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
     return _reshape(em, (out, out_shape, element), shape)[0]
 
 
+def _broadcast_tensors(em: _Emitter, node: torch.fx.Node) -> List[Value]:
+    """torch.broadcast_tensors: each operand broadcast to the common shape
+    (F.mse_loss calls it); its elements are taken by getitem nodes."""
+    values = [_operand(em, a) for a in node.args[0]]
+    shape = tuple(int(d) for d in node.meta["val"][0].shape)
+    out = []
+    for v in values:
+        if tuple(v[1]) == shape:
+            out.append(v)
+            continue
+        out.append((em.op(f"train.broadcast {v[0]} : {tensor_type(v[1], v[2])} -> "
+                          f"{tensor_type(shape, v[2])}"), shape, v[2]))
+    return out
+
+
+def _mse_loss(em: _Emitter, node: torch.fx.Node) -> str:
+    # aten.mse_loss(input, target, reduction=1 (mean))
+    x, t = _operand(em, node.args[0]), _operand(em, node.args[1])
+    reduction = node.args[2] if len(node.args) > 2 else node.kwargs.get("reduction", 1)
+    if reduction != 1:
+        raise _Unsupported("a reduction other than 'mean'")
+    if tuple(x[1]) != tuple(t[1]):
+        raise _Unsupported(f"input {list(x[1])} and target {list(t[1])} of different shapes "
+                           "(broadcasting)")
+    return em.op(f"train.mse_loss {x[0]}, {t[0]} : {tensor_type(x[1], x[2])} -> tensor<f32>")
+
+
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
     args = list(node.args) + [None] * (6 - len(node.args))
     logits, labels = _operand(em, args[0]), _operand(em, args[1])
@@ -801,6 +829,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
     # losses
     torch.ops.aten.cross_entropy_loss.default: _cross_entropy,
+    torch.ops.aten.mse_loss.default: _mse_loss,
 }
 
 # In-place forms: computed as their functional op, whose value then stands
@@ -972,6 +1001,17 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             if target is torch.ops.aten.batch_norm.default:
                 em.values[node] = _emit_batch_norm(em, node, arguments, state_updates)
                 record.train_ops = ["train.batch_norm"]
+                continue
+            if target is torch.ops.aten.broadcast_tensors.default:
+                em.values[node] = _broadcast_tensors(em, node)  # a tuple of values
+                record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
+                                    for line in em.lines[first_line:]]
+                continue
+            if target is operator.getitem:  # an element of a tuple-valued node
+                parts = em.values.get(node.args[0])
+                if not isinstance(parts, list):
+                    raise _Unsupported("an element of a result amp does not split")
+                em.values[node] = parts[node.args[1]]
                 continue
             functional = _IN_PLACE.get(target, target)
             handler = _HANDLERS.get(functional)

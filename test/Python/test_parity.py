@@ -322,25 +322,10 @@ class Activations(nn.Module):
         return self.fc2(mixed)
 
 
-def test_activations_o0_match_pytorch():
+@pytest.mark.parametrize("make", [Activations, TensorOps], ids=["activations", "tensor-ops"])
+def test_functional_forms_o0_match_pytorch(make):
     torch.manual_seed(0)
-    model = Activations()
-    ref = copy.deepcopy(model)
-    opt = OPTIMIZERS["sgd-momentum"](model.parameters())
-    ref_opt = OPTIMIZERS["sgd-momentum"](ref.parameters())
-    data = batches(5)
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
-                       optimizer=opt, opt_level="O0")
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
-        got = step(x, y)
-        assert abs(got.loss - want) <= 1e-4 * abs(want)
-    step.copy_to(model)
-    assert_close_state(model, ref, 1e-4)
-
-
-def test_tensor_ops_o0_match_pytorch():
-    torch.manual_seed(0)
-    model = TensorOps()
+    model = make()
     ref = copy.deepcopy(model)
     opt = OPTIMIZERS["sgd-momentum"](model.parameters())
     ref_opt = OPTIMIZERS["sgd-momentum"](ref.parameters())

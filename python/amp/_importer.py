@@ -756,10 +756,40 @@ def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("class weights")
     if reduction not in (None, 1):
         raise _Unsupported("a reduction other than 'mean'")
-    if label_smoothing:
-        raise _Unsupported("label_smoothing")
     if len(logits[1]) != 2:
         raise _Unsupported("logits of rank other than 2")
+    loss = em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
+                 f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
+                 f"-> tensor<f32>")
+    if not label_smoothing:
+        return loss
+    # PyTorch's smoothing: (1 - e) * nll + e * mean over the batch of
+    # -sum_c log_softmax / C, i.e. minus the mean of log_softmax over (n, c).
+    eps = float(label_smoothing)
+    logp = (em.op(f"train.log_softmax {logits[0]} axis 1 : {tensor_type(logits[1], logits[2])}"),
+            logits[1], logits[2])
+    mean = (em.op(f"train.reduce_mean {logp[0]} axes [0, 1] : {tensor_type(logp[1], logp[2])} "
+                  f"-> tensor<{logp[2]}>"), (), logp[2])
+    kept = _emit(em, "mul", (loss, (), "f32"), _constant(em, 1.0 - eps, (), "f32"))
+    smooth = _emit(em, "mul", mean, _constant(em, eps, (), mean[2]))
+    return _emit(em, "sub", kept, smooth)[0]
+
+
+def _nll_loss(em: _Emitter, node: torch.fx.Node) -> str:
+    """nll_loss(log_softmax(x, 1), y) (mean, no weights) is cross_entropy(x, y)."""
+    args = list(node.args) + [None] * (5 - len(node.args))
+    source = args[0]
+    if not (isinstance(source, torch.fx.Node) and source.target in (
+            torch.ops.aten.log_softmax.int, torch.ops.aten._log_softmax.default)):
+        raise _Unsupported("nll_loss of something other than log_softmax(x, dim=1)")
+    logits = _operand(em, source.args[0])
+    if _axis(source.args[1], len(logits[1])) != 1 or len(logits[1]) != 2:
+        raise _Unsupported("nll_loss of a log_softmax over another dimension than 1")
+    if args[2] is not None:
+        raise _Unsupported("class weights")
+    if args[3] not in (None, 1):
+        raise _Unsupported("a reduction other than 'mean'")
+    labels = _operand(em, args[1])
     return em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
                  f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
                  f"-> tensor<f32>")
@@ -830,6 +860,8 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     # losses
     torch.ops.aten.cross_entropy_loss.default: _cross_entropy,
     torch.ops.aten.mse_loss.default: _mse_loss,
+    torch.ops.aten.nll_loss_nd.default: _nll_loss,
+    torch.ops.aten.nll_loss.default: _nll_loss,
 }
 
 # In-place forms: computed as their functional op, whose value then stands

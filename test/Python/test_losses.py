@@ -1,4 +1,5 @@
-"""Losses other than cross-entropy: nn.MSELoss (a regression model).
+"""Losses beyond plain cross-entropy: nn.MSELoss (a regression model),
+cross-entropy with label smoothing, NLLLoss after log_softmax.
 
 O0 against PyTorch's loop (SGD-momentum and AdamW, 5 steps): losses and
 state within 1e-4; predict is the model's eval output (1e-5); O1 f16
@@ -78,3 +79,45 @@ def test_mse_regression_o1_f16_matches_autocast():
 def test_mse_with_other_reduction_is_refused():
     with pytest.raises(amp.UnsupportedModelError, match="reduction"):
         amp.to_mlir(regressor(), nn.MSELoss(reduction="sum"), regression_batches(1)[0])
+
+
+def classifier() -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+class LogSoftmaxNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = classifier()
+
+    def forward(self, x):
+        return nn.functional.log_softmax(self.net(x), dim=1)
+
+
+CLASSIFICATION = {
+    "label-smoothing": (classifier, lambda: nn.CrossEntropyLoss(label_smoothing=0.1),
+                        lambda out, y: nn.functional.cross_entropy(out, y, label_smoothing=0.1)),
+    "nll-after-log-softmax": (LogSoftmaxNet, nn.NLLLoss, nn.functional.nll_loss),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLASSIFICATION))
+def test_classification_losses_o0_match_pytorch(case):
+    make, loss_fn, functional = CLASSIFICATION[case]
+    torch.manual_seed(0)
+    model = make()
+    ref = copy.deepcopy(model)
+    opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (model, ref))
+    g = torch.Generator().manual_seed(5)
+    data = [(torch.randn(16, 1, 28, 28, generator=g), torch.randint(0, 10, (16,), generator=g))
+            for _ in range(5)]
+    step = amp.compile(model, loss_fn(), example_inputs=data[0], optimizer=opt, opt_level="O0")
+    for x, y in data:
+        ref_opt.zero_grad()
+        want = functional(ref(x), y)
+        want.backward()
+        ref_opt.step()
+        assert abs(step(x, y).loss - want.item()) <= 1e-4 * abs(want.item())
+    step.copy_to(model)
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
+        assert (a - b).abs().max() <= 1e-4 * b.abs().max(), name

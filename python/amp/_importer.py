@@ -734,6 +734,22 @@ def _broadcast_tensors(em: _Emitter, node: torch.fx.Node) -> List[Value]:
     return out
 
 
+def _split(em: _Emitter, node: torch.fx.Node) -> List[Value]:
+    """chunk / split / split_with_sizes along one dimension: one train.slice
+    per piece, at the offsets PyTorch gives them (the meta's shapes)."""
+    x = _operand(em, node.args[0])
+    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+    dim = _axis(dim, len(x[1]))
+    pieces, offset = [], 0
+    for val in node.meta["val"]:
+        shape = tuple(int(d) for d in val.shape)
+        offsets = [0] * len(x[1])
+        offsets[dim] = offset
+        pieces.append(_slice(em, x, offsets, shape))
+        offset += shape[dim]
+    return pieces
+
+
 def _mse_loss(em: _Emitter, node: torch.fx.Node) -> str:
     # aten.mse_loss(input, target, reduction=1 (mean))
     x, t = _operand(em, node.args[0]), _operand(em, node.args[1])
@@ -862,6 +878,15 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.mse_loss.default: _mse_loss,
     torch.ops.aten.nll_loss_nd.default: _nll_loss,
     torch.ops.aten.nll_loss.default: _nll_loss,
+}
+
+# Ops with several results (a Python tuple): each handler returns the list
+# of values the getitem nodes take apart.
+_TUPLE_HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], List[Value]]] = {
+    torch.ops.aten.broadcast_tensors.default: _broadcast_tensors,
+    torch.ops.aten.chunk.default: _split,
+    torch.ops.aten.split.Tensor: _split,
+    torch.ops.aten.split_with_sizes.default: _split,
 }
 
 # In-place forms: computed as their functional op, whose value then stands
@@ -1034,8 +1059,8 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
                 em.values[node] = _emit_batch_norm(em, node, arguments, state_updates)
                 record.train_ops = ["train.batch_norm"]
                 continue
-            if target is torch.ops.aten.broadcast_tensors.default:
-                em.values[node] = _broadcast_tensors(em, node)  # a tuple of values
+            if target in _TUPLE_HANDLERS:  # a tuple of values, taken by getitem
+                em.values[node] = _TUPLE_HANDLERS[target](em, node)
                 record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
                                     for line in em.lines[first_line:]]
                 continue

@@ -283,7 +283,7 @@ def test_transformer_classifier_o0_matches_pytorch(variant, optimizer):
 
 class TensorOps(nn.Module):
     """The functional and tensor-method forms: @ (matrix and batched),
-    torch.cat, slicing, .t(), permute, softmax / log_softmax, sum and mean
+    torch.cat, chunk / split, slicing, .t(), permute, softmax / log_softmax, sum and mean
     over dimensions, Python scalars in arithmetic, causal attention."""
 
     def __init__(self):
@@ -300,6 +300,11 @@ class TensorOps(nn.Module):
         a = a.reshape(a.shape[0], 48)
         p = torch.softmax(a, dim=-1) + torch.log_softmax(a, dim=1) / 48
         z = (p[:, :24] - 2 * a[:, 24:]) @ self.v.t()
+        u, w = z.chunk(2, dim=1)                           # and split / split_with_sizes
+        first, rest = torch.split(z, [3, 7], dim=1)
+        parts = z.split(4, dim=1)                          # 4, 4, 2 columns
+        z = z + torch.cat([w, u], dim=1) * 0.5 + torch.cat([rest, first], dim=1) * 0.25
+        z = z + torch.cat([parts[2], parts[1], parts[0]], dim=1) * 0.125
         return z - z.sum(dim=1, keepdim=True) / 10 + torch.mean(z, dim=(0,))
 
 

@@ -52,6 +52,14 @@ _SHARED = {"momentum", "dampening", "nesterov", "betas", "eps", "amsgrad", "maxi
            "foreach", "fused", "capturable", "differentiable", "decoupled_weight_decay"}
 
 
+def _check_precision(opt_level: str, dtype: torch.dtype) -> None:
+    """ValueError unless ``opt_level`` is O0-O3 and ``dtype`` f16 or bf16."""
+    if opt_level not in ("O0", "O1", "O2", "O3"):
+        raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
+    if dtype not in _DTYPE_NAMES:
+        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
+
+
 def _optimizer_flags(optimizer: torch.optim.Optimizer,
                      model: torch.nn.Module) -> Tuple[List[str], "_importer.Training"]:
     """amp-compile's flags for a torch.optim optimizer, and which of the
@@ -337,10 +345,7 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     before each update, as ``scaler.unscale_`` + ``clip_grad_norm_``. The
     model is not run, changed or moved.
     """
-    if opt_level not in ("O0", "O1", "O2", "O3"):
-        raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
-    if dtype not in _DTYPE_NAMES:
-        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
+    _check_precision(opt_level, dtype)
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:

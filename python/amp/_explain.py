@@ -7,14 +7,13 @@ import json
 import os
 import subprocess
 import tempfile
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import torch
 
 from . import _importer
+from ._api import _DTYPE_NAMES, _amp_compile, _check_precision
 from ._errors import CompileError, UnsupportedNode
-
-_DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 @dataclasses.dataclass
@@ -91,7 +90,6 @@ def _amp_opt() -> str:
     explicit = os.environ.get("AMP_OPT")
     if explicit:
         return explicit
-    from ._api import _amp_compile
     return os.path.join(os.path.dirname(_amp_compile()), "amp-opt")
 
 
@@ -123,10 +121,7 @@ def explain(model: torch.nn.Module, loss_fn: Callable,
     (amp-autocast's decision and its reason), and every node that blocks
     compilation with the reason. Never raises for an unsupported model (the
     report lists why); the model is not run or changed."""
-    if opt_level not in ("O0", "O1", "O2", "O3"):
-        raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
-    if dtype not in _DTYPE_NAMES:
-        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
+    _check_precision(opt_level, dtype)
     imported = _importer.import_model(model, loss_fn, example_inputs, strict=False)
     decided: List[dict] = []
     function: dict = {}

@@ -406,6 +406,11 @@ def _softmax(op: str) -> Callable:
     return handler
 
 
+def _clamp_value(em: _Emitter, x: Value, lo: float, hi: float) -> Value:
+    return (em.op(f"train.clamp {x[0]} min {float_literal(lo)} max {float_literal(hi)} : "
+                  f"{tensor_type(x[1], x[2])}"), x[1], x[2])
+
+
 def _hardtanh(em: _Emitter, node: torch.fx.Node) -> str:
     """hardtanh(x, min_val=-1, max_val=1); nn.ReLU6 is hardtanh(x, 0, 6)."""
     x = _operand(em, node.args[0])
@@ -413,8 +418,7 @@ def _hardtanh(em: _Emitter, node: torch.fx.Node) -> str:
     hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max_val", 1.0)
     if not lo < hi:
         raise _Unsupported(f"min_val {lo} not below max_val {hi}")
-    return em.op(f"train.clamp {x[0]} min {float_literal(lo)} max {float_literal(hi)} : "
-                 f"{tensor_type(x[1], x[2])}")
+    return _clamp_value(em, x, lo, hi)[0]
 
 
 # Activations written with the dialect's ops, in PyTorch's CPU kernels' own
@@ -432,18 +436,24 @@ def _emit(em: _Emitter, op: str, *values: Value) -> Value:
                   f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}"), shape, element)
 
 
-def _clamp_value(em: _Emitter, x: Value, lo: float, hi: float) -> Value:
-    return (em.op(f"train.clamp {x[0]} min {float_literal(lo)} max {float_literal(hi)} : "
-                  f"{tensor_type(x[1], x[2])}"), x[1], x[2])
+def _negated(em: _Emitter, x: Value) -> Value:
+    """-x, as x * -1 (exact)."""
+    return _emit(em, "mul", x, _constant(em, -1.0, (), x[2]))
+
+
+def _reciprocal(em: _Emitter, x: Value) -> Value:
+    """1 / x (a division by a tensor: f32 under autocast, as PyTorch's
+    fp32-listed reciprocal and rsqrt)."""
+    return _emit(em, "div", _constant(em, 1.0, (), x[2]), x)
 
 
 def _leaky_relu(em: _Emitter, node: torch.fx.Node) -> str:
     """x > 0 ? x : x * slope, as relu(x) - slope * relu(-x) (exact)."""
     x = _operand(em, node.args[0])
     slope = node.args[1] if len(node.args) > 1 else node.kwargs.get("negative_slope", 0.01)
-    c = lambda v: _constant(em, v, (), x[2])  # noqa: E731
-    negative = _emit(em, "relu", _emit(em, "mul", x, c(-1.0)))
-    return _emit(em, "sub", _emit(em, "relu", x), _emit(em, "mul", negative, c(slope)))[0]
+    negative = _emit(em, "relu", _negated(em, x))
+    return _emit(em, "sub", _emit(em, "relu", x),
+                 _emit(em, "mul", negative, _constant(em, slope, (), x[2])))[0]
 
 
 def _silu(em: _Emitter, node: torch.fx.Node) -> str:
@@ -469,20 +479,17 @@ def _hardswish(em: _Emitter, node: torch.fx.Node) -> str:
 def _abs(em: _Emitter, node: torch.fx.Node) -> str:
     """relu(x) + relu(-x) (exact: one of them is 0)."""
     x = _operand(em, node.args[0])
-    negated = _emit(em, "mul", x, _constant(em, -1.0, (), x[2]))
-    return _emit(em, "add", _emit(em, "relu", x), _emit(em, "relu", negated))[0]
+    return _emit(em, "add", _emit(em, "relu", x), _emit(em, "relu", _negated(em, x)))[0]
 
 
 def _neg(em: _Emitter, node: torch.fx.Node) -> str:
-    x = _operand(em, node.args[0])
-    return _emit(em, "mul", x, _constant(em, -1.0, (), x[2]))[0]
+    return _negated(em, _operand(em, node.args[0]))[0]
 
 
 def _rsqrt(em: _Emitter, node: torch.fx.Node) -> str:
-    """1 / sqrt(x) (the division by a tensor runs in f32, as PyTorch's
-    fp32-listed rsqrt)."""
+    """1 / sqrt(x)."""
     x = _operand(em, node.args[0])
-    return _emit(em, "div", _constant(em, 1.0, (), x[2]), _emit(em, "sqrt", x))[0]
+    return _reciprocal(em, _emit(em, "sqrt", x))[0]
 
 
 def _pow(em: _Emitter, node: torch.fx.Node) -> str:
@@ -498,9 +505,9 @@ def _pow(em: _Emitter, node: torch.fx.Node) -> str:
     if exponent == 0.5:
         return _emit(em, "sqrt", x)[0]
     if exponent == -0.5:
-        return _emit(em, "div", _constant(em, 1.0, (), x[2]), _emit(em, "sqrt", x))[0]
+        return _reciprocal(em, _emit(em, "sqrt", x))[0]
     if exponent == -1:
-        return _emit(em, "div", _constant(em, 1.0, (), x[2]), x)[0]
+        return _reciprocal(em, x)[0]
     raise _Unsupported(f"exponent {exponent!r} (1, 2, 3, 0.5, -0.5 and -1 are mapped)")
 
 
@@ -561,9 +568,7 @@ def _dropout_op(em: _Emitter, x: Value, p: float) -> str:
     """``train.dropout`` keyed by this dropout's own seed (its place in the
     model) and the step counter, so each step draws a new mask."""
     if p == 1:  # every element dropped: zeros, and no gradient through
-        zero = _constant(em, 0.0, (), x[2])
-        return em.op(f"train.mul {x[0]}, {zero[0]} : {tensor_type(x[1], x[2])}, "
-                     f"tensor<{x[2]}> -> {tensor_type(x[1], x[2])}")
+        return _emit(em, "mul", x, _constant(em, 0.0, (), x[2]))[0]
     em.dropouts += 1
     return em.op(f"train.dropout {x[0]} rate {float_literal(p)} seed {em.dropouts} "
                  f"step {em.step_counter()} : {tensor_type(x[1], x[2])}")
@@ -595,8 +600,7 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
                    f"{tensor_type(q[1], element)}, {tensor_type(k[1], k[2])} -> "
                    f"{tensor_type(scores_shape, element)}")
     factor = _constant(em, scale if scale is not None else q[1][-1] ** -0.5, (), element)
-    scores = em.op(f"train.mul {scores}, {factor[0]} : {tensor_type(scores_shape, element)}, "
-                   f"tensor<{element}> -> {tensor_type(scores_shape, element)}")
+    scores = _emit(em, "mul", (scores, scores_shape, element), factor)[0]
     if mask is not None:
         m = _operand(em, mask)
         if m[2] not in ("f32", "f16", "bf16"):
@@ -762,6 +766,12 @@ def _mse_loss(em: _Emitter, node: torch.fx.Node) -> str:
     return em.op(f"train.mse_loss {x[0]}, {t[0]} : {tensor_type(x[1], x[2])} -> tensor<f32>")
 
 
+def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value) -> str:
+    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
+                 f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
+                 f"-> tensor<f32>")
+
+
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
     args = list(node.args) + [None] * (6 - len(node.args))
     logits, labels = _operand(em, args[0]), _operand(em, args[1])
@@ -774,9 +784,7 @@ def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("a reduction other than 'mean'")
     if len(logits[1]) != 2:
         raise _Unsupported("logits of rank other than 2")
-    loss = em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
-                 f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
-                 f"-> tensor<f32>")
+    loss = _cross_entropy_op(em, logits, labels)
     if not label_smoothing:
         return loss
     # PyTorch's smoothing: (1 - e) * nll + e * mean over the batch of
@@ -805,10 +813,7 @@ def _nll_loss(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("class weights")
     if args[3] not in (None, 1):
         raise _Unsupported("a reduction other than 'mean'")
-    labels = _operand(em, args[1])
-    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
-                 f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
-                 f"-> tensor<f32>")
+    return _cross_entropy_op(em, logits, _operand(em, args[1]))
 
 
 _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
@@ -1057,12 +1062,9 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
                 continue
             if target is torch.ops.aten.batch_norm.default:
                 em.values[node] = _emit_batch_norm(em, node, arguments, state_updates)
-                record.train_ops = ["train.batch_norm"]
                 continue
             if target in _TUPLE_HANDLERS:  # a tuple of values, taken by getitem
                 em.values[node] = _TUPLE_HANDLERS[target](em, node)
-                record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
-                                    for line in em.lines[first_line:]]
                 continue
             if target is operator.getitem:  # an element of a tuple-valued node
                 parts = em.values.get(node.args[0])
@@ -1080,14 +1082,16 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             em.values[node] = (handler(em, node), _shape(node), _element(node))
             if functional is not target:
                 em.values[node.args[0]] = em.values[node]
-            record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
-                                for line in em.lines[first_line:]]
         except _Unsupported as reason:
+            del em.lines[first_line:]  # a failed node's partial ops (no text is made)
             problems.append(UnsupportedNode(
                 module, _module_type(node) or "", str(target), line, str(reason), path))
             # Keep going with a stand-in so every offending node is listed.
             em.values[node] = ("<unsupported>", _shape(node) if "val" in node.meta and
                                hasattr(node.meta["val"], "shape") else (), "f32")
+        finally:  # the train ops this node became (whichever branch made them)
+            record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
+                                for line in em.lines[first_line:]]
     if problems:
         if not strict:
             return ImportedModel("", arguments, counters, nodes, problems)

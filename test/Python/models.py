@@ -47,6 +47,30 @@ def token_batches(count: int, batch: int = 8, seq: int = 16, vocab: int = 64, se
              torch.randint(0, 10, (batch,), generator=g)) for _ in range(count)]
 
 
+def reference_losses(model, optimizer, data, dtype=None, loss=nn.functional.cross_entropy,
+                     accumulate: int = 1, clip=None):
+    """PyTorch's own AMP training loop, as the tutorials write it: per batch
+    (loss, scale after it). ``dtype``: torch.autocast("cpu", dtype), with a
+    GradScaler for f16; ``accumulate``: ``loss / N`` and one optimizer step
+    per N batches; ``clip``: ``scaler.unscale_`` then ``clip_grad_norm_``."""
+    scaler = torch.amp.GradScaler("cpu", enabled=dtype == torch.float16)
+    out = []
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(data):
+        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            value = loss(model(x), y)
+        scaler.scale(value / accumulate).backward()
+        if (i + 1) % accumulate == 0:
+            if clip is not None:
+                scaler.unscale_(optimizer)
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+        out.append((value.item(), scaler.get_scale() if scaler.is_enabled() else 1.0))
+    return out
+
+
 def mlp() -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10))
 

@@ -14,26 +14,7 @@ import torch
 import torch.nn as nn
 
 import amp
-from models import Net, batches, mlp
-
-
-def reference(model, optimizer, data, accumulate, clip, dtype=None):
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype == torch.float16)
-    out = []
-    optimizer.zero_grad()
-    for i, (x, y) in enumerate(data):
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            loss = nn.functional.cross_entropy(model(x), y)
-        scaler.scale(loss / accumulate).backward()
-        if (i + 1) % accumulate == 0:
-            if clip is not None:
-                scaler.unscale_(optimizer)
-                nn.utils.clip_grad_norm_(model.parameters(), clip)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad()
-        out.append((loss.item(), scaler.get_scale() if scaler.is_enabled() else 1.0))
-    return out
+from models import Net, batches, mlp, reference_losses
 
 
 CASES = {"accumulate-3": (3, None), "clip-0.5": (1, 0.5), "accumulate-2-clip-0.1": (2, 0.1)}
@@ -50,7 +31,7 @@ def test_o0_matches_pytorch(case):
     data = batches(6)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
                        opt_level="O0", accumulate=accumulate, clip_grad_norm=clip)
-    for (x, y), (want, _) in zip(data, reference(ref, ref_opt, data, accumulate, clip)):
+    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data, accumulate=accumulate, clip=clip)):
         got = step(x, y)
         assert abs(got.loss - want) <= 1e-4 * abs(want)
     step.copy_to(model)
@@ -71,7 +52,7 @@ def test_o1_f16_with_accumulate_and_clip_matches_autocast():
     data = batches(24)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
                        opt_level="O1", dtype=torch.float16, accumulate=2, clip_grad_norm=1.0)
-    for (x, y), (want, scale) in zip(data, reference(ref, ref_opt, data, 2, 1.0, torch.float16)):
+    for (x, y), (want, scale) in zip(data, reference_losses(ref, ref_opt, data, torch.float16, accumulate=2, clip=1.0)):
         got = step(x, y)
         assert abs(got.loss - want) <= 1e-2 * abs(want)
         assert got.scale == scale

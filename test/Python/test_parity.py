@@ -17,21 +17,8 @@ import torch
 import torch.nn as nn
 
 import amp
-from models import Net, TransformerClassifier, batches, mlp, token_batches
-
-
-def reference_losses(model, optimizer, data, dtype=None):
-    losses = []
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype == torch.float16)
-    for x, y in data:
-        optimizer.zero_grad()
-        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            loss = nn.functional.cross_entropy(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        losses.append((loss.item(), scaler.get_scale() if scaler.is_enabled() else 1.0))
-    return losses
+from models import (Net, TransformerClassifier, batches, mlp, reference_losses,
+                    token_batches)
 
 
 def assert_close_state(model, ref, rtol):
@@ -42,6 +29,35 @@ def assert_close_state(model, ref, rtol):
         scale = b.double().abs().max().item() or 1.0  # an all-zero tensor: absolute
         err = (a.double() - b.double()).abs().max().item() / scale
         assert err <= rtol, f"{name}: relative difference {err}"
+
+
+def train_side_by_side(model, make_optimizer, data, what=""):
+    """amp.compile's O0 step trains ``model`` and PyTorch's own loop a copy
+    of it on ``data``: each step's loss within 1e-4 relative of PyTorch's;
+    then amp's state is copied into ``model``. Returns (the copy PyTorch
+    trained, amp's optimizer)."""
+    ref = copy.deepcopy(model)
+    opt, ref_opt = make_optimizer(model.parameters()), make_optimizer(ref.parameters())
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
+                       optimizer=opt, opt_level="O0")
+    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
+        assert abs(step(x, y).loss - want) <= 1e-4 * abs(want), what
+    step.copy_to(model)
+    return ref, opt
+
+
+def train_exact(model, make_optimizer, data):
+    """PyTorch's loop in f64 (the model converted in place): the losses."""
+    model.double()
+    optimizer = make_optimizer(model.parameters())
+    losses = []
+    for x, y in data:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x.double()), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
 
 
 OPTIMIZERS = {
@@ -106,16 +122,7 @@ def test_torchvision_resnet18_o0_matches_pytorch():
     import torchvision  # pinned by scripts/setup.sh
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10)
-    ref = copy.deepcopy(model)
-    make = lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9, weight_decay=5e-4)
-    opt, ref_opt = make(model.parameters()), make(ref.parameters())
-    data = image_batches()
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
-                       optimizer=opt, opt_level="O0")
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
-        got = step(x, y)
-        assert abs(got.loss - want) <= 1e-4 * abs(want)
-    step.copy_to(model)
+    ref, _ = train_side_by_side(model, TORCHVISION_OPTIMIZERS["sgd-momentum"], image_batches())
     assert_close_state(model, ref, 1e-4)
 
 
@@ -148,16 +155,8 @@ def test_torchvision_vgg11_bn_o0_matches_pytorch():
         if name == "adamw":
             for conv in convs:
                 conv.bias.requires_grad_(False)
-        ref = copy.deepcopy(model)
-        exact = copy.deepcopy(model).double() if name == "adamw" else None
-        opt, ref_opt = make(model.parameters()), make(ref.parameters())
-        step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
-                           optimizer=opt, opt_level="O0")
-        for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
-            got = step(x, y)
-            assert abs(got.loss - want) <= 1e-4 * abs(want), name
-        step.copy_to(model)
-        del step
+        exact = copy.deepcopy(model) if name == "adamw" else None
+        ref, _ = train_side_by_side(model, make, data, name)
         if name == "sgd-momentum":
             for m in (model, ref):
                 for conv in (c for c in m.features if isinstance(c, nn.Conv2d)):
@@ -165,11 +164,7 @@ def test_torchvision_vgg11_bn_o0_matches_pytorch():
                     conv.bias.data.zero_()
             assert_close_state(model, ref, 1e-4)
             continue
-        exact_opt = make(exact.parameters())
-        for x, y in data:
-            exact_opt.zero_grad()
-            nn.functional.cross_entropy(exact(x.double()), y).backward()
-            exact_opt.step()
+        train_exact(exact, make, data)
         truth = exact.state_dict()
         for (key, a), (_, b) in zip(model.state_dict().items(), ref.state_dict().items()):
             if not b.is_floating_point():
@@ -204,18 +199,12 @@ def test_torchvision_mobilenet_v2_o0_matches_pytorch():
     for name, make in TORCHVISION_OPTIMIZERS.items():
         torch.manual_seed(0)
         model = torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0)
-        ref, exact = copy.deepcopy(model), copy.deepcopy(model).double()
-        opt, ref_opt, exact_opt = (make(m.parameters()) for m in (model, ref, exact))
+        ref, exact = copy.deepcopy(model), copy.deepcopy(model)
+        opt, ref_opt = make(model.parameters()), make(ref.parameters())
         step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
                            optimizer=opt, opt_level="O0")
         theirs = [loss for loss, _ in reference_losses(ref, ref_opt, data)]
-        truth = []
-        for x, y in data:
-            exact_opt.zero_grad()
-            loss = nn.functional.cross_entropy(exact(x.double()), y)
-            loss.backward()
-            exact_opt.step()
-            truth.append(loss.item())
+        truth = train_exact(exact, make, data)
         ours = [step(x, y).loss for x, y in data]
         assert abs(ours[0] - theirs[0]) <= 1e-5 * abs(theirs[0]), name
         for k, (a, b, t) in enumerate(zip(ours, theirs, truth)):
@@ -261,16 +250,7 @@ def test_transformer_classifier_o0_matches_pytorch(variant, optimizer):
     """
     torch.manual_seed(0)
     model = TransformerClassifier(**variant)
-    ref = copy.deepcopy(model)
-    opt = OPTIMIZERS[optimizer](model.parameters())
-    ref_opt = OPTIMIZERS[optimizer](ref.parameters())
-    data = token_batches(5)
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
-                       optimizer=opt, opt_level="O0")
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
-        got = step(x, y)
-        assert abs(got.loss - want) <= 1e-4 * abs(want)
-    step.copy_to(model)
+    ref, opt = train_side_by_side(model, OPTIMIZERS[optimizer], token_batches(5))
     d = model.encoder.self_attn.embed_dim
     if optimizer == "adamw":
         lr = opt.param_groups[0]["lr"]
@@ -331,16 +311,7 @@ class Activations(nn.Module):
 def test_functional_forms_o0_match_pytorch(make):
     torch.manual_seed(0)
     model = make()
-    ref = copy.deepcopy(model)
-    opt = OPTIMIZERS["sgd-momentum"](model.parameters())
-    ref_opt = OPTIMIZERS["sgd-momentum"](ref.parameters())
-    data = batches(5)
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
-                       optimizer=opt, opt_level="O0")
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
-        got = step(x, y)
-        assert abs(got.loss - want) <= 1e-4 * abs(want)
-    step.copy_to(model)
+    ref, _ = train_side_by_side(model, OPTIMIZERS["sgd-momentum"], batches(5))
     assert_close_state(model, ref, 1e-4)
 
 

@@ -85,32 +85,23 @@ public:
     return out;
   }
 
-  using Array = nb::ndarray<nb::c_contig, nb::device::cpu>;
-
-  /// Checks that `array` (C-contiguous) has argument `i`'s element size and
-  /// count.
-  const TensorSpec &checkArray(unsigned i, const Array &array) const {
+  /// Copies `array` (C-contiguous, the argument's element size and count)
+  /// into argument `i`.
+  void set(unsigned i, nb::ndarray<nb::c_contig, nb::device::cpu> array) {
     const auto &specs = manifest().step.arguments;
     if (i >= specs.size())
       throw std::out_of_range("argument " + std::to_string(i) +
                               " out of range");
-    size_t expected = numElements(specs[i].shape) * elementBytes(specs[i].kind);
-    if (array.nbytes() != expected ||
+    HostTensor value(specs[i].kind, specs[i].shape);
+    size_t bytes = array.nbytes();
+    if (bytes != value.getSizeInBytes() ||
         array.itemsize() != elementBytes(specs[i].kind))
       throw std::invalid_argument(
           "argument " + std::to_string(i) + " is " + specs[i].str() + " (" +
-          std::to_string(expected) + " bytes), given " +
-          std::to_string(array.nbytes()) + " bytes of " +
+          std::to_string(value.getSizeInBytes()) + " bytes), given " +
+          std::to_string(bytes) + " bytes of " +
           std::to_string(array.itemsize()) + "-byte elements");
-    return specs[i];
-  }
-
-  /// Copies `array` (C-contiguous, the argument's element size and count)
-  /// into argument `i`.
-  void set(unsigned i, Array array) {
-    const TensorSpec &spec = checkArray(i, array);
-    HostTensor value(spec.kind, spec.shape);
-    std::memcpy(value.data(), array.data(), array.nbytes());
+    std::memcpy(value.data(), array.data(), bytes);
     if (llvm::Error e = session->set(i, value))
       raise(std::move(e));
   }

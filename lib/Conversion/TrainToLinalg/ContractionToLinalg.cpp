@@ -194,6 +194,51 @@ struct IndexMath {
   }
 };
 
+/// A generic summing a * b of its two inputs into `init`, products in `acc`.
+Value multiplyAccumulate(OpBuilder &b, Location loc, ValueRange inputs,
+                         Value init, ArrayRef<AffineMap> maps,
+                         ArrayRef<utils::IteratorType> iterators, Type acc) {
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value prod = arith::MulFOp::create(
+                   nb, l, convertFloat(nb, l, args[0], acc),
+                   convertFloat(nb, l, args[1], acc));
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(nb, l, args[2], prod).getResult());
+             })
+      .getResult(0);
+}
+
+/// The body of conv2d_grad_input's gather (grouped or not): generic
+/// dimensions `hDim`, `hDim + 1` are the input position (h, w), `kDim`,
+/// `kDim + 1` the window offset (kh, kw); the filter element args[0] times
+/// dy at `dyIndex(oh, ow)`, for the output position (oh, ow) whose window
+/// reads (h, w) if there is one, is added to args[1].
+void convGradInputGather(
+    OpBuilder &b, Location l, ValueRange args, Value dy, Type acc,
+    ArrayRef<int64_t> s, ArrayRef<int64_t> p, ArrayRef<int64_t> dil,
+    unsigned hDim, unsigned kDim,
+    llvm::function_ref<SmallVector<Value>(IndexMath &, Value, Value)>
+        dyIndex) {
+  auto dyType = cast<RankedTensorType>(dy.getType());
+  int64_t rank = dyType.getRank();
+  IndexMath m{b, l};
+  auto [validH, oh] = m.outputOf(m.index(hDim), m.index(kDim), s[0], dil[0],
+                                 p[0], dyType.getDimSize(rank - 2));
+  auto [validW, ow] = m.outputOf(m.index(hDim + 1), m.index(kDim + 1), s[1],
+                                 dil[1], p[1], dyType.getDimSize(rank - 1));
+  Value g = tensor::ExtractOp::create(b, l, dy, dyIndex(m, oh, ow));
+  Value prod = arith::MulFOp::create(b, l, convertFloat(b, l, g, acc),
+                                     convertFloat(b, l, args[0], acc));
+  Value contrib = arith::SelectOp::create(b, l, m.both(validH, validW), prod,
+                                          scalarConstant(b, l, acc, 0.0));
+  linalg::YieldOp::create(
+      b, l, arith::AddFOp::create(b, l, args[1], contrib).getResult());
+}
+
 /// `value` with dimension `dim` split into (groups, size / groups).
 Value splitGroups(OpBuilder &b, Location loc, Value value, unsigned dim,
                   int64_t groups) {
@@ -253,18 +298,7 @@ struct GroupedConv {
   }
   /// acc += a * b over two inputs read through `maps`.
   Value contract(ValueRange inputs, Value init, ArrayRef<AffineMap> maps) {
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{init.getType()}, inputs, ValueRange{init},
-               maps, iterators(),
-               [&](OpBuilder &nb, Location l, ValueRange args) {
-                 Value prod = arith::MulFOp::create(
-                     nb, l, convertFloat(nb, l, args[0], acc),
-                     convertFloat(nb, l, args[1], acc));
-                 linalg::YieldOp::create(
-                     nb, l,
-                     arith::AddFOp::create(nb, l, args[2], prod).getResult());
-               })
-        .getResult(0);
+    return multiplyAccumulate(b, loc, inputs, init, maps, iterators(), acc);
   }
 
   /// y[n, g, fg, oh, ow] = bias + sum over (cg, kh, kw) of
@@ -319,7 +353,6 @@ struct GroupedConv {
   /// gather, as the ungrouped form.
   Value gradInput(Conv2dGradInputOp op) {
     auto type = cast<RankedTensorType>(op.getType());
-    auto dyType = cast<RankedTensorType>(op.getGrad().getType());
     Value dy = splitGroups(b, loc, op.getGrad(), 1, groups);
     Value w = splitGroups(b, loc, op.getFilter(), 0, groups);
     SmallVector<int64_t> out = {type.getDimSize(0), groups,
@@ -332,22 +365,11 @@ struct GroupedConv {
         {map({d(1), d(5), d(2), d(6), d(7)}),
          map({d(0), d(1), d(2), d(3), d(4)})},
         iterators(), [&](OpBuilder &nb, Location l, ValueRange args) {
-          IndexMath m{nb, l};
-          auto [validH, oh] = m.outputOf(m.index(3), m.index(6), s[0], dil[0],
-                                         p[0], dyType.getDimSize(2));
-          auto [validW, ow] = m.outputOf(m.index(4), m.index(7), s[1], dil[1],
-                                         p[1], dyType.getDimSize(3));
-          Value g = tensor::ExtractOp::create(
-              nb, l, dy,
-              ValueRange{m.index(0), m.index(1), m.index(5), oh, ow});
-          Value prod = arith::MulFOp::create(
-              nb, l, convertFloat(nb, l, g, acc),
-              convertFloat(nb, l, args[0], acc));
-          Value contrib =
-              arith::SelectOp::create(nb, l, m.both(validH, validW), prod,
-                                      scalarConstant(nb, l, acc, 0.0));
-          linalg::YieldOp::create(
-              nb, l, arith::AddFOp::create(nb, l, args[1], contrib).getResult());
+          convGradInputGather(
+              nb, l, args, dy, acc, s, p, dil, /*hDim=*/3, /*kDim=*/6,
+              [](IndexMath &m, Value oh, Value ow) -> SmallVector<Value> {
+                return {m.index(0), m.index(1), m.index(5), oh, ow};
+              });
         });
     return roundTo(b, loc, mergeGroups(b, loc, generic.getResult(0), 1), type);
   }
@@ -431,7 +453,6 @@ struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto type = cast<RankedTensorType>(op.getType());
-    auto dyType = cast<RankedTensorType>(op.getGrad().getType());
     Type acc = op.getAccumulatorType();
     ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
                       dil = op.getDilation();
@@ -454,20 +475,11 @@ struct Conv2dGradInputToLinalg : OpRewritePattern<Conv2dGradInputOp> {
         rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getFilter()},
         ValueRange{init}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          IndexMath m{b, l};
-          auto [validH, oh] = m.outputOf(m.index(2), m.index(5), s[0], dil[0],
-                                         p[0], dyType.getDimSize(2));
-          auto [validW, ow] = m.outputOf(m.index(3), m.index(6), s[1], dil[1],
-                                         p[1], dyType.getDimSize(3));
-          Value g = tensor::ExtractOp::create(
-              b, l, dy, ValueRange{m.index(0), m.index(4), oh, ow});
-          Value prod = arith::MulFOp::create(b, l, convertFloat(b, l, g, acc),
-                                             convertFloat(b, l, args[0], acc));
-          Value contrib =
-              arith::SelectOp::create(b, l, m.both(validH, validW), prod,
-                                      scalarConstant(b, l, acc, 0.0));
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, args[1], contrib).getResult());
+          convGradInputGather(
+              b, l, args, dy, acc, s, p, dil, /*hDim=*/2, /*kDim=*/5,
+              [](IndexMath &m, Value oh, Value ow) -> SmallVector<Value> {
+                return {m.index(0), m.index(4), oh, ow};
+              });
         });
     rewriter.replaceOp(op, roundTo(rewriter, loc, generic.getResult(0), type));
     return success();
@@ -506,17 +518,9 @@ struct Conv2dGradFilterToLinalg : OpRewritePattern<Conv2dGradFilterOp> {
     SmallVector<utils::IteratorType> iterators(4,
                                                utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getGrad(), x},
-        ValueRange{init}, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value prod =
-              arith::MulFOp::create(b, l, convertFloat(b, l, args[0], acc),
-                                    convertFloat(b, l, args[1], acc));
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, args[2], prod).getResult());
-        });
-    rewriter.replaceOp(op, roundTo(rewriter, loc, generic.getResult(0), type));
+    Value dw = multiplyAccumulate(rewriter, loc, ValueRange{op.getGrad(), x},
+                                  init, maps, iterators, acc);
+    rewriter.replaceOp(op, roundTo(rewriter, loc, dw, type));
     return success();
   }
 };

@@ -251,6 +251,19 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
   RuntimeTarget target;
 };
 
+/// Whether the runtime computes convolution (or gradient) `op`: an
+/// f32-accumulated one of f32/f16/bf16 operands, ungrouped (grouped and
+/// depthwise convolutions are left to the linalg lowering).
+template <typename OpTy>
+LogicalResult matchRuntimeConv(OpTy op, PatternRewriter &rewriter) {
+  if (!runtimeCanCompute(op, op.getAccumulatorType()))
+    return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
+                                           "convolution of f32/f16/bf16");
+  if (op.getGroups() != 1)
+    return rewriter.notifyMatchFailure(op, "grouped convolution");
+  return success();
+}
+
 /// conv2d and its two gradients: the runtime reads two tensors; the geometry
 /// comes from the input, filter and output shapes, whichever of them are the
 /// op's operands and result.
@@ -260,12 +273,8 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    Type acc = op.getAccumulatorType();
-    if (!runtimeCanCompute(op, acc))
-      return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
-                                             "convolution of f32/f16/bf16");
-    if (op.getGroups() != 1) // grouped and depthwise: the linalg lowering
-      return rewriter.notifyMatchFailure(op, "grouped convolution");
+    if (failed(matchRuntimeConv(op, rewriter)))
+      return failure();
     auto type = cast<RankedTensorType>(op.getType());
     ArrayRef<int64_t> input, filter, output;
     Value first, second;
@@ -492,11 +501,8 @@ template <typename OpTy> struct ConvAsGemm : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    if (!runtimeCanCompute(op, op.getAccumulatorType()))
-      return rewriter.notifyMatchFailure(op, "not an f32-accumulated "
-                                             "convolution of f32/f16/bf16");
-    if (op.getGroups() != 1) // grouped and depthwise: the linalg lowering
-      return rewriter.notifyMatchFailure(op, "grouped convolution");
+    if (failed(matchRuntimeConv(op, rewriter)))
+      return failure();
     Value a, b; // the two operands the GEMM multiplies (after reshapes)
     ArrayRef<int64_t> input, filter, output;
     auto type = cast<RankedTensorType>(op.getType());

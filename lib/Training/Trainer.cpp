@@ -48,6 +48,10 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
     return err("--bench-steps and --bench-warmup must not be negative");
   if (config.maxConsecutiveSkips < 1)
     return err("--max-consecutive-skips must be at least 1");
+  if (!config.initFromPath.empty() && !config.loadPath.empty())
+    return err("--init-from and --load exclude each other: --load resumes "
+               "a run of the same configuration exactly, --init-from starts "
+               "a new run from a checkpoint's weights");
   return llvm::Error::success();
 }
 
@@ -112,6 +116,86 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
   if (abi.scaler.size() == 2 && args[abi.scaler[0]].getAsDouble(0) == 0)
     return err("the loss scale has no initial value");
   return args;
+}
+
+llvm::Error amp::initializeFrom(const StepAbi &abi,
+                                std::vector<HostTensor> &args,
+                                const Checkpoint &checkpoint,
+                                llvm::StringRef path) {
+  auto err = [&](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + m);
+  };
+  auto count = [&](llvm::StringRef role) {
+    unsigned n = 0;
+    while (checkpoint.find((role + "." + llvm::Twine(n)).str()))
+      ++n;
+    return n;
+  };
+  // The file's f32 value of each parameter: a low-precision parameter's
+  // master (masters are numbered over the low-precision parameters).
+  unsigned fileParams = count("param"), fileStates = count("state");
+  if (fileParams == 0)
+    return err("holds no parameters ('param.0', ...): not an amp checkpoint");
+  if (fileParams != abi.params.size())
+    return err("holds " + llvm::Twine(fileParams) +
+               " parameters, the model has " + llvm::Twine(abi.params.size()) +
+               " (a checkpoint of another model?)");
+  llvm::SmallVector<unsigned> states;
+  for (auto &[name, index] : abi.persistent)
+    if (llvm::StringRef(name).starts_with("state."))
+      states.push_back(index);
+  if (fileStates != states.size())
+    return err("holds " + llvm::Twine(fileStates) +
+               " batch-norm state tensors, the model has " +
+               llvm::Twine(states.size()));
+  std::vector<HostTensor> updated = args;
+  auto assign = [&](unsigned index, const std::string &name,
+                    const HostTensor &value) -> llvm::Error {
+    HostTensor &target = updated[index];
+    if (value.getShape() != target.getShape())
+      return err("tensor '" + name + "' is " + value.typeString() +
+                 ", the model needs " + target.typeString());
+    if (value.getKind() == target.getKind()) {
+      target = value;
+      return llvm::Error::success();
+    }
+    if (value.getKind() == ElementKind::I32 ||
+        target.getKind() == ElementKind::I32)
+      return err("tensor '" + name + "' is " + value.typeString() +
+                 ", the model needs " + target.typeString());
+    target = HostTensor::fromFloats(target.getKind(), target.getShape(),
+                                    value.toFloats());
+    return llvm::Error::success();
+  };
+  unsigned fileMaster = 0, runMaster = 0;
+  for (auto [k, index] : llvm::enumerate(abi.params)) {
+    std::string name = "param." + std::to_string(k);
+    const HostTensor *value = checkpoint.find(name);
+    if (value->getKind() != ElementKind::F32) {
+      std::string masterName = "master." + std::to_string(fileMaster++);
+      if (const HostTensor *master = checkpoint.find(masterName)) {
+        value = master;
+        name = masterName;
+      }
+    }
+    if (llvm::Error e = assign(index, name, *value))
+      return e;
+    if (updated[index].getKind() != ElementKind::F32) {
+      if (runMaster >= abi.masters.size())
+        return err("a low-precision parameter of the model has no f32 master");
+      HostTensor &master = updated[abi.masters[runMaster++]];
+      master = HostTensor::fromFloats(ElementKind::F32, master.getShape(),
+                                      value->toFloats());
+    }
+  }
+  for (auto [k, index] : llvm::enumerate(states))
+    if (llvm::Error e =
+            assign(index, "state." + std::to_string(k),
+                   *checkpoint.find("state." + std::to_string(k))))
+      return e;
+  args = std::move(updated);
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<StepSession>>
@@ -309,6 +393,22 @@ int amp::runTraining(const TrainingConfig &config,
         llvm::StringRef(it->second).getAsInteger(10, startStep) ||
         startStep < 0)
       return fail(loadPath + ": no valid 'step' in its metadata");
+  }
+  if (!config.initFromPath.empty()) {
+    auto checkpoint = loadSafetensors(config.initFromPath);
+    if (!checkpoint)
+      return fail(llvm::toString(checkpoint.takeError()));
+    if (llvm::Error e =
+            initializeFrom(*abi, args, *checkpoint, config.initFromPath))
+      return fail(llvm::toString(std::move(e)));
+    auto written = [&](llvm::StringRef key) {
+      auto it = checkpoint->metadata.find(key.str());
+      return it == checkpoint->metadata.end() ? std::string("?") : it->second;
+    };
+    llvm::outs() << config.tool << ": parameters and batch-norm state from "
+                 << config.initFromPath << " (" << written("opt_level") << " "
+                 << written("dtype") << " " << written("optimizer")
+                 << ", step " << written("step") << ")\n";
   }
   // The arguments move to where the step runs (device memory for CUDA).
   auto opened = openStepSession(compiled, args);

@@ -65,6 +65,13 @@ cl::opt<std::string>
     loadPath("load",
              cl::desc("Resume from a checkpoint of --save (default: none)"),
              cl::init(""), cl::cat(trainingCategory));
+cl::opt<std::string> initFromPath(
+    "init-from",
+    cl::desc("Start from the parameters and batch-norm state of this amp "
+             "checkpoint, written by a run of any opt level, dtype or "
+             "optimizer (a new run: fresh optimizer and loss scale, step 0) "
+             "(default: none)"),
+    cl::init(""), cl::cat(trainingCategory));
 cl::opt<int64_t> trainExamples(
     "train-examples",
     cl::desc("Use only the first N training examples (0: all) (default: 0)"),
@@ -123,6 +130,7 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.metricsPath = metricsPath;
   config.savePath = savePath;
   config.loadPath = loadPath;
+  config.initFromPath = initFromPath;
   config.plotPath = plotPath;
   config.trainExamples = trainExamples;
   config.testExamples = testExamples;

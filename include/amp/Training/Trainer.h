@@ -27,6 +27,8 @@
 
 namespace amp {
 
+struct Checkpoint;
+
 /// A run's configuration: the flags of amp-run and amp-train
 /// (docs/UserGuide.md). `optLevel`, `dtype` and `optimizer` describe how the
 /// step was compiled; they are recorded in metrics and checkpoints.
@@ -44,6 +46,8 @@ struct TrainingConfig {
   uint64_t seed = 0;
   bool shuffle = true;
   std::string metricsPath, savePath, loadPath, plotPath;
+  /// --init-from: parameters and batch-norm state of any amp checkpoint.
+  std::string initFromPath;
   int64_t trainExamples = 0, testExamples = 0;
   int64_t stopAt = -1;
   std::vector<int64_t> injectNonfinite;
@@ -70,6 +74,15 @@ llvm::Error validateConfig(const TrainingConfig &config);
 /// loss scale has no initial value.
 llvm::Expected<std::vector<HostTensor>>
 initialArguments(const CompiledStep &compiled, uint64_t seed);
+
+/// Replaces the parameters (with their f32 masters) and the batch-norm
+/// state in `args` by those of `checkpoint` (read from `path`), a checkpoint
+/// of the same model at any opt level, type or optimizer: each parameter's
+/// f32 value (its master where the file has one) is rounded to this step's
+/// type. Optimizer and scaler state stay as `args` has them. Errors name the
+/// file and the tensor that does not fit; `args` is unchanged then.
+llvm::Error initializeFrom(const StepAbi &abi, std::vector<HostTensor> &args,
+                           const Checkpoint &checkpoint, llvm::StringRef path);
 
 /// Opens the step's session (`compiled.openSession`, or host memory) and
 /// sets its arguments to `args`.

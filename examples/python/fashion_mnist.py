@@ -1,11 +1,16 @@
-"""Train a PyTorch-defined CNN on Fashion-MNIST with amp.compile.
+"""Train a PyTorch-defined model on Fashion-MNIST with amp.compile.
 
     PYTHONPATH=build/python $(scripts/setup.sh --print-python) \
-        examples/python/fashion_mnist.py [--epochs 1] [--opt-level O1] [--dtype f16]
+        examples/python/fashion_mnist.py [--model net|resnet18] [--epochs 1] \
+        [--opt-level O1] [--dtype f16] [--augment] [--schedule constant|cosine]
 
 The training loop is PyTorch's AMP loop with its four lines changed: the
 step is compiled once and called per batch; afterwards the trained weights
-are copied back into the model and PyTorch itself evaluates it.
+are copied back into the model and PyTorch itself evaluates it, next to
+amp's own evaluation (step.predict) of the same weights.
+
+--model resnet18 is torchvision's ResNet-18 with its first convolution taking
+one channel (docs/benchmarks.md has its run: 12 epochs, --augment, cosine).
 """
 
 import argparse
@@ -16,6 +21,7 @@ import time
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import amp
 
@@ -47,40 +53,95 @@ class Net(nn.Module):
         return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
 
 
+def resnet18() -> nn.Module:
+    """torchvision's ResNet-18 for 10 classes, its stem taking 1 channel."""
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=10)
+    model.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    return model
+
+
+def augment(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Random horizontal flips and shifts of up to 2 pixels (zero-padded crops)."""
+    flip = torch.rand(len(x), generator=generator) < 0.5
+    x = torch.where(flip[:, None, None, None], x.flip(3), x)
+    padded = F.pad(x, (2, 2, 2, 2), value=float(x.min()))
+    dy, dx = torch.randint(0, 5, (2,), generator=generator).tolist()
+    return padded[:, :, dy:dy + 28, dx:dx + 28].contiguous()
+
+
+def accuracy(predict, x: torch.Tensor, y: torch.Tensor, batch: int) -> float:
+    """Percentage of ``x`` that ``predict`` (a batch of ``batch`` rows -> logits)
+    classifies as ``y``; the last batch is padded with rows that are not counted."""
+    correct = 0
+    for k in range(0, len(x), batch):
+        chunk = x[k:k + batch]
+        rows = len(chunk)
+        if rows < batch:
+            chunk = torch.cat([chunk, x[:batch - rows]])
+        correct += (predict(chunk)[:rows].argmax(1) == y[k:k + rows]).sum().item()
+    return 100.0 * correct / len(x)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="net", choices=["net", "resnet18"])
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--opt-level", default="O1")
     parser.add_argument("--dtype", default="f16", choices=["f16", "bf16"])
     parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--schedule", default="constant", choices=["constant", "cosine"],
+                        help="cosine: one epoch of linear warm-up, then cosine decay to 0 "
+                             "(torch.optim.lr_scheduler, read by the step at every call)")
+    parser.add_argument("--augment", action="store_true",
+                        help="random flips and 2-pixel shifts of the training images")
     args = parser.parse_args()
     torch.manual_seed(0)
     train_x, train_y = load("train")
     test_x, test_y = load("t10k")
-    model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    model = Net() if args.model == "net" else resnet18()
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     b = args.batch
+    per_epoch = len(train_x) // b
+    steps = int(args.epochs * per_epoch)
+    scheduler = None
+    if args.schedule == "cosine":
+        warmup = min(per_epoch, steps // 2)
+        scheduler = torch.optim.lr_scheduler.SequentialLR(opt, [
+            torch.optim.lr_scheduler.LinearLR(opt, 0.01, 1.0, total_iters=warmup),
+            torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps - warmup)], [warmup])
     start = time.time()
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(train_x[:b], train_y[:b]),
                        optimizer=opt, opt_level=args.opt_level,
                        dtype=torch.float16 if args.dtype == "f16" else torch.bfloat16)
     print(f"compiled in {time.time() - start:.1f} s")
-    steps = int(args.epochs * (len(train_x) // b))
+    generator = torch.Generator().manual_seed(0)
     start = time.time()
     for i in range(steps):
-        if i % (len(train_x) // b) == 0:
-            order = torch.randperm(len(train_x))
-        j = order[(i % (len(train_x) // b)) * b:][:b]
-        r = step(train_x[j], train_y[j])
+        if i % per_epoch == 0:
+            order = torch.randperm(len(train_x), generator=generator)
+        j = order[(i % per_epoch) * b:][:b]
+        x = augment(train_x[j], generator) if args.augment else train_x[j]
+        r = step(x, train_y[j])
+        if scheduler is not None:
+            scheduler.step()
         if i % 100 == 0 or i == steps - 1:
-            print(f"step {i:5d}  loss {r.loss:.4f}  scale {r.scale:g}  skipped {r.skipped}")
-    print(f"{steps} steps in {time.time() - start:.1f} s")
+            print(f"step {i:5d}  loss {r.loss:.4f}  scale {r.scale:g}  skipped {r.skipped}",
+                  flush=True)
+        if (i + 1) % per_epoch == 0 and args.epochs > 1:
+            print(f"epoch {(i + 1) // per_epoch}: {time.time() - start:.0f} s, test accuracy "
+                  f"(amp) {accuracy(step.predict, test_x, test_y, b):.2f}%", flush=True)
+    print(f"{steps} steps in {time.time() - start:.1f} s "
+          f"({1000 * (time.time() - start) / max(steps, 1):.0f} ms/step)")
+    amp_accuracy = accuracy(step.predict, test_x, test_y, b)
     step.copy_to(model)
     model.eval()
     with torch.no_grad():
-        correct = sum((model(test_x[k:k + 1000]).argmax(1) == test_y[k:k + 1000]).sum().item()
-                      for k in range(0, len(test_x), 1000))
-    print(f"test accuracy (PyTorch's eval of the trained model): {100.0 * correct / len(test_x):.2f}%")
+        torch_accuracy = accuracy(model, test_x, test_y, 1000)
+    print(f"test accuracy, amp's evaluation (step.predict, {args.opt_level} {args.dtype}): "
+          f"{amp_accuracy:.2f}%")
+    print(f"test accuracy (PyTorch's eval of the trained model): {torch_accuracy:.2f}%")
 
 
 if __name__ == "__main__":

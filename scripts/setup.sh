@@ -29,8 +29,9 @@ PACKAGES=(
   # A virtual environment for the PyTorch frontend (python/amp), and the
   # headers its extension builds against when python3 is Debian's.
   python3-venv python3-dev
-  # Real data for amp-run.
-  dataset-fashion-mnist
+  # Real data for amp-run: images, and text for --dataset=text (2.5 MB of
+  # fortunes in /usr/share/games/fortunes).
+  dataset-fashion-mnist fortunes
 )
 if [ "${1:-}" = "--sanitize" ]; then
   PACKAGES+=(clang-22 libclang-rt-22-dev valgrind)

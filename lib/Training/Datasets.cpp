@@ -8,7 +8,12 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
 
 #include <random>
 #include <zlib.h>
@@ -135,4 +140,81 @@ Dataset amp::makeSyntheticDataset(int64_t count, int64_t features,
     data.labels[n] = best;
   }
   return data;
+}
+
+llvm::Expected<TextDataset> amp::loadTextDataset(llvm::StringRef path,
+                                                 int64_t window,
+                                                 double heldOut) {
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + what);
+  };
+  if (path.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--dataset=text needs --data-file=FILE (a text file, or a directory "
+        "of them such as /usr/share/games/fortunes)");
+  std::vector<std::string> files;
+  if (llvm::sys::fs::is_directory(path)) {
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(path, ec, false), end;
+         it != end && !ec; it.increment(ec)) {
+      llvm::StringRef name = it->path();
+      if (it->type() == llvm::sys::fs::file_type::regular_file &&
+          !name.ends_with(".dat"))
+        files.push_back(name.str());
+    }
+    if (ec)
+      return fail("cannot list the directory (" + ec.message() + ")");
+    std::sort(files.begin(), files.end());
+    if (files.empty())
+      return fail("the directory has no text files");
+  } else {
+    files.push_back(path.str());
+  }
+  std::string text;
+  for (const std::string &file : files) {
+    auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          file + ": cannot read (" + buffer.getError().message() +
+              "; is the fortunes package installed, or --data-file right?)");
+    text += (*buffer)->getBuffer();
+  }
+  int64_t n = int64_t(text.size());
+  int64_t validationBytes = int64_t(std::llround(double(n) * heldOut));
+  int64_t trainBytes = n - validationBytes;
+  // Each split needs one window of inputs and the byte after it.
+  if (trainBytes < window + 1 || validationBytes < window + 1)
+    return fail("holds " + llvm::Twine(n) + " bytes: too short for a " +
+                llvm::Twine(window) + "-byte window in both the training "
+                "and the validation split");
+  auto windows = [&](int64_t begin, int64_t bytes) {
+    Dataset d;
+    d.features = window;
+    d.targets = window;
+    d.classes = 256;
+    d.count = (bytes - 1) / window;
+    d.images.resize(d.count * window);
+    d.labels.resize(d.count * window);
+    for (int64_t i = 0; i < d.count * window; ++i) {
+      d.images[i] = float(uint8_t(text[begin + i]));
+      d.labels[i] = int32_t(uint8_t(text[begin + i + 1]));
+    }
+    return d;
+  };
+  TextDataset result;
+  result.bytes = n;
+  result.train = windows(0, trainBytes);
+  result.validation = windows(trainBytes, validationBytes);
+  std::vector<double> counts(256, 1.0);
+  for (int64_t i = 0; i < trainBytes; ++i)
+    counts[uint8_t(text[i])] += 1.0;
+  double total = double(trainBytes) + 256.0, loss = 0.0;
+  for (int32_t b : result.validation.labels)
+    loss -= std::log(counts[b] / total);
+  result.unigramLoss = loss / double(result.validation.labels.size());
+  return result;
 }

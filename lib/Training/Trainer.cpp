@@ -31,8 +31,15 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
   auto err = [](const llvm::Twine &m) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
   };
-  if (config.dataset != "fashion-mnist" && config.dataset != "synthetic")
-    return err("--dataset must be fashion-mnist or synthetic, got '" +
+  if (config.dataset != "fashion-mnist" && config.dataset != "synthetic" &&
+      config.dataset != "text")
+    return err("--dataset must be fashion-mnist, synthetic or text, got '" +
+               config.dataset + "'");
+  if (config.dataset == "text" && config.dataFile.empty())
+    return err("--dataset=text needs --data-file=FILE (a text file, or a "
+               "directory of them such as /usr/share/games/fortunes)");
+  if (config.dataset != "text" && !config.dataFile.empty())
+    return err("--data-file is the text of --dataset=text; --dataset is '" +
                config.dataset + "'");
   if (config.lrSchedule != "constant" && config.lrSchedule != "cosine" &&
       config.lrSchedule != "step")
@@ -279,17 +286,49 @@ int amp::runTraining(const TrainingConfig &config,
   int64_t features = 1;
   for (int64_t d : llvm::drop_begin(inputSpec.shape))
     features *= d;
-  if (batch < 1 || specs[abi->labels].kind != ElementKind::I32 ||
-      specs[abi->labels].shape != llvm::ArrayRef<int64_t>{batch})
+  const TensorSpec &labelSpec = specs[abi->labels];
+  int64_t labelCount = labelSpec.getNumElements();
+  if (batch < 1 || labelSpec.kind != ElementKind::I32 ||
+      labelCount % batch != 0)
     return fail("the model's first two arguments must be a batch of inputs "
-                "and its i32 labels");
+                "and its i32 labels (one per example, or one per input "
+                "position of a token model)");
+  // Labels per example: 1 for a classifier, the window for a token model.
+  int64_t targets = labelCount / batch;
+  bool tokens = inputSpec.kind == ElementKind::I32;
+  if (dataset == "text" && (!tokens || targets != features))
+    return fail("--dataset=text feeds windows of token ids and their next "
+                "bytes: the model's input must be i32 [batch, window] and its "
+                "labels i32 [batch * window]; it has " +
+                inputSpec.str() + " and " + labelSpec.str());
+  if (dataset != "text" && (tokens || targets != 1))
+    return fail("the model takes " + inputSpec.str() + " inputs and " +
+                labelSpec.str() + " labels, a token model: train it "
+                "with --dataset=text --data-file=FILE (--dataset=" + dataset +
+                " is images with one label each)");
+  if (tokens && !config.injectNonfinite.empty())
+    return fail("--inject-nonfinite puts a NaN into a float input; this "
+                "model's input is token ids");
   // The classes are the logits' last dimension (the cross-entropy's).
   llvm::ArrayRef<TensorSpec> logitSpecs = logitsFn->getResultSpecs();
   int64_t classes = !logitSpecs.empty() && logitSpecs[0].shape.size() == 2
                         ? logitSpecs[0].shape[1]
                         : 0;
   Dataset trainSet, testSet;
-  if (dataset == "synthetic") {
+  double unigramLoss = 0.0;
+  if (dataset == "text") {
+    auto text = loadTextDataset(config.dataFile, features);
+    if (!text)
+      return fail(llvm::toString(text.takeError()));
+    trainSet = std::move(text->train);
+    testSet = std::move(text->validation);
+    unigramLoss = text->unigramLoss;
+    llvm::outs() << config.tool << ": " << config.dataFile << ": "
+                 << text->bytes << " bytes, " << trainSet.count
+                 << " training and " << testSet.count << " validation windows "
+                 << "of " << features << " (unigram baseline "
+                 << llvm::format("%.4f", unigramLoss) << " nats/byte)\n";
+  } else if (dataset == "synthetic") {
     // Labelled by a random teacher over the model's classes.
     int32_t synthetic = classes >= 2 ? int32_t(classes) : 10;
     trainSet =
@@ -311,7 +350,7 @@ int amp::runTraining(const TrainingConfig &config,
       return;
     d.count = n;
     d.images.resize(n * d.features);
-    d.labels.resize(n);
+    d.labels.resize(n * d.targets);
   };
   limit(trainSet, config.trainExamples);
   limit(testSet, config.testExamples);
@@ -331,7 +370,8 @@ int amp::runTraining(const TrainingConfig &config,
                     " classes (its logits are " +
                     llvm::Twine(logitSpecs[0].shape[0]) + "x" +
                     llvm::Twine(classes) + "), the " +
-                    (d == &trainSet ? "training" : "test") + " labels go " +
+                    (d == &trainSet ? "training" : "test") +
+                    (tokens ? " bytes" : " labels") + " go " +
                     (*lo < 0 ? "from " + llvm::Twine(*lo) + " " : "") +
                     "up to " + llvm::Twine(*hi) +
                     ": give the model's last layer one output per class");
@@ -442,18 +482,28 @@ int amp::runTraining(const TrainingConfig &config,
     return fail(loadPath + " is at step " + llvm::Twine(startStep) +
                 ", past the " + llvm::Twine(totalSteps) + " steps of this run");
 
-  // Evaluation: accuracy over the whole test set (the last batch padded).
+  // The batch's input tensor: token ids for an i32 input.
+  auto inputTensor = [](const TensorSpec &spec, llvm::ArrayRef<float> x) {
+    if (spec.kind != ElementKind::I32)
+      return HostTensor::fromFloats(spec.kind, spec.shape, x);
+    std::vector<int32_t> ids(x.begin(), x.end());
+    return HostTensor::fromInts(spec.shape, ids);
+  };
+  // Evaluation over the whole test (validation) set, the last batch padded:
+  // the accuracy of the argmax and the mean cross-entropy of the labels.
+  struct Score {
+    double accuracy = -1, loss = NAN;
+  };
   llvm::ArrayRef<TensorSpec> evalSpecs = logitsFn->getArgumentSpecs();
-  auto evaluate = [&]() -> llvm::Expected<double> {
+  auto evaluate = [&]() -> llvm::Expected<Score> {
     int64_t correct = 0;
+    double lossSum = 0;
     for (int64_t start = 0; start < testSet.count; start += batch) {
       int64_t n = std::min(batch, testSet.count - start);
       std::vector<float> x(batch * features, 0.0f);
       std::copy_n(testSet.images.begin() + start * features, n * features,
                   x.begin());
-      if (llvm::Error e =
-              session->set(0, HostTensor::fromFloats(evalSpecs[0].kind,
-                                                     evalSpecs[0].shape, x)))
+      if (llvm::Error e = session->set(0, inputTensor(evalSpecs[0], x)))
         return std::move(e);
       if (llvm::Error e =
               session->set(1, HostTensor(ElementKind::I32, evalSpecs[1].shape)))
@@ -462,14 +512,20 @@ int amp::runTraining(const TrainingConfig &config,
       if (!out)
         return out.takeError();
       std::vector<float> logits = (*out)[0].toFloats();
-      int64_t classes = int64_t(logits.size()) / batch;
-      for (int64_t r = 0; r < n; ++r) {
+      int64_t classes = int64_t(logits.size()) / (batch * targets);
+      for (int64_t r = 0; r < n * targets; ++r) {
         auto row = logits.begin() + r * classes;
-        int64_t predicted = std::max_element(row, row + classes) - row;
-        correct += predicted == testSet.labels[start + r];
+        auto top = std::max_element(row, row + classes);
+        int32_t label = testSet.labels[start * targets + r];
+        correct += top - row == label;
+        double sum = 0;
+        for (int64_t c = 0; c < classes; ++c)
+          sum += std::exp(double(row[c]) - double(*top));
+        lossSum += double(*top) + std::log(sum) - double(row[label]);
       }
     }
-    return double(correct) / double(testSet.count);
+    double rows = double(testSet.count * targets);
+    return Score{double(correct) / rows, lossSum / rows};
   };
 
   // Training.
@@ -483,7 +539,7 @@ int amp::runTraining(const TrainingConfig &config,
   llvm::SmallVector<bool> plotSkipped;
   double epochLoss = 0;
   int64_t epochSteps = 0;
-  double accuracy = -1;
+  double accuracy = -1, testLoss = NAN;
   bool hasScaler = abi->scaler.size() == 2;
   bool hasFound = abi->numResults > 1 + abi->state.size();
   std::vector<ResultRoute> routes = stepResultRoutes(compiled);
@@ -513,22 +569,23 @@ int amp::runTraining(const TrainingConfig &config,
     if (inEpoch == 0 && shuffle)
       std::shuffle(order.begin(), order.end(), shuffleRng);
     std::vector<float> x(batch * features);
-    std::vector<int32_t> y(batch);
+    std::vector<int32_t> y(batch * targets);
     for (int64_t r = 0; r < batch; ++r) {
       int64_t e = order[inEpoch * batch + r];
       std::copy_n(trainSet.images.begin() + e * features, features,
                   x.begin() + r * features);
-      y[r] = trainSet.labels[e];
+      std::copy_n(trainSet.labels.begin() + e * targets, targets,
+                  y.begin() + r * targets);
     }
     if (llvm::is_contained(config.injectNonfinite, s))
       x[0] = std::nanf("");
     auto t0 = std::chrono::steady_clock::now();
     // The batch and learning rate, in argument order.
-    llvm::Error setError = session->set(
-        abi->input, HostTensor::fromFloats(specs[abi->input].kind,
-                                           specs[abi->input].shape, x));
+    llvm::Error setError =
+        session->set(abi->input, inputTensor(specs[abi->input], x));
     if (!setError)
-      setError = session->set(abi->labels, HostTensor::fromInts({batch}, y));
+      setError =
+          session->set(abi->labels, HostTensor::fromInts(labelSpec.shape, y));
     if (!setError)
       setError = session->set(
           *abi->lr,
@@ -595,22 +652,30 @@ int amp::runTraining(const TrainingConfig &config,
                    << (wasSkipped ? "  skipped" : "") << "\n";
     bool epochEnd = inEpoch + 1 == stepsPerEpoch || s + 1 == endStep;
     if (epochEnd) {
-      auto acc = evaluate();
-      if (!acc)
-        return fail(llvm::toString(acc.takeError()));
-      accuracy = *acc;
+      auto score = evaluate();
+      if (!score)
+        return fail(llvm::toString(score.takeError()));
+      accuracy = score->accuracy;
+      testLoss = score->loss;
       int64_t epoch = s / stepsPerEpoch + 1;
       double trainLoss = epochSteps ? epochLoss / epochSteps : NAN;
       if (progressBar)
         llvm::errs() << "\r" << std::string(100, ' ') << "\r";
       llvm::outs() << "epoch " << epoch << "  train loss "
-                   << llvm::format("%.4f", trainLoss) << "  test accuracy "
-                   << llvm::format("%.2f%%", 100 * accuracy) << "\n";
+                   << llvm::format("%.4f", trainLoss);
+      if (tokens)
+        llvm::outs() << "  validation loss " << llvm::format("%.4f", testLoss)
+                     << "  next-byte accuracy ";
+      else
+        llvm::outs() << "  test accuracy ";
+      llvm::outs() << llvm::format("%.2f%%", 100 * accuracy) << "\n";
       llvm::outs().flush();
-      epochLog.push_back(
-          llvm::json::Object{{"epoch", epoch},
-                             {"test_accuracy_percent", 100 * accuracy},
-                             {"train_loss", jsonNumber(trainLoss)}});
+      llvm::json::Object entry{{"epoch", epoch},
+                               {"test_accuracy_percent", 100 * accuracy},
+                               {"train_loss", jsonNumber(trainLoss)}};
+      if (tokens)
+        entry["validation_loss"] = jsonNumber(testLoss);
+      epochLog.push_back(std::move(entry));
       epochLoss = 0;
       epochSteps = 0;
     }
@@ -619,17 +684,26 @@ int amp::runTraining(const TrainingConfig &config,
     if (llvm::Error e = save(endStep))
       return fail(llvm::toString(std::move(e)));
   if (endStep == startStep) {
-    auto acc = evaluate();
-    if (!acc)
-      return fail(llvm::toString(acc.takeError()));
-    accuracy = *acc;
+    auto score = evaluate();
+    if (!score)
+      return fail(llvm::toString(score.takeError()));
+    accuracy = score->accuracy;
+    testLoss = score->loss;
   }
 
   std::vector<double> sorted = stepTimes;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-  llvm::outs() << "summary: test accuracy "
-               << llvm::format("%.2f%%", 100 * accuracy) << ", " << skipped
+  llvm::outs() << "summary: ";
+  if (tokens)
+    llvm::outs() << "validation loss " << llvm::format("%.4f", testLoss)
+                 << " nats/byte, "
+                 << llvm::format("%.1f%%", 100 * (1 - testLoss / unigramLoss))
+                 << " below the unigram baseline "
+                 << llvm::format("%.4f", unigramLoss) << ", next-byte accuracy ";
+  else
+    llvm::outs() << "test accuracy ";
+  llvm::outs() << llvm::format("%.2f%%", 100 * accuracy) << ", " << skipped
                << " skipped steps, ";
   // Without dynamic scaling there is no scale to report (bf16, O0, static).
   if (hasScaler)
@@ -667,10 +741,13 @@ int amp::runTraining(const TrainingConfig &config,
         {"steps", std::move(stepLog)},
         {"epochs", std::move(epochLog)},
         {"test_accuracy_percent", 100 * accuracy},
+        {"test_loss", jsonNumber(testLoss)},
         {"skipped_steps", skipped},
         {"final_scale", hasScaler ? llvm::json::Value(finalScale) : nullptr},
         {"step_time_ms_median", median},
         {"compile_time_s", compileSeconds}};
+    if (tokens)
+      metrics["unigram_loss"] = unigramLoss;
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(metrics))) << "\n";

@@ -30,7 +30,9 @@ cl::opt<int64_t> warmupSteps("warmup-steps",
                              cl::init(0), cl::cat(trainingCategory));
 cl::opt<std::string>
     dataset("dataset",
-            cl::desc("fashion-mnist or synthetic (default: fashion-mnist)"),
+            cl::desc("fashion-mnist, synthetic or text (next-byte "
+                     "prediction on --data-file; its last 10% held out for "
+                     "a validation loss) (default: fashion-mnist)"),
             cl::init("fashion-mnist"), cl::cat(trainingCategory));
 cl::opt<std::string>
     dataDir("data-dir",
@@ -38,6 +40,11 @@ cl::opt<std::string>
                      "/usr/share/datasets/fashion-mnist)"),
             cl::init("/usr/share/datasets/fashion-mnist"),
             cl::cat(trainingCategory));
+cl::opt<std::string> dataFile(
+    "data-file",
+    cl::desc("--dataset=text: a text file, or a directory of them (e.g. "
+             "/usr/share/games/fortunes, Debian's fortunes package)"),
+    cl::init(""), cl::cat(trainingCategory));
 cl::opt<int64_t> epochs("epochs",
                         cl::desc("Passes over the training set (default: 1)"),
                         cl::init(1), cl::cat(trainingCategory));
@@ -123,6 +130,7 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.warmupSteps = warmupSteps;
   config.dataset = dataset;
   config.dataDir = dataDir;
+  config.dataFile = dataFile;
   config.epochs = epochs;
   config.steps = steps;
   config.seed = seed;

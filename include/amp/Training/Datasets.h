@@ -20,14 +20,36 @@
 
 namespace amp {
 
-/// `count` examples of `features` floats each, with labels in [0, classes).
+/// `count` examples of `features` floats each, with `targets` labels each in
+/// [0, classes): one class per image; one next byte per position of a text
+/// window.
 struct Dataset {
   int64_t count = 0;
   int64_t features = 0;
+  int64_t targets = 1;
   int32_t classes = 0;
   std::vector<float> images;   // count * features, row-major
-  std::vector<int32_t> labels; // count
+  std::vector<int32_t> labels; // count * targets
 };
+
+/// A byte-level language-modelling data set: windows of `window` bytes
+/// (the inputs, as token ids 0-255) with the `window` bytes after each
+/// position (the targets). The text's last `heldOut` fraction is the
+/// validation split; `unigramLoss` is the cross-entropy (nats per byte) of
+/// the validation targets under the training bytes' frequencies (add-one
+/// smoothed): the loss of a model that knows only which bytes are common.
+struct TextDataset {
+  Dataset train, validation;
+  int64_t bytes = 0;
+  double unigramLoss = 0.0;
+};
+
+/// Reads the text of `path`: a file, or a directory whose regular files
+/// (not symbolic links or *.dat indexes: the layout of Debian's fortunes
+/// in /usr/share/games/fortunes) are concatenated in name order.
+llvm::Expected<TextDataset> loadTextDataset(llvm::StringRef path,
+                                            int64_t window,
+                                            double heldOut = 0.1);
 
 /// Fashion-MNIST's normalisation: pixel / 255, then (x - mean) / std with the
 /// training set's mean 0.2860 and std 0.3530 (torchvision's values).

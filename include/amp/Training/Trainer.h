@@ -42,6 +42,8 @@ struct TrainingConfig {
   int64_t warmupSteps = 0;
   std::string dataset = "fashion-mnist";
   std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  /// --dataset=text: a text file or a directory of them.
+  std::string dataFile;
   int64_t epochs = 1, steps = -1;
   uint64_t seed = 0;
   bool shuffle = true;

@@ -62,6 +62,7 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                     {"opt_level", manifest.optLevel},
                     {"dtype", manifest.dtype},
                     {"optimizer", manifest.optimizer},
+                    {"pipeline", manifest.pipeline},
                     {"step", functionToJson(manifest.step)},
                     {"logits", functionToJson(manifest.logits)},
                     {"abi", std::move(abiJson)},
@@ -172,6 +173,8 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
             r.read(*root, "dtype", m.dtype) &&
             r.read(*root, "optimizer", m.optimizer) &&
             r.read(*root, "step", m.step) && r.read(*root, "logits", m.logits);
+  if (auto pipeline = root->getString("pipeline"))
+    m.pipeline = pipeline->str();
   if (ok && !abi)
     ok = r.fail("'abi' is missing");
   if (ok)

@@ -13,6 +13,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
@@ -184,6 +186,24 @@ amp::getPrintedOptions(const AmpPipelineOptions &options) {
   llvm::raw_string_ostream os(printed);
   options.print(os);
   return splitOptions(printed);
+}
+
+std::vector<std::pair<std::string, std::string>>
+amp::getReadableOptions(const AmpPipelineOptions &options) {
+  std::vector<std::pair<std::string, std::string>> result =
+      getPrintedOptions(options);
+  auto readable = [](double number) {
+    return llvm::formatv("{0}", llvm::format("%.10g", number)).str();
+  };
+  for (auto &[name, value] : result) {
+    double number;
+    if (StringRef(value).contains('e') && !StringRef(value).getAsDouble(number))
+      value = readable(number);
+    // The printed form keeps 7 digits; 2^24 needs 8.
+    if (name == "max-scale")
+      value = readable(options.maxScale);
+  }
+  return result;
 }
 
 /// The options `pass` declares, with the values it prints.

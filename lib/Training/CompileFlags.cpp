@@ -7,6 +7,8 @@
 #include "amp/Training/CompileFlags.h"
 
 #include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -89,24 +91,9 @@ llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   return llvm::Error::success();
 }
 
-/// The amp-pipeline options with their defaults (getPrintedOptions), numbers
-/// as people write them: 0.9, 16777216, 1e-08.
+/// The amp-pipeline options with their defaults.
 static std::vector<std::pair<std::string, std::string>> pipelineDefaults() {
-  std::vector<std::pair<std::string, std::string>> result =
-      getPrintedOptions(AmpPipelineOptions());
-  for (auto &[name, value] : result) {
-    double number;
-    if (llvm::StringRef(value).contains('e') &&
-        !llvm::StringRef(value).getAsDouble(number))
-      value = llvm::formatv("{0}", llvm::format("%.10g", number)).str();
-    // The printed form keeps 7 digits; 2^24 needs 8.
-    if (name == "max-scale")
-      value = llvm::formatv(
-                  "{0}", llvm::format("%.10g",
-                                      AmpPipelineOptions().maxScale.getValue()))
-                  .str();
-  }
-  return result;
+  return getReadableOptions(AmpPipelineOptions());
 }
 
 /// Where the settings a model decides live, for flags users reach for.
@@ -149,7 +136,13 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
       fullOverview += item;
       column += item.size();
     }
-    fullOverview += "\n";
+    fullOverview +=
+        "\nPyTorch's names work too: --betas=0.9,0.999 (Adam's), "
+        "--clip-grad-norm=C\n(clip_grad_norm_'s max_norm), --enabled=false "
+        "(GradScaler's: no loss scaling),\nand snake_case for any flag "
+        "(--weight_decay, --growth_interval). As torch.optim:\n"
+        "--optimizer=sgd --momentum=M (M > 0) is SGD with momentum, and "
+        "--optimizer=adamw\nwithout --weight-decay decays by 0.01.\n";
   }
 
   // Flags that are not the tool's: amp-pipeline options go to the pipeline;
@@ -157,6 +150,11 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
   auto registered = llvm::cl::getRegisteredOptions();
   std::vector<char *> kept = {argv[0]};
   std::string forwarded;
+  // Pipeline options given on the command line, by their amp names.
+  llvm::StringMap<std::string> given;
+  // argv entries rewritten from PyTorch's spelling (snake_case) live here.
+  std::vector<std::string> rewritten;
+  rewritten.reserve(argc);
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
     if (arg == "--") {
@@ -169,9 +167,22 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
       continue;
     }
     flag.consume_front("-");
-    auto [name, value] = flag.split('=');
+    auto [rawName, value] = flag.split('=');
+    // PyTorch's snake_case names (weight_decay, init_scale) are the flags'.
+    std::string canonical = rawName.str();
+    std::replace(canonical.begin(), canonical.end(), '_', '-');
+    // PyTorch's names of amp-pipeline options.
+    if (canonical == "clip-grad-norm" || canonical == "max-norm")
+      canonical = "clip-norm";
+    llvm::StringRef name = canonical;
     if (auto it = registered.find(name); it != registered.end()) {
-      kept.push_back(argv[i]);
+      if (name != rawName) {
+        rewritten.push_back("--" + canonical +
+                            (flag.contains('=') ? "=" + value.str() : ""));
+        kept.push_back(rewritten.back().data());
+      } else {
+        kept.push_back(argv[i]);
+      }
       // `--steps -1`: the next argument is this flag's value, not a flag.
       if (!flag.contains('=') && i + 1 < argc &&
           it->second->getValueExpectedFlag() == llvm::cl::ValueRequired)
@@ -180,8 +191,9 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
     }
     if (std::optional<std::string> where = modelDecides(name))
       return fail("--" + name + " is not a flag of " + tool + ": " + *where);
+    bool isAlias = pipeline && (name == "betas" || name == "enabled");
     bool isPipelineOption =
-        llvm::any_of(defaults, [&, name = name](auto &entry) {
+        isAlias || llvm::any_of(defaults, [&, name = name](auto &entry) {
           return entry.first == name;
         });
     if (!isPipelineOption) {
@@ -212,20 +224,50 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
     }
     // `--beta2=0.95` or `--beta2 0.95`; a boolean alone (`--nesterov`) is
     // true. Braces keep a value's spaces ("--policy=my runs/p.json").
-    std::string given = value.str();
+    std::string text = value.str();
     if (!flag.contains('=')) {
-      bool boolean = llvm::any_of(defaults, [&, name = name](auto &entry) {
-        return entry.first == name &&
-               (entry.second == "true" || entry.second == "false");
-      });
+      bool boolean = name == "enabled" ||
+                     llvm::any_of(defaults, [&, name = name](auto &entry) {
+                       return entry.first == name &&
+                              (entry.second == "true" ||
+                               entry.second == "false");
+                     });
       if (boolean)
-        given = "true";
+        text = "true";
       else if (i + 1 < argc)
-        given = argv[++i];
+        text = argv[++i];
       else
         return fail("--" + name + " needs a value");
     }
-    forwarded += (name + "={" + given + "} ").str();
+    if (name == "betas") {
+      // torch.optim.Adam's betas=(0.9, 0.999).
+      auto [first, second] = llvm::StringRef(text).split(',');
+      double b1, b2;
+      if (first.trim().getAsDouble(b1) || second.trim().getAsDouble(b2) ||
+          second.contains(','))
+        return fail("--betas takes two numbers, beta1,beta2 (as "
+                    "torch.optim.Adam's betas=(0.9, 0.999)), got '" +
+                    text + "'");
+      forwarded += ("beta1={" + first.trim() + "} beta2={" + second.trim() +
+                    "} ")
+                       .str();
+      given["beta1"] = first.trim().str();
+      given["beta2"] = second.trim().str();
+      continue;
+    }
+    if (name == "enabled") {
+      // GradScaler(enabled=False): no loss scaling.
+      if (text != "true" && text != "false")
+        return fail("--enabled takes true or false (GradScaler's enabled), "
+                    "got '" + text + "'");
+      if (text == "false") {
+        forwarded += "loss-scale={none} ";
+        given["loss-scale"] = "none";
+      }
+      continue;
+    }
+    forwarded += (name + "={" + text + "} ").str();
+    given[name] = text;
   }
 
   std::string errors;
@@ -251,6 +293,10 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
   if (pipeline) {
     if (llvm::Error e = readCompileFlags(*pipeline))
       return fail(llvm::toString(std::move(e)));
+    // The driver flags' own: given to amp-pipeline, they would be overridden.
+    for (llvm::StringRef own : {"opt-level", "dtype", "optimizer",
+                                "init-scale", "growth-interval", "accumulate"})
+      given.erase(own);
     std::string message;
     llvm::raw_string_ostream messageStream(message);
     if (!forwarded.empty() &&
@@ -260,6 +306,19 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
         return false;
       return fail(llvm::StringRef(message).trim().str());
     }
+    // torch.optim's meanings: SGD(momentum=M) is momentum SGD when M > 0;
+    // AdamW's weight_decay defaults to 0.01.
+    using Kind = train::OptimizerKind;
+    if (given.count("momentum") &&
+        (pipeline->optimizer == Kind::sgd ||
+         pipeline->optimizer == Kind::momentum))
+      pipeline->optimizer =
+          pipeline->momentum > 0 ? Kind::momentum : Kind::sgd;
+    if (pipeline->nesterov && pipeline->optimizer != Kind::momentum)
+      return fail("--nesterov needs SGD with a momentum (--optimizer=sgd "
+                  "--momentum=M, M > 0), as torch.optim.SGD");
+    if (pipeline->optimizer == Kind::adamw && !given.count("weight-decay"))
+      pipeline->weightDecay = 0.01;
   }
   return true;
 }

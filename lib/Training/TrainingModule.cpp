@@ -79,6 +79,9 @@ TrainingModule::getManifest(llvm::StringRef modelPath,
   manifest.optLevel = train::stringifyOptLevel(options.optLevel).str();
   manifest.dtype = train::stringifyLowType(options.dtype).str();
   manifest.optimizer = train::stringifyOptimizerKind(options.optimizer).str();
+  for (auto &[name, value] : getReadableOptions(options))
+    manifest.pipeline +=
+        (manifest.pipeline.empty() ? "" : " ") + name + "=" + value;
   manifest.step.name = stepName;
   manifest.logits.name = logitsName;
   manifest.abi = abi;

@@ -48,6 +48,8 @@ cl::opt<bool> describe(
 void printManifest(const ArtifactManifest &m) {
   llvm::outs() << "backend " << m.backend << ", model " << m.model << " at "
                << m.optLevel << " " << m.dtype << ", " << m.optimizer << "\n";
+  if (!m.pipeline.empty())
+    llvm::outs() << "amp-pipeline: " << m.pipeline << "\n";
   for (const ArtifactFunctionInfo *f : {&m.step, &m.logits}) {
     llvm::outs() << "@" << f->name << "(";
     for (auto [i, spec] : llvm::enumerate(f->arguments))

@@ -43,6 +43,9 @@ struct ArtifactFunctionInfo {
 struct ArtifactManifest {
   std::string backend; // "cpu" or "cuda"
   std::string model, optLevel, dtype, optimizer;
+  /// Every amp-pipeline option the step was compiled with, as
+  /// "name=value ..." (getPrintedOptions); empty in older artifacts.
+  std::string pipeline;
   ArtifactFunctionInfo step, logits;
   StepAbi abi;
   std::vector<std::pair<unsigned, InitSpec>> inits;

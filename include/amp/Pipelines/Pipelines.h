@@ -134,6 +134,11 @@ double resolveInitScale(const AmpPipelineOptions &options);
 std::vector<std::pair<std::string, std::string>>
 getPrintedOptions(const AmpPipelineOptions &options);
 
+/// getPrintedOptions with numbers as people write them: 0.9, 16777216, 1e-08
+/// (the tools' --help, an artifact's manifest).
+std::vector<std::pair<std::string, std::string>>
+getReadableOptions(const AmpPipelineOptions &options);
+
 /// Appends `amp-pipeline`: amp-autocast, amp-autodiff, amp-optimizer and
 /// amp-loss-scaling (unless optimizer=none), then amp-cast-cleanup. Each
 /// pass gets every one of its options from the same-named option of

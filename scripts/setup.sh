@@ -43,7 +43,7 @@ if [ "${1:-}" = "--print-python" ]; then
   exit 0
 fi
 # Pinned: the versions every test of python/amp runs against.
-PYTHON_PACKAGES=(torch==2.15.0 torchvision==0.29.2 numpy==2.4.6 pytest==9.2.0
+PYTHON_PACKAGES=(torch==2.15.0 torchvision==0.29.2 numpy==2.4.6 pytest==9.2.0 safetensors==0.8.0
   nanobind==3.1.0)
 
 # Whether the virtual environment has every pinned package (its dist-info

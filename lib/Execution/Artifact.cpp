@@ -37,9 +37,11 @@ static json::Array indices(llvm::ArrayRef<unsigned> values) {
 
 std::string amp::serializeManifest(const ArtifactManifest &manifest) {
   const StepAbi &abi = manifest.abi;
-  json::Array persistent, inits;
+  json::Array persistent, names, inits;
   for (const auto &[name, index] : abi.persistent)
     persistent.push_back(json::Array{name, index});
+  for (const auto &[name, index] : abi.names)
+    names.push_back(json::Array{name, index});
   for (const auto &[index, init] : manifest.inits)
     inits.push_back(json::Object{{"argument", index},
                                  {"kind", init.kind},
@@ -53,7 +55,8 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                        {"masters", indices(abi.masters)},
                        {"scaler", indices(abi.scaler)},
                        {"num_results", abi.numResults},
-                       {"persistent", std::move(persistent)}};
+                       {"persistent", std::move(persistent)},
+                       {"names", std::move(names)}};
   if (abi.lr)
     abiJson["lr"] = *abi.lr;
   json::Object root{{"format", kArtifactFormat},
@@ -193,17 +196,24 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
   const json::Array *persistent = ok ? abi->getArray("persistent") : nullptr;
   if (ok && !persistent)
     ok = r.fail("'persistent' is missing");
-  for (size_t i = 0; ok && i < persistent->size(); ++i) {
-    const json::Array *pair = (*persistent)[i].getAsArray();
-    std::optional<llvm::StringRef> name =
-        pair && pair->size() == 2 ? (*pair)[0].getAsString() : std::nullopt;
-    std::optional<int64_t> index =
-        name ? (*pair)[1].getAsInteger() : std::nullopt;
-    if (!index || *index < 0)
-      ok = r.fail("'persistent' holds a malformed entry");
-    else
-      m.abi.persistent.emplace_back(name->str(), unsigned(*index));
-  }
+  // (name, argument) pairs; "names" is absent in older artifacts.
+  auto readPairs = [&](const json::Array *pairs, llvm::StringRef key,
+                       llvm::SmallVector<std::pair<std::string, unsigned>> &to) {
+    for (size_t i = 0; ok && pairs && i < pairs->size(); ++i) {
+      const json::Array *pair = (*pairs)[i].getAsArray();
+      std::optional<llvm::StringRef> name =
+          pair && pair->size() == 2 ? (*pair)[0].getAsString() : std::nullopt;
+      std::optional<int64_t> index =
+          name ? (*pair)[1].getAsInteger() : std::nullopt;
+      if (!index || *index < 0)
+        ok = r.fail("'" + key + "' holds a malformed entry");
+      else
+        to.emplace_back(name->str(), unsigned(*index));
+    }
+  };
+  readPairs(persistent, "persistent", m.abi.persistent);
+  if (ok)
+    readPairs(abi->getArray("names"), "names", m.abi.names);
   if (ok && !inits)
     ok = r.fail("'inits' is missing");
   for (size_t i = 0; ok && i < inits->size(); ++i) {
@@ -234,6 +244,8 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
       llvm::all_of(m.abi.scaler, inRange) &&
       (!m.abi.lr || inRange(*m.abi.lr)) &&
       llvm::all_of(m.abi.persistent,
+                   [&](const auto &p) { return inRange(p.second); }) &&
+      llvm::all_of(m.abi.names,
                    [&](const auto &p) { return inRange(p.second); }) &&
       llvm::all_of(m.inits, [&](const auto &p) { return inRange(p.first); }) &&
       m.abi.numResults == m.step.results.size();

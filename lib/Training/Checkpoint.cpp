@@ -134,7 +134,8 @@ llvm::Error amp::saveSafetensors(llvm::StringRef path,
   return writeFileAtomically(path, file);
 }
 
-llvm::Expected<Checkpoint> amp::loadSafetensors(llvm::StringRef path) {
+llvm::Expected<Checkpoint> amp::loadSafetensors(llvm::StringRef path,
+                                                bool skipUnsupported) {
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
@@ -175,6 +176,10 @@ llvm::Expected<Checkpoint> amp::loadSafetensors(llvm::StringRef path) {
     if (!dtype || !shape || !offsets || offsets->size() != 2)
       return fail("bad header entry for '" + key.str() + "'");
     auto kind = dtypeKind(*dtype);
+    if (!kind && skipUnsupported) {
+      checkpoint.skipped.push_back(key.str());
+      continue;
+    }
     if (!kind)
       return fail("tensor '" + key.str() + "' has unsupported dtype " + *dtype);
     llvm::SmallVector<int64_t> dims;

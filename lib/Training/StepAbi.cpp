@@ -22,6 +22,10 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   SmallVector<unsigned> states, optStates;
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto has = [&](StringRef name) { return bool(step.getArgAttr(i, name)); };
+    if (has(train::TrainDialect::kStateAttrName) ||
+        has(train::TrainDialect::kParamAttrName))
+      if (auto named = dyn_cast<NameLoc>(step.getArgument(i).getLoc()))
+        abi.names.emplace_back(named.getName().str(), i);
     if (has(train::TrainDialect::kStateAttrName))
       states.push_back(i);
     else if (has(train::TrainDialect::kParamAttrName))

@@ -9,6 +9,8 @@
 #include "amp/Training/Datasets.h"
 #include "amp/Training/Plot.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -133,29 +135,89 @@ llvm::Error amp::initializeFrom(const StepAbi &abi,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + m);
   };
-  auto count = [&](llvm::StringRef role) {
-    unsigned n = 0;
-    while (checkpoint.find((role + "." + llvm::Twine(n)).str()))
-      ++n;
-    return n;
-  };
-  // The file's f32 value of each parameter: a low-precision parameter's
-  // master (masters are numbered over the low-precision parameters).
-  unsigned fileParams = count("param"), fileStates = count("state");
-  if (fileParams == 0)
-    return err("holds no parameters ('param.0', ...): not an amp checkpoint");
-  if (fileParams != abi.params.size())
-    return err("holds " + llvm::Twine(fileParams) +
-               " parameters, the model has " + llvm::Twine(abi.params.size()) +
-               " (a checkpoint of another model?)");
   llvm::SmallVector<unsigned> states;
   for (auto &[name, index] : abi.persistent)
     if (llvm::StringRef(name).starts_with("state."))
       states.push_back(index);
-  if (fileStates != states.size())
-    return err("holds " + llvm::Twine(fileStates) +
-               " batch-norm state tensors, the model has " +
-               llvm::Twine(states.size()));
+  // Where each parameter and state tensor comes from: (name in the file,
+  // tensor). A low-precision parameter's f32 master is taken where the file
+  // has one (masters are numbered over the low-precision parameters).
+  std::vector<std::pair<std::string, const HostTensor *>> paramSources,
+      stateSources;
+  auto withMaster = [&](std::string name, const HostTensor *value,
+                        unsigned &master, llvm::StringRef prefix) {
+    if (value->getKind() != ElementKind::F32) {
+      std::string masterName = (prefix + std::to_string(master++)).str();
+      if (const HostTensor *m = checkpoint.find(masterName))
+        return std::make_pair(masterName, m);
+    }
+    return std::make_pair(name, value);
+  };
+  unsigned fileMaster = 0;
+  if (checkpoint.find("param.0")) {
+    // An amp checkpoint (--save): tensors by role and position.
+    auto count = [&](llvm::StringRef role) {
+      unsigned n = 0;
+      while (checkpoint.find((role + "." + llvm::Twine(n)).str()))
+        ++n;
+      return n;
+    };
+    unsigned fileParams = count("param"), fileStates = count("state");
+    if (fileParams != abi.params.size())
+      return err("holds " + llvm::Twine(fileParams) +
+                 " parameters, the model has " +
+                 llvm::Twine(abi.params.size()) +
+                 " (a checkpoint of another model?)");
+    if (fileStates != states.size())
+      return err("holds " + llvm::Twine(fileStates) +
+                 " batch-norm state tensors, the model has " +
+                 llvm::Twine(states.size()));
+    for (unsigned k = 0; k < fileParams; ++k) {
+      std::string name = "param." + std::to_string(k);
+      paramSources.push_back(
+          withMaster(name, checkpoint.find(name), fileMaster, "master."));
+    }
+    for (unsigned k = 0; k < fileStates; ++k) {
+      std::string name = "state." + std::to_string(k);
+      stateSources.emplace_back(name, checkpoint.find(name));
+    }
+  } else {
+    // The model's own names (a PyTorch state_dict, or amp's Step.state_dict,
+    // saved as safetensors), matched to the names amp.to_mlir gives the
+    // arguments.
+    if (abi.names.empty())
+      return err("holds no amp checkpoint tensors ('param.0', ...), and the "
+                 "model's arguments carry no names to match its tensors by "
+                 "(amp.to_mlir writes them as name locations)");
+    llvm::DenseMap<unsigned, llvm::StringRef> nameOf;
+    for (auto &[name, index] : abi.names)
+      nameOf[index] = name;
+    std::vector<std::string> missing;
+    auto lookUp = [&](unsigned index, bool param)
+        -> std::pair<std::string, const HostTensor *> {
+      auto it = nameOf.find(index);
+      std::string name = it == nameOf.end()
+                             ? "argument #" + std::to_string(index)
+                             : it->second.str();
+      const HostTensor *value =
+          it == nameOf.end() ? nullptr : checkpoint.find(name);
+      // amp's own state (dropout's step counter) starts afresh when a
+      // PyTorch state_dict does not have it.
+      if (!value && !llvm::StringRef(name).starts_with("amp."))
+        missing.push_back("'" + name + "'");
+      if (!value)
+        return {name, nullptr};
+      return param ? withMaster(name, value, fileMaster, "amp.master.")
+                   : std::make_pair(name, value);
+    };
+    for (unsigned index : abi.params)
+      paramSources.push_back(lookUp(index, true));
+    for (unsigned index : states)
+      stateSources.push_back(lookUp(index, false));
+    if (!missing.empty())
+      return err("has no tensor " + llvm::join(missing, ", ") +
+                 " (the model's parameters and buffers by name)");
+  }
   std::vector<HostTensor> updated = args;
   auto assign = [&](unsigned index, const std::string &name,
                     const HostTensor &value) -> llvm::Error {
@@ -175,17 +237,9 @@ llvm::Error amp::initializeFrom(const StepAbi &abi,
                                     value.toFloats());
     return llvm::Error::success();
   };
-  unsigned fileMaster = 0, runMaster = 0;
+  unsigned runMaster = 0;
   for (auto [k, index] : llvm::enumerate(abi.params)) {
-    std::string name = "param." + std::to_string(k);
-    const HostTensor *value = checkpoint.find(name);
-    if (value->getKind() != ElementKind::F32) {
-      std::string masterName = "master." + std::to_string(fileMaster++);
-      if (const HostTensor *master = checkpoint.find(masterName)) {
-        value = master;
-        name = masterName;
-      }
-    }
+    auto &[name, value] = paramSources[k];
     if (llvm::Error e = assign(index, name, *value))
       return e;
     if (updated[index].getKind() != ElementKind::F32) {
@@ -197,10 +251,10 @@ llvm::Error amp::initializeFrom(const StepAbi &abi,
     }
   }
   for (auto [k, index] : llvm::enumerate(states))
-    if (llvm::Error e =
-            assign(index, "state." + std::to_string(k),
-                   *checkpoint.find("state." + std::to_string(k))))
-      return e;
+    if (stateSources[k].second)
+      if (llvm::Error e =
+              assign(index, stateSources[k].first, *stateSources[k].second))
+        return e;
   args = std::move(updated);
   return llvm::Error::success();
 }
@@ -435,7 +489,8 @@ int amp::runTraining(const TrainingConfig &config,
       return fail(loadPath + ": no valid 'step' in its metadata");
   }
   if (!config.initFromPath.empty()) {
-    auto checkpoint = loadSafetensors(config.initFromPath);
+    auto checkpoint =
+        loadSafetensors(config.initFromPath, /*skipUnsupported=*/true);
     if (!checkpoint)
       return fail(llvm::toString(checkpoint.takeError()));
     if (llvm::Error e =

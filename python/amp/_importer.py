@@ -1126,7 +1126,10 @@ def _argument_text(index: int, a: Argument) -> str:
         attrs = f" {{train.param, train.init = #train.init<zeros>{extra}}}"
     elif a.kind in ("state", "frozen", "counter"):
         attrs = " {train.state, train.init = #train.init<zeros>}"
-    return f"    %a{index}: {tensor_type(a.shape, a.element)}{attrs}"
+    # The model's name of a parameter or buffer: amp-run --init-from matches
+    # a state_dict's tensors by it.
+    name = f' loc("{a.name}")' if attrs else ""
+    return f"    %a{index}: {tensor_type(a.shape, a.element)}{attrs}{name}"
 
 
 def _emit_batch_norm(em: _Emitter, node: torch.fx.Node, arguments: List[Argument],

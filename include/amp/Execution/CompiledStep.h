@@ -46,6 +46,9 @@ struct StepAbi {
   unsigned numResults = 0;
   /// Checkpoint names of the arguments that persist across steps.
   llvm::SmallVector<std::pair<std::string, unsigned>> persistent;
+  /// The model's own names of parameters and state (`layer1.0.conv1.weight`:
+  /// a name location on the argument, as amp.to_mlir writes), where given.
+  llvm::SmallVector<std::pair<std::string, unsigned>> names;
 };
 
 /// A #train.init attribute resolved for one tensor: the distribution's name

@@ -32,6 +32,9 @@ struct Checkpoint {
   std::vector<std::pair<std::string, HostTensor>> tensors;
   /// The `__metadata__` string map.
   std::map<std::string, std::string> metadata;
+  /// Tensors of a dtype amp does not hold (I64, F64, ...), left out when
+  /// loadSafetensors was asked to skip them.
+  std::vector<std::string> skipped;
 
   const HostTensor *find(llvm::StringRef name) const;
 };
@@ -44,7 +47,11 @@ llvm::Error saveSafetensors(llvm::StringRef path, const Checkpoint &checkpoint);
 
 /// Reads a safetensors file; errors name the file and what is wrong
 /// (truncation, a bad header, an unsupported dtype, overlapping data).
-llvm::Expected<Checkpoint> loadSafetensors(llvm::StringRef path);
+/// `skipUnsupported`: a tensor of another dtype than F32, F16, BF16, I32
+/// and BOOL (a PyTorch state_dict's I64 num_batches_tracked) is left out and
+/// named in `skipped` instead of failing the load.
+llvm::Expected<Checkpoint> loadSafetensors(llvm::StringRef path,
+                                           bool skipUnsupported = false);
 
 } // namespace amp
 

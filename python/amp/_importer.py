@@ -478,8 +478,7 @@ def _hardswish(em: _Emitter, node: torch.fx.Node) -> str:
 
 def _abs(em: _Emitter, node: torch.fx.Node) -> str:
     """relu(x) + relu(-x) (exact: one of them is 0)."""
-    x = _operand(em, node.args[0])
-    return _emit(em, "add", _emit(em, "relu", x), _emit(em, "relu", _negated(em, x)))[0]
+    return _absolute(em, _operand(em, node.args[0]))[0]
 
 
 def _neg(em: _Emitter, node: torch.fx.Node) -> str:
@@ -550,6 +549,35 @@ def _layer_norm(em: _Emitter, node: torch.fx.Node) -> str:
     attrs = f" epsilon {float_literal(eps)}" if eps != 1e-5 else ""
     return em.op(f"train.layer_norm {x[0]}, {scale[0]}, {bias[0]}{attrs} : "
                  f"{tensor_type(x[1], x[2])}, {tensor_type(scale[1], scale[2])}")
+
+
+def _group_norm(em: _Emitter, node: torch.fx.Node) -> str:
+    """aten.group_norm(x, groups, weight, bias, eps=1e-5): the layer norm of
+    each [C / groups, H, W] group (biased variance, as PyTorch's), then the
+    per-channel affine. f32 under autocast (fp32-listed, as group_norm)."""
+    x_arg, groups, weight, bias, eps = _pool_args(
+        node, ["input", "num_groups", "weight", "bias", "eps"], [None, None, None, None, 1e-5])
+    x = _operand(em, x_arg)
+    n, c = x[1][0], x[1][1]
+    if c % groups:
+        raise _Unsupported(f"{c} channels in {groups} groups")
+    rest = 1
+    for d in x[1][1:]:
+        rest *= d
+    rest //= groups
+    grouped = _reshape(em, x, (n, groups, rest))
+    ones, zeros = _constant(em, 1.0, (rest,), "f32"), _constant(em, 0.0, (rest,), "f32")
+    attrs = f" epsilon {float_literal(eps)}" if eps != 1e-5 else ""
+    normed = (em.op(f"train.layer_norm {grouped[0]}, {ones[0]}, {zeros[0]}{attrs} : "
+                    f"{tensor_type(grouped[1], grouped[2])}, {tensor_type(ones[1], 'f32')}"),
+              grouped[1], grouped[2])
+    y = _reshape(em, normed, x[1])
+    per_channel = (c,) + (1,) * (len(x[1]) - 2)
+    if weight is not None:
+        y = _emit(em, "mul", y, _reshape(em, _operand(em, weight), per_channel))
+    if bias is not None:
+        y = _emit(em, "add", y, _reshape(em, _operand(em, bias), per_channel))
+    return y[0]
 
 
 def _embedding(em: _Emitter, node: torch.fx.Node) -> str:
@@ -657,24 +685,128 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(shape, element)}")
 
 
+def _pool_args(node: torch.fx.Node, names: Sequence[str], defaults: Sequence[Any]) -> List[Any]:
+    """The node's arguments by position or keyword, with PyTorch's defaults."""
+    return [node.args[i] if i < len(node.args) else node.kwargs.get(name, default)
+            for i, (name, default) in enumerate(zip(names, defaults))]
+
+
+def _pairs(*values: Any) -> List[List[int]]:
+    return [[int(v)] * 2 if isinstance(v, int) else
+            ([int(v[0])] * 2 if len(v) == 1 else [int(u) for u in v]) for v in values]
+
+
+def _pool_extent(size: int, kernel: int, stride: int, pad: int, ceil: bool) -> Tuple[int, int]:
+    """PyTorch's pooling output size along one axis, and the positions to add
+    after the input so that windows of `kernel` with symmetric `pad` give it
+    (ceil_mode's last, partial window)."""
+    span = size + 2 * pad - kernel
+    out = (-(-span // stride) if ceil else span // stride) + 1
+    if ceil and (out - 1) * stride >= size + pad:
+        out -= 1  # the last window must start inside the input or its left padding
+    return out, max(0, (out - 1) * stride + kernel - (size + 2 * pad))
+
+
+def _extend(em: _Emitter, x: Value, extra: Sequence[int], zero: bool) -> Value:
+    """``x`` [N, C, H, W] with ``extra`` rows and columns after it: copies of
+    its last row / column (they never change a max: every window reaching
+    them also covers the original), or zeros (an average's)."""
+    for axis, count in ((2, extra[0]), (3, extra[1])):
+        if count == 0:
+            continue
+        offsets = [0, 0, 0, 0]
+        offsets[axis] = x[1][axis] - 1
+        sizes = list(x[1])
+        sizes[axis] = 1
+        edge = _slice(em, x, offsets, sizes)
+        if zero:  # x * 0 keeps x's type under autocast (a rank-0 constant)
+            edge = _emit(em, "mul", edge, _constant(em, 0.0, (), x[2]))
+        pieces = [x] + [edge] * count
+        shape = list(x[1])
+        shape[axis] += count
+        names = ", ".join(v[0] for v in pieces)
+        types = ", ".join(tensor_type(v[1], v[2]) for v in pieces)
+        x = (em.op(f"train.concat {names} axis {axis} : {types} -> "
+                   f"{tensor_type(shape, x[2])}"), tuple(shape), x[2])
+    return x
+
+
+def _pool_geometry(x: Value, kernel, stride, padding, ceil_mode) -> Tuple[List[int], List[int]]:
+    """(output size, positions added at the end) per spatial axis."""
+    sizes, extras = [], []
+    for axis in range(2):
+        out, extra = _pool_extent(x[1][2 + axis], kernel[axis], stride[axis],
+                                  padding[axis], ceil_mode)
+        sizes.append(out)
+        extras.append(extra)
+    for axis in range(2):
+        if 2 * padding[axis] > kernel[axis]:
+            raise _Unsupported(f"padding {padding} more than half the kernel {kernel}")
+    return sizes, extras
+
+
 def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
-    args = list(node.args) + [None] * (6 - len(node.args))
-    x = _operand(em, args[0])
-    kernel = list(args[1])
-    stride = list(args[2]) if args[2] else kernel
-    padding = list(args[3]) if args[3] is not None else [0, 0]
-    dilation = list(args[4]) if args[4] is not None else [1, 1]
-    ceil_mode = bool(args[5])
-    kernel, stride, padding, dilation = ([v[0]] * 2 if len(v) == 1 else v
-                                         for v in (kernel, stride, padding, dilation))
+    """aten.max_pool2d(x, kernel, stride=kernel, padding=0, dilation=1,
+    ceil_mode=False); ceil_mode's partial windows by repeating the last row
+    and column."""
+    x_arg, kernel, stride, padding, dilation, ceil_mode = _pool_args(
+        node, ["self", "kernel_size", "stride", "padding", "dilation", "ceil_mode"],
+        [None, None, None, 0, 1, False])
+    x = _operand(em, x_arg)
+    kernel, padding, dilation = _pairs(kernel, padding, dilation)
+    stride = _pairs(stride)[0] if stride else kernel
     if dilation != [1, 1]:
         raise _Unsupported("dilation != 1")
-    if ceil_mode:
-        raise _Unsupported("ceil_mode=True")
+    _, extra = _pool_geometry(x, kernel, stride, padding, bool(ceil_mode))
+    x = _extend(em, x, extra, zero=False)
     shape, element = _shape(node), _element(node)
     pad = f" padding {padding}" if padding != [0, 0] else ""
     return em.op(f"train.max_pool2d {x[0]} kernel {kernel} strides {stride}{pad} : "
                  f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
+
+
+def _avg_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
+    """aten.avg_pool2d(x, kernel, stride=kernel, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None). train.avg_pool2d divides
+    every window by the kernel's size; windows PyTorch divides by another
+    count (count_include_pad=False at the border, ceil_mode's partial
+    windows) are rescaled by a constant map (a non-scalar f32 constant: under
+    autocast that product, and what follows it, is f32)."""
+    x_arg, kernel, stride, padding, ceil_mode, include_pad, divisor = _pool_args(
+        node, ["self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+               "divisor_override"], [None, None, None, 0, False, True, None])
+    if divisor is not None:
+        raise _Unsupported("divisor_override")
+    x = _operand(em, x_arg)
+    kernel, padding = _pairs(kernel, padding)
+    stride = _pairs(stride)[0] if stride else kernel
+    (oh, ow), extra = _pool_geometry(x, kernel, stride, padding, bool(ceil_mode))
+    height, width = x[1][2], x[1][3]
+    x = _extend(em, x, extra, zero=True)
+    shape, element = _shape(node), _element(node)
+    pad = f" padding {padding}" if padding != [0, 0] else ""
+    y = (em.op(f"train.avg_pool2d {x[0]} kernel {kernel} strides {stride}{pad} : "
+               f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}"), tuple(shape), element)
+
+    def divisors(out: int, size: int, k: int, s: int, p: int) -> List[Tuple[int, int]]:
+        # PyTorch's CPU kernel: (with padding, without padding) extent of each window.
+        result = []
+        for o in range(out):
+            start = o * s - p
+            end = min(start + k, size + p)
+            result.append((end - start, min(end, size) - max(start, 0)))
+        return result
+    rows = divisors(oh, height, kernel[0], stride[0], padding[0])
+    cols = divisors(ow, width, kernel[1], stride[1], padding[1])
+    area = kernel[0] * kernel[1]
+    factors = [[area / (r[0] * c[0] if include_pad else r[1] * c[1]) for c in cols] for r in rows]
+    if all(f == 1.0 for row in factors for f in row):
+        return y[0]
+    text = "[" + ", ".join("[" + ", ".join(float_literal(f) for f in row) + "]"
+                           for row in factors) + "]"
+    scale = (em.op(f"train.constant dense<[[{text}]]> : {tensor_type((1, 1, oh, ow), element)}"),
+             (1, 1, oh, ow), element)
+    return _emit(em, "mul", y, scale)[0]
 
 
 def _averaging_matrix(inputs: int, outputs: int) -> List[List[float]]:
@@ -764,6 +896,63 @@ def _mse_loss(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported(f"input {list(x[1])} and target {list(t[1])} of different shapes "
                            "(broadcasting)")
     return em.op(f"train.mse_loss {x[0]}, {t[0]} : {tensor_type(x[1], x[2])} -> tensor<f32>")
+
+
+def _pointwise_loss(op: str, names: Sequence[str], defaults: Sequence[Any]) -> Callable:
+    """aten.l1_loss / smooth_l1_loss / binary_cross_entropy_with_logits as
+    the train op of the same mean loss (fp32 under autocast, as PyTorch's)."""
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        values = _pool_args(node, ["input", "target"] + list(names),
+                            [None, None] + list(defaults))
+        options = dict(zip(names, values[2:]))
+        if options.pop("reduction") != 1:
+            raise _Unsupported("a reduction other than 'mean'")
+        for name in ("weight", "pos_weight"):
+            if options.pop(name, None) is not None:
+                raise _Unsupported(name)
+        x, t = _operand(em, values[0]), _operand(em, values[1])
+        if tuple(x[1]) != tuple(t[1]):
+            raise _Unsupported(f"input {list(x[1])} and target {list(t[1])} of different "
+                               "shapes (broadcasting)")
+        name, attrs = op, ""
+        if "beta" in options:
+            beta = float(options["beta"])
+            if beta == 0:  # PyTorch: the L1 loss
+                name = "l1_loss"
+            elif beta != 1.0:
+                attrs = f" beta {float_literal(beta)}"
+        return em.op(f"train.{name} {x[0]}, {t[0]}{attrs} : {tensor_type(x[1], x[2])} -> "
+                     f"{tensor_type((), x[2])}")
+    return handler
+
+
+def _filled(value: Optional[float]) -> Callable:
+    """torch.zeros / ones / full (and their _like forms) of float32: a splat
+    constant (``value`` None: full's own fill value)."""
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        dtype = node.kwargs.get("dtype")
+        if dtype not in (None, torch.float32):
+            raise _Unsupported(f"dtype={dtype}")
+        fill = value
+        if fill is None:
+            fill = node.args[1] if len(node.args) > 1 else node.kwargs["fill_value"]
+            if isinstance(fill, torch.fx.Node):
+                raise _Unsupported("a tensor fill value")
+        return _constant(em, float(fill), _shape(node), "f32")[0]
+    return handler
+
+
+def _absolute(em: _Emitter, x: Value) -> Value:
+    return _emit(em, "add", _emit(em, "relu", x), _emit(em, "relu", _negated(em, x)))
+
+
+def _extremum(op: str) -> Callable:
+    """torch.maximum / minimum of two tensors: train.maximum / minimum."""
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        a, b = _operand(em, node.args[0]), _operand(em, node.args[1])
+        return em.op(f"train.{op} {a[0]}, {b[0]} : {tensor_type(a[1], a[2])}, "
+                     f"{tensor_type(b[1], b[2])} -> {tensor_type(_shape(node), _element(node))}")
+    return handler
 
 
 def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value) -> str:
@@ -875,12 +1064,27 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.rsqrt.default: _rsqrt,
     torch.ops.aten.pow.Tensor_Scalar: _pow,
     torch.ops.aten.clamp.default: _clamp,
+    torch.ops.aten.maximum.default: _extremum("maximum"),
+    torch.ops.aten.zeros.default: _filled(0.0),
+    torch.ops.aten.ones.default: _filled(1.0),
+    torch.ops.aten.full.default: _filled(None),
+    torch.ops.aten.zeros_like.default: _filled(0.0),
+    torch.ops.aten.ones_like.default: _filled(1.0),
+    torch.ops.aten.full_like.default: _filled(None),
+    torch.ops.aten.minimum.default: _extremum("minimum"),
     # pooling
     torch.ops.aten.max_pool2d.default: _max_pool2d,
+    torch.ops.aten.avg_pool2d.default: _avg_pool2d,
     torch.ops.aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
+    torch.ops.aten.group_norm.default: _group_norm,
     # losses
     torch.ops.aten.cross_entropy_loss.default: _cross_entropy,
     torch.ops.aten.mse_loss.default: _mse_loss,
+    torch.ops.aten.l1_loss.default: _pointwise_loss("l1_loss", ["reduction"], [1]),
+    torch.ops.aten.smooth_l1_loss.default: _pointwise_loss(
+        "smooth_l1_loss", ["reduction", "beta"], [1, 1.0]),
+    torch.ops.aten.binary_cross_entropy_with_logits.default: _pointwise_loss(
+        "bce_with_logits_loss", ["weight", "pos_weight", "reduction"], [None, None, 1]),
     torch.ops.aten.nll_loss_nd.default: _nll_loss,
     torch.ops.aten.nll_loss.default: _nll_loss,
 }

@@ -162,12 +162,18 @@ func.func @shape_ops(%x: tensor<2x4x6xf32>, %b: tensor<6xf32>, %ids: tensor<4xi3
         tensor<f32>, tensor<f16>
 }
 
-// train.cross_entropy train.mse_loss
+// train.cross_entropy train.mse_loss train.l1_loss train.smooth_l1_loss
+// train.bce_with_logits_loss train.maximum train.minimum
 func.func @losses(%logits: tensor<4x10xf32>, %labels: tensor<4xi32>, %p: tensor<6x1xbf16>, %t: tensor<6x1xbf16>)
-    -> (tensor<f32>, tensor<bf16>) {
+    -> (tensor<f32>, tensor<bf16>, tensor<f32>, tensor<bf16>, tensor<f32>, tensor<4x10xf32>) {
   %0 = train.cross_entropy %logits, %labels : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
   %1 = train.mse_loss %p, %t : tensor<6x1xbf16> -> tensor<bf16>
-  return %0, %1 : tensor<f32>, tensor<bf16>
+  %2 = train.l1_loss %logits, %logits : tensor<4x10xf32> -> tensor<f32>
+  %3 = train.smooth_l1_loss %p, %t beta 5.000000e-01 : tensor<6x1xbf16> -> tensor<bf16>
+  %hi = train.maximum %logits, %logits : tensor<4x10xf32>, tensor<4x10xf32> -> tensor<4x10xf32>
+  %lo = train.minimum %hi, %logits : tensor<4x10xf32>, tensor<4x10xf32> -> tensor<4x10xf32>
+  %4 = train.bce_with_logits_loss %lo, %hi : tensor<4x10xf32> -> tensor<f32>
+  return %0, %1, %2, %3, %4, %lo : tensor<f32>, tensor<bf16>, tensor<f32>, tensor<bf16>, tensor<f32>, tensor<4x10xf32>
 }
 
 // train.relu_grad train.gelu_grad train.softmax_grad train.log_softmax_grad

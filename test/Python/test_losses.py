@@ -1,9 +1,11 @@
-"""Losses beyond plain cross-entropy: nn.MSELoss (a regression model),
-cross-entropy with label smoothing, NLLLoss after log_softmax.
+"""Losses beyond plain cross-entropy: nn.MSELoss, L1Loss, SmoothL1Loss
+(beta, and beta = 0), BCEWithLogitsLoss (a regression model), cross-entropy
+with label smoothing, NLLLoss after log_softmax.
 
 O0 against PyTorch's loop (SGD-momentum and AdamW, 5 steps): losses and
 state within 1e-4; predict is the model's eval output (1e-5); O1 f16
-against torch.autocast + GradScaler over 20 steps: losses within 1%.
+against torch.autocast + GradScaler over 20 steps: losses within 1%, the
+same loss scale.
 """
 
 import copy
@@ -32,42 +34,74 @@ OPTIMIZERS = {
 }
 
 
+def probability_batches(count: int, batch: int = 16):
+    """Targets in [0, 1] (BCEWithLogitsLoss's)."""
+    return [(x, torch.sigmoid(3 * t)) for x, t in regression_batches(count, batch)]
+
+
+# name -> (loss module, PyTorch's functional form, data)
+REGRESSION = {
+    "mse": (nn.MSELoss, nn.functional.mse_loss, regression_batches),
+    "l1": (nn.L1Loss, nn.functional.l1_loss, regression_batches),
+    "smooth-l1": (lambda: nn.SmoothL1Loss(beta=0.5),
+                  lambda out, y: nn.functional.smooth_l1_loss(out, y, beta=0.5),
+                  regression_batches),
+    "smooth-l1-beta0": (lambda: nn.SmoothL1Loss(beta=0.0),
+                        lambda out, y: nn.functional.smooth_l1_loss(out, y, beta=0.0),
+                        regression_batches),
+    "huber-default": (nn.SmoothL1Loss, nn.functional.smooth_l1_loss, regression_batches),
+    "bce-with-logits": (nn.BCEWithLogitsLoss, nn.functional.binary_cross_entropy_with_logits,
+                        probability_batches),
+}
+
+
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
-def test_mse_regression_o0_matches_pytorch(optimizer):
+@pytest.mark.parametrize("case", sorted(REGRESSION))
+def test_regression_losses_o0_match_pytorch(case, optimizer):
+    loss_fn, functional, make_data = REGRESSION[case]
     torch.manual_seed(0)
     model = regressor()
     ref = copy.deepcopy(model)
     opt, ref_opt = (OPTIMIZERS[optimizer](m.parameters()) for m in (model, ref))
-    data = regression_batches(5)
-    step = amp.compile(model, nn.MSELoss(), example_inputs=data[0], optimizer=opt,
+    data = make_data(5)
+    step = amp.compile(model, loss_fn(), example_inputs=data[0], optimizer=opt,
                        opt_level="O0")
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data,
-                                                        loss=nn.functional.mse_loss)):
+    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data, loss=functional)):
         assert abs(step(x, y).loss - want) <= 1e-4 * abs(want)
     step.copy_to(model)
     for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
         assert (a - b).abs().max() <= 1e-4 * b.abs().max(), name
-    x = regression_batches(1)[0][0]
+    # predict: the model's output (not the loss's), in eval mode.
+    x = make_data(1)[0][0]
     want = model.eval()(x)
     assert (step.predict(x) - want).abs().max() <= 1e-5 * want.abs().max()
 
 
-def test_mse_regression_o1_f16_matches_autocast():
+@pytest.mark.parametrize("case", sorted(REGRESSION))
+def test_regression_losses_o1_f16_match_autocast(case):
+    """The losses are fp32-listed under autocast: amp computes them in f32
+    from the f16 model output, as PyTorch does; 20 steps within 1%."""
+    loss_fn, functional, make_data = REGRESSION[case]
     torch.manual_seed(0)
     model = regressor()
     ref = copy.deepcopy(model)
     opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for m in (model, ref))
-    data = regression_batches(20)
-    step = amp.compile(model, nn.MSELoss(), example_inputs=data[0], optimizer=opt,
+    data = make_data(20)
+    step = amp.compile(model, loss_fn(), example_inputs=data[0], optimizer=opt,
                        opt_level="O1", dtype=torch.float16)
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data, torch.float16,
-                                                        loss=nn.functional.mse_loss)):
-        assert abs(step(x, y).loss - want) <= 1e-2 * abs(want)
+    for (x, y), (want, scale) in zip(data, reference_losses(ref, ref_opt, data, torch.float16,
+                                                            loss=functional)):
+        got = step(x, y)
+        assert abs(got.loss - want) <= 1e-2 * abs(want)
+        assert got.scale == scale
 
 
-def test_mse_with_other_reduction_is_refused():
-    with pytest.raises(amp.UnsupportedModelError, match="reduction"):
-        amp.to_mlir(regressor(), nn.MSELoss(reduction="sum"), regression_batches(1)[0])
+@pytest.mark.parametrize("loss_fn", [nn.MSELoss(reduction="sum"), nn.L1Loss(reduction="none"),
+                                     nn.BCEWithLogitsLoss(pos_weight=torch.ones(1))],
+                         ids=["mse-sum", "l1-none", "bce-pos-weight"])
+def test_unsupported_loss_options_are_refused(loss_fn):
+    with pytest.raises(amp.UnsupportedModelError, match="reduction|pos_weight"):
+        amp.to_mlir(regressor(), loss_fn, regression_batches(1)[0])
 
 
 def classifier() -> nn.Module:

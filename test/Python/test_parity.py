@@ -307,7 +307,37 @@ class Activations(nn.Module):
         return self.fc2(mixed)
 
 
-@pytest.mark.parametrize("make", [Activations, TensorOps], ids=["activations", "tensor-ops"])
+class PoolingNorms(nn.Module):
+    """GroupNorm; MaxPool2d and AvgPool2d with padding and ceil_mode (partial
+    last windows), count_include_pad=False; torch.maximum / minimum; a
+    torch.zeros_like / ones operand."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.gn = nn.GroupNorm(4, 8)
+        self.fc = nn.Linear(8 * 16 + 8 * 9, 10)
+        # maximum(3 h, c h) ties at c = 3 in the first step: each side gets
+        # half the gradient (PyTorch's rule), so c's first update is half
+        # of the whole.
+        self.c = nn.Parameter(torch.tensor(3.0))
+
+    def forward(self, x):
+        h = self.gn(self.conv(x))                                           # [B, 8, 28, 28]
+        a = nn.functional.max_pool2d(h, 3, stride=2, padding=1, ceil_mode=True)     # 15 x 15
+        b = nn.functional.avg_pool2d(h, 3, stride=2, padding=1, ceil_mode=True,
+                                     count_include_pad=False)                       # 15 x 15
+        c = nn.AvgPool2d(3, stride=2, padding=1)(h)                                 # 14 x 14
+        m = torch.maximum(a, b) + torch.minimum(a, torch.zeros_like(a)) * torch.ones(15)
+        p = nn.MaxPool2d(4, stride=4, ceil_mode=True)(m) + \
+            nn.functional.avg_pool2d(m, 4, stride=4, ceil_mode=True)                # 4 x 4
+        q = nn.functional.avg_pool2d(c, 4)                                          # 3 x 3
+        q = torch.maximum(3 * q, q * self.c)
+        return self.fc(torch.cat([p.flatten(1), q.flatten(1)], 1))
+
+
+@pytest.mark.parametrize("make", [Activations, TensorOps, PoolingNorms],
+                         ids=["activations", "tensor-ops", "pooling-norms"])
 def test_functional_forms_o0_match_pytorch(make):
     torch.manual_seed(0)
     model = make()

@@ -649,6 +649,74 @@ struct MseLossToLinalg : OpRewritePattern<MseLossOp> {
   }
 };
 
+/// The per-element terms of the mean element-wise losses, in f32.
+Value elementLoss(OpBuilder &b, Location l, L1LossOp, Value x, Value t) {
+  return math::AbsFOp::create(b, l, arith::SubFOp::create(b, l, x, t));
+}
+
+Value elementLoss(OpBuilder &b, Location l, SmoothL1LossOp op, Value x,
+                  Value t) {
+  // PyTorch's: d < beta ? 0.5 * d * d / beta : d - 0.5 * beta.
+  Type f32 = x.getType();
+  double beta = op.getBeta().convertToDouble();
+  auto c = [&](double v) {
+    return arith::ConstantOp::create(b, l, b.getFloatAttr(f32, v));
+  };
+  Value d = math::AbsFOp::create(b, l, arith::SubFOp::create(b, l, x, t));
+  Value quadratic = arith::DivFOp::create(
+      b, l, arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, c(0.5), d), d),
+      c(beta));
+  Value linear = arith::SubFOp::create(b, l, d, c(0.5 * beta));
+  Value inside =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, d, c(beta));
+  return arith::SelectOp::create(b, l, inside, quadratic, linear);
+}
+
+Value elementLoss(OpBuilder &b, Location l, BceWithLogitsLossOp, Value x,
+                  Value t) {
+  // PyTorch's (1 - t) * x - log_sigmoid(x), with
+  // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
+  Type f32 = x.getType();
+  auto c = [&](double v) {
+    return arith::ConstantOp::create(b, l, b.getFloatAttr(f32, v));
+  };
+  Value logSigmoid = arith::SubFOp::create(
+      b, l, arith::MinimumFOp::create(b, l, x, c(0.0)),
+      math::Log1pOp::create(
+          b, l,
+          math::ExpOp::create(
+              b, l, arith::NegFOp::create(b, l, math::AbsFOp::create(b, l, x)))));
+  return arith::SubFOp::create(
+      b, l,
+      arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, c(1.0), t), x),
+      logSigmoid);
+}
+
+/// mean(elementLoss(input, target)), accumulated in f32.
+template <typename Op>
+struct MeanLossToLinalg : OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    unsigned rank = inType.getRank();
+    AffineMap id = identityMap(op.getContext(), rank);
+    Value total = buildReduction(
+        rewriter, loc, inType.getShape(), dimRange(0, rank),
+        {{op.getInput(), id}, {op.getTarget(), id}}, rewriter.getF32Type(), 0.0,
+        [&](OpBuilder &b, Location l, Value acc, ValueRange in) {
+          return arith::AddFOp::create(b, l, acc,
+                                       elementLoss(b, l, op, in[0], in[1]));
+        });
+    Value result = scaleAndRound(rewriter, loc, total,
+                                 cast<RankedTensorType>(op.getType()),
+                                 double(inType.getNumElements()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
@@ -656,7 +724,10 @@ void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg, LayerNormToLinalg,
                BatchNormToLinalg, ReduceToLinalg<ReduceSumOp, false>,
                ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,
-               MseLossToLinalg, SoftmaxGradToLinalg<SoftmaxGradOp, false>,
+               MseLossToLinalg, MeanLossToLinalg<L1LossOp>,
+               MeanLossToLinalg<SmoothL1LossOp>,
+               MeanLossToLinalg<BceWithLogitsLossOp>,
+               SoftmaxGradToLinalg<SoftmaxGradOp, false>,
                SoftmaxGradToLinalg<LogSoftmaxGradOp, true>,
                CrossEntropyGradToLinalg, LayerNormGradToLinalg,
                BatchNormGradToLinalg>(ctx);

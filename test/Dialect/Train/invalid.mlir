@@ -1302,6 +1302,30 @@ func.func @state_i8(%m: tensor<2xi8> {train.state}) {
 
 // -----
 
+func.func @smooth_l1_beta(%p: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.smooth_l1_loss' op beta must be positive and finite (beta = 0 is train.l1_loss), got 0.000000e+00}}
+  %0 = train.smooth_l1_loss %p, %p beta 0.0 : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @l1_loss_types(%p: tensor<4xf32>, %t: tensor<4xf16>) -> tensor<f32> {
+  // expected-error @+1 {{'train.l1_loss' op failed to verify that all of {input, target} have same type}}
+  %0 = "train.l1_loss"(%p, %t) : (tensor<4xf32>, tensor<4xf16>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @maximum_shapes(%a: tensor<4x3xf32>, %b: tensor<5xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'train.maximum' op}}
+  %0 = train.maximum %a, %b : tensor<4x3xf32>, tensor<5xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
 func.func @clamp_bounds(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'train.clamp' op min 6.000000e+00 must be below max 0.000000e+00}}
   %0 = train.clamp %x min 6.0 max 0.0 : tensor<4xf32>

@@ -184,6 +184,25 @@ func.func @losses(%logits: tensor<128x10xf32>, %labels: tensor<128xi32>, %p: ten
   return %0, %1 : tensor<f32>, tensor<bf16>
 }
 
+// beta = 1 (the default) is not printed.
+// CHECK-LABEL: func.func @pointwise_losses
+func.func @pointwise_losses(%p: tensor<64x4xf32>, %t: tensor<64x4xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<64x4xf32>) {
+  // CHECK: train.l1_loss %{{.*}}, %{{.*}} : tensor<64x4xf32> -> tensor<f32>
+  %0 = train.l1_loss %p, %t : tensor<64x4xf32> -> tensor<f32>
+  // CHECK: train.smooth_l1_loss %{{.*}}, %{{.*}} : tensor<64x4xf32> -> tensor<f32>
+  %1 = train.smooth_l1_loss %p, %t beta 1.0 : tensor<64x4xf32> -> tensor<f32>
+  // CHECK: train.smooth_l1_loss %{{.*}}, %{{.*}} beta 2.500000e-01 : tensor<64x4xf32> -> tensor<f32>
+  %2 = train.smooth_l1_loss %p, %t beta 0.25 : tensor<64x4xf32> -> tensor<f32>
+  // CHECK: train.bce_with_logits_loss %{{.*}}, %{{.*}} : tensor<64x4xf32> -> tensor<f32>
+  %3 = train.bce_with_logits_loss %p, %t : tensor<64x4xf32> -> tensor<f32>
+  // CHECK: train.maximum %{{.*}}, %{{.*}} : tensor<64x4xf32>, tensor<4xf32> -> tensor<64x4xf32>
+  // CHECK: train.minimum
+  %c = train.constant dense<0.0> : tensor<4xf32>
+  %4 = train.maximum %p, %c : tensor<64x4xf32>, tensor<4xf32> -> tensor<64x4xf32>
+  %5 = train.minimum %4, %t : tensor<64x4xf32>, tensor<64x4xf32> -> tensor<64x4xf32>
+  return %0, %1, %2, %3, %5 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<64x4xf32>
+}
+
 // CHECK-LABEL: func.func @precision_overrides
 // CHECK: train.matmul %{{.*}}, %{{.*}} {train.precision = "f32"}
 // CHECK: train.softmax %{{.*}} axis 1 {train.precision = "lower"}

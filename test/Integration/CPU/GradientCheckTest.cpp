@@ -576,6 +576,73 @@ TEST_F(GradientCheck, Losses) {
            return Values{sum / p[0].size()};
          }},
         "mse_loss");
+  // The element-wise losses, at inputs away from their kinks (|d| = 0,
+  // |d| = beta): a fixed draw on [-3, 3).
+  auto meanOf = [](const std::vector<Values> &p, auto term) {
+    double sum = 0;
+    for (size_t i = 0; i < p[0].size(); ++i)
+      sum += term(p[0][i], p[1][i]);
+    return Values{sum / p[0].size()};
+  };
+  check({{s, s},
+         {},
+         "  %y = train.l1_loss %p0, %p1 : " + f32(s) + " -> tensor<f32>",
+         [&](const std::vector<Values> &p) {
+           return meanOf(p, [](double x, double t) { return std::abs(x - t); });
+         },
+         -3,
+         3,
+         0,
+         {}},
+        "l1_loss");
+  check({{s, s},
+         {},
+         "  %y = train.smooth_l1_loss %p0, %p1 beta 1.5 : " + f32(s) +
+             " -> tensor<f32>",
+         [&](const std::vector<Values> &p) {
+           return meanOf(p, [](double x, double t) {
+             double d = std::abs(x - t);
+             return d < 1.5 ? 0.5 * d * d / 1.5 : d - 0.75;
+           });
+         },
+         -3,
+         3,
+         0,
+         {}},
+        "smooth_l1_loss");
+  check({{s, s},
+         {},
+         "  %y = train.bce_with_logits_loss %p0, %p1 : " + f32(s) +
+             " -> tensor<f32>",
+         [&](const std::vector<Values> &p) {
+           return meanOf(p, [](double x, double t) {
+             return (1 - t) * x + std::log1p(std::exp(-x));
+           });
+         },
+         -3,
+         3,
+         0,
+         {}},
+        "bce_with_logits_loss");
+}
+
+// torch.maximum / minimum, with broadcasting: operands never equal in the
+// draw, so each element's gradient goes to one side.
+TEST_F(GradientCheck, MaximumMinimum) {
+  Shape s = {4, 6}, row = {6};
+  for (bool maximum : {true, false})
+    check({{s, row},
+           s,
+           std::string("  %y = train.") + (maximum ? "maximum" : "minimum") +
+               " %p0, %p1 : " + f32(s) + ", " + f32(row) + " -> " + f32(s),
+           [=](const std::vector<Values> &p) {
+             Values y(24);
+             for (int i = 0; i < 24; ++i)
+               y[i] = maximum ? std::max(p[0][i], p[1][i % 6])
+                              : std::min(p[0][i], p[1][i % 6]);
+             return y;
+           }},
+          maximum ? "maximum" : "minimum");
 }
 
 TEST_F(GradientCheck, Conv2d) {

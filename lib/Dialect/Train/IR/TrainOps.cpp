@@ -479,15 +479,50 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location>,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
-  auto input = asTensor(adaptor.getInput().getType());
+/// A mean loss: a rank-0 tensor of the input's element type.
+static LogicalResult inferMeanLoss(Type inputType,
+                                   SmallVectorImpl<Type> &results) {
+  auto input = asTensor(inputType);
   if (!input)
     return failure();
   results.push_back(RankedTensorType::get({}, input.getElementType()));
   return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferMeanLoss(adaptor.getInput().getType(), results);
+}
+
+LogicalResult L1LossOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location>,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  return inferMeanLoss(adaptor.getInput().getType(), results);
+}
+
+LogicalResult SmoothL1LossOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location>,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  return inferMeanLoss(adaptor.getInput().getType(), results);
+}
+
+LogicalResult SmoothL1LossOp::verify() {
+  double beta = getBeta().convertToDouble();
+  if (!(beta > 0) || !std::isfinite(beta))
+    return emitOpError("beta must be positive and finite (beta = 0 is "
+                       "train.l1_loss), got ")
+           << beta;
+  return success();
+}
+
+LogicalResult BceWithLogitsLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  return inferMeanLoss(adaptor.getInput().getType(), results);
 }
 
 //===----------------------------------------------------------------------===//

@@ -74,6 +74,19 @@ Value amp::train::scaledBy(OpBuilder &b, Location loc, Value x,
   return MulOp::create(b, loc, x, scalar(b, loc, elementOf(x), factor));
 }
 
+Value amp::train::extremumGrad(OpBuilder &b, Location loc, Value dy,
+                               Value self, Value other, bool maximum) {
+  // relu_grad(dy, d) is dy where d > 0; the difference of two unequal IEEE
+  // values is never zero, so `wins` and `loses` are exact masks and what
+  // neither takes is the tie.
+  Value ahead = maximum ? SubOp::create(b, loc, self, other)
+                        : SubOp::create(b, loc, other, self);
+  Value wins = ReluGradOp::create(b, loc, dy, ahead);
+  Value loses = ReluGradOp::create(b, loc, dy, scaledBy(b, loc, ahead, -1.0));
+  Value tie = SubOp::create(b, loc, SubOp::create(b, loc, dy, wins), loses);
+  return AddOp::create(b, loc, wins, scaledBy(b, loc, tie, 0.5));
+}
+
 /// `x * factor` for a float constant factor.
 static Value scaled(OpBuilder &b, Location loc, Value x, double factor) {
   return scaledBy(b, loc, x, factor);
@@ -305,6 +318,84 @@ LogicalResult MseLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
             MulOp::create(b, loc, scaled(b, loc, diff, 2.0 / double(n)), dy);
         grads[0] = dInput;
         grads[1] = scaled(b, loc, dInput, -1.0);
+      });
+}
+
+/// The gradients of a mean element-wise loss whose derivative in the input
+/// is `perElement` (of the input's shape): d input = perElement * dy / n,
+/// d target = `targetSign` * d input unless `targetGrad` is given.
+static LogicalResult
+meanLossVJP(Operation *op, OpBuilder &b, ArrayRef<Value> resultGrads,
+            SmallVectorImpl<Value> &operandGrads,
+            llvm::function_ref<Value()> perElement,
+            llvm::function_ref<Value(Value scaledDy)> targetGrad) {
+  return singleResultVJP(
+      op, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        Location loc = op->getLoc();
+        int64_t n =
+            cast<RankedTensorType>(op->getOperand(0).getType()).getNumElements();
+        Value scaledDy = scaled(b, loc, dy, 1.0 / double(n));
+        grads[0] = MulOp::create(b, loc, perElement(), scaledDy);
+        grads[1] = targetGrad ? targetGrad(scaledDy)
+                              : scaled(b, loc, grads[0], -1.0);
+      });
+}
+
+LogicalResult L1LossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  // sign(input - target): two relu_grad masks of a tensor of ones (0 where
+  // the two are equal, as PyTorch's sign).
+  return meanLossVJP(
+      *this, b, resultGrads, operandGrads,
+      [&]() -> Value {
+        Location loc = getLoc();
+        Value d = SubOp::create(b, loc, getInput(), getTarget());
+        auto type = cast<RankedTensorType>(d.getType());
+        Value ones = ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(type,
+                                   b.getFloatAttr(type.getElementType(), 1.0)));
+        return SubOp::create(b, loc, ReluGradOp::create(b, loc, ones, d),
+                             ReluGradOp::create(b, loc, ones,
+                                                scaled(b, loc, d, -1.0)));
+      },
+      nullptr);
+}
+
+LogicalResult SmoothL1LossOp::buildVJP(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  // d / beta where |d| < beta, else sign(d): clamp(d / beta, -1, 1).
+  return meanLossVJP(
+      *this, b, resultGrads, operandGrads,
+      [&]() -> Value {
+        Location loc = getLoc();
+        Value d = SubOp::create(b, loc, getInput(), getTarget());
+        Value ratio =
+            DivOp::create(b, loc, d,
+                          scalarLike(b, loc, d, getBeta().convertToDouble()));
+        return ClampOp::create(b, loc, ratio, b.getF64FloatAttr(-1.0),
+                               b.getF64FloatAttr(1.0));
+      },
+      nullptr);
+}
+
+LogicalResult
+BceWithLogitsLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  // d input = sigmoid(input) - target; d target = -input.
+  return meanLossVJP(
+      *this, b, resultGrads, operandGrads,
+      [&]() -> Value {
+        Location loc = getLoc();
+        return SubOp::create(b, loc, SigmoidOp::create(b, loc, getInput()),
+                             getTarget());
+      },
+      [&](Value scaledDy) -> Value {
+        Location loc = getLoc();
+        return MulOp::create(b, loc, scaled(b, loc, getInput(), -1.0),
+                             scaledDy);
       });
 }
 

@@ -33,6 +33,11 @@ mlir::Value scalarLike(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value scaledBy(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                      double factor);
 
+/// The gradient of maximum (or minimum) `self` of (`self`, `other`): `dy`
+/// where `self` is the larger (smaller), half of it at a tie, 0 elsewhere.
+mlir::Value extremumGrad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value dy,
+                         mlir::Value self, mlir::Value other, bool maximum);
+
 /// Sums `grad` (of a broadcast result's shape) back to `operandType`'s shape:
 /// over the leading dimensions the operand lacks and its broadcast unit
 /// dimensions.

@@ -220,6 +220,18 @@ def Train_MulOp : Train_BinaryOp<"mul", "lhs * rhs", [Commutative],
     [{ return MulOp::create(b, loc, dy, operand == 0 ? rhs : lhs); }]> {
   let hasFolder = 1;
 }
+/// torch.maximum / torch.minimum: NaN-propagating; at a tie each operand
+/// gets half the gradient (PyTorch's derivative).
+def Train_MaximumOp : Train_BinaryOp<"maximum", "max(lhs, rhs)", [Commutative],
+    Train_Promote,
+    [{ return ::mlir::arith::MaximumFOp::create(b, loc, lhs, rhs); }],
+    [{ return extremumGrad(b, loc, dy, operand == 0 ? lhs : rhs,
+                           operand == 0 ? rhs : lhs, /*maximum=*/true); }]>;
+def Train_MinimumOp : Train_BinaryOp<"minimum", "min(lhs, rhs)", [Commutative],
+    Train_Promote,
+    [{ return ::mlir::arith::MinimumFOp::create(b, loc, lhs, rhs); }],
+    [{ return extremumGrad(b, loc, dy, operand == 0 ? lhs : rhs,
+                           operand == 0 ? rhs : lhs, /*maximum=*/false); }]>;
 /// A rank-0 numerator divided by a tensor is fp32: PyTorch computes `c / x`
 /// as `reciprocal(x) * c`, and reciprocal is on autocast's fp32 list (1/x
 /// overflows f16 for |x| < 1.5e-5).

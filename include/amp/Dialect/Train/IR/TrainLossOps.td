@@ -51,4 +51,38 @@ def Train_MseLossOp : Train_Op<"mse_loss", !listconcat(Train_Fp32,
   }];
 }
 
+/// An element-wise loss of `input` against a `target` of the same type,
+/// averaged over all elements (PyTorch's mean reduction); computed in f32.
+class Train_PointwiseLossOp<string mnemonic, string formula, dag extraArgs,
+                            string extraFormat>
+    : Train_Op<mnemonic, !listconcat(Train_Fp32,
+    [Pure, Train_Loss, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>,
+     DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
+  let summary = "mean " # formula;
+  let description = [{
+    `mean(}] # formula # [{)` over all elements of two tensors of one type
+    (accumulated in f32). The result is a rank-0 tensor of their element type.
+
+    ```mlir
+    %loss = train.}] # mnemonic # [{ %pred, %target : tensor<64x4xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = !con((ins Train_FloatTensor:$input,
+                            Train_FloatTensor:$target), extraArgs);
+  let results = (outs Train_ScalarFloatTensor:$result);
+  let assemblyFormat = "$input `,` $target " # extraFormat #
+      " attr-dict `:` type($input) `->` type($result)";
+}
+
+def Train_L1LossOp : Train_PointwiseLossOp<"l1_loss", "|input - target|",
+    (ins), "">;
+def Train_SmoothL1LossOp : Train_PointwiseLossOp<"smooth_l1_loss",
+    "d < beta ? 0.5 d^2 / beta : d - 0.5 beta, d = |input - target|",
+    (ins DefaultValuedOptionalAttr<F64Attr, "1.0">:$beta), "(`beta` $beta^)?"> {
+  let hasVerifier = 1;
+}
+def Train_BceWithLogitsLossOp : Train_PointwiseLossOp<
+    "bce_with_logits_loss",
+    "(1 - target) * input - log_sigmoid(input)", (ins), "">;
+
 #endif // AMP_DIALECT_TRAIN_IR_TRAINLOSSOPS_TD

@@ -955,8 +955,14 @@ def _extremum(op: str) -> Callable:
     return handler
 
 
-def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value) -> str:
-    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]} : "
+def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value,
+                      ignore_index: Optional[int] = -100) -> str:
+    """train.cross_entropy; rows labelled ``ignore_index`` (PyTorch's -100 by
+    default) count for nothing."""
+    if ignore_index is not None and not isinstance(ignore_index, int):
+        raise _Unsupported(f"ignore_index={ignore_index!r}")
+    ignore = f" ignore_index {ignore_index}" if ignore_index is not None else ""
+    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]}{ignore} : "
                  f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
                  f"-> tensor<f32>")
 
@@ -973,9 +979,12 @@ def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("a reduction other than 'mean'")
     if len(logits[1]) != 2:
         raise _Unsupported("logits of rank other than 2")
-    loss = _cross_entropy_op(em, logits, labels)
+    ignore_index = args[4] if len(node.args) > 4 else node.kwargs.get("ignore_index", -100)
+    loss = _cross_entropy_op(em, logits, labels, ignore_index)
     if not label_smoothing:
         return loss
+    # Not yet: ignored rows still count in the smoothing term (PyTorch leaves
+    # them out of it too); the same unless a batch has ignored labels.
     # PyTorch's smoothing: (1 - e) * nll + e * mean over the batch of
     # -sum_c log_softmax / C, i.e. minus the mean of log_softmax over (n, c).
     eps = float(label_smoothing)
@@ -1002,7 +1011,8 @@ def _nll_loss(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("class weights")
     if args[3] not in (None, 1):
         raise _Unsupported("a reduction other than 'mean'")
-    return _cross_entropy_op(em, logits, _operand(em, args[1]))
+    return _cross_entropy_op(em, logits, _operand(em, args[1]),
+                             -100 if args[4] is None else args[4])
 
 
 _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {

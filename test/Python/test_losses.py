@@ -1,6 +1,7 @@
 """Losses beyond plain cross-entropy: nn.MSELoss, L1Loss, SmoothL1Loss
 (beta, and beta = 0), BCEWithLogitsLoss (a regression model), cross-entropy
-with label smoothing, NLLLoss after log_softmax.
+with label smoothing or ignored labels (ignore_index, -100 by default),
+NLLLoss after log_softmax.
 
 O0 against PyTorch's loop (SGD-momentum and AdamW, 5 steps): losses and
 state within 1e-4; predict is the model's eval output (1e-5); O1 f16
@@ -117,23 +118,41 @@ class LogSoftmaxNet(nn.Module):
         return nn.functional.log_softmax(self.net(x), dim=1)
 
 
+def ignored(value: int):
+    """Labels with every third one replaced by ``value`` (an ignore_index)."""
+    def relabel(y):
+        y = y.clone()
+        y[::3] = value
+        return y
+    return relabel
+
+
+# name -> (model, loss module, PyTorch's functional form[, label transform])
 CLASSIFICATION = {
     "label-smoothing": (classifier, lambda: nn.CrossEntropyLoss(label_smoothing=0.1),
                         lambda out, y: nn.functional.cross_entropy(out, y, label_smoothing=0.1)),
     "nll-after-log-softmax": (LogSoftmaxNet, nn.NLLLoss, nn.functional.nll_loss),
+    # PyTorch's default ignore_index=-100 (padding labels), and another one.
+    "ignore-index-default": (classifier, nn.CrossEntropyLoss, nn.functional.cross_entropy,
+                             ignored(-100)),
+    "ignore-index-3": (classifier, lambda: nn.CrossEntropyLoss(ignore_index=3),
+                       lambda out, y: nn.functional.cross_entropy(out, y, ignore_index=3),
+                       ignored(3)),
+    "nll-ignore-index": (LogSoftmaxNet, nn.NLLLoss, nn.functional.nll_loss, ignored(-100)),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CLASSIFICATION))
 def test_classification_losses_o0_match_pytorch(case):
-    make, loss_fn, functional = CLASSIFICATION[case]
+    make, loss_fn, functional, *relabel = CLASSIFICATION[case]
+    relabel = relabel[0] if relabel else (lambda y: y)
     torch.manual_seed(0)
     model = make()
     ref = copy.deepcopy(model)
     opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (model, ref))
     g = torch.Generator().manual_seed(5)
-    data = [(torch.randn(16, 1, 28, 28, generator=g), torch.randint(0, 10, (16,), generator=g))
-            for _ in range(5)]
+    data = [(torch.randn(16, 1, 28, 28, generator=g),
+             relabel(torch.randint(0, 10, (16,), generator=g))) for _ in range(5)]
     step = amp.compile(model, loss_fn(), example_inputs=data[0], optimizer=opt, opt_level="O0")
     for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data, loss=functional)):
         assert abs(step(x, y).loss - want) <= 1e-4 * abs(want)

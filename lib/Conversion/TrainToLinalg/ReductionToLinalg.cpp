@@ -184,6 +184,27 @@ struct SoftmaxGradToLinalg : OpRewritePattern<OpT> {
   }
 };
 
+/// The number of `labels` (rank 1, i32) other than `ignore`, as a rank-0 f32
+/// tensor.
+static Value countUnignored(OpBuilder &b, Location loc, Value labels,
+                            int64_t ignore) {
+  auto type = cast<RankedTensorType>(labels.getType());
+  return buildReduction(
+      b, loc, type.getShape(), {0},
+      {{labels, identityMap(b.getContext(), 1)}}, b.getF32Type(), 0.0,
+      [&](OpBuilder &b, Location l, Value acc, ValueRange in) {
+        Value kept = arith::CmpIOp::create(
+            b, l, arith::CmpIPredicate::ne, in[0],
+            arith::ConstantOp::create(
+                b, l, b.getIntegerAttr(in[0].getType(), ignore)));
+        return arith::AddFOp::create(
+            b, l, acc,
+            arith::SelectOp::create(b, l, kept,
+                                    scalarConstant(b, l, acc.getType(), 1.0),
+                                    scalarConstant(b, l, acc.getType(), 0.0)));
+      });
+}
+
 struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CrossEntropyGradOp op,
@@ -197,14 +218,20 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     AffineMap id = identityMap(ctx, 2);
     AffineMap row = reducedInput(ctx, max, 2, {1}).map;
     AffineMap none = AffineMap::get(2, 0, {}, ctx);
-    // grad * (softmax - onehot(label)) / N; NaN in rows with a bad label.
+    // grad * (softmax - onehot(label)) / N; NaN in rows with a bad label;
+    // 0 in ignored rows, N then counting the others.
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
+    Value count = ignore ? countUnignored(rewriter, loc, op.getLabels(), *ignore)
+                         : Value();
+    SmallVector<GenericInput> inputs = {{op.getLogits(), id},
+                                        {max, row},
+                                        {sum, row},
+                                        {op.getLabels(), row},
+                                        {op.getGrad(), none}};
+    if (count)
+      inputs.push_back({count, none});
     Value result = buildElementwise(
-        rewriter, loc, type,
-        {{op.getLogits(), id},
-         {max, row},
-         {sum, row},
-         {op.getLabels(), row},
-         {op.getGrad(), none}},
+        rewriter, loc, type, inputs,
         f32, [&](OpBuilder &b, Location l, ValueRange in) {
           Value p = arith::DivFOp::create(
               b, l,
@@ -223,20 +250,27 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
           Value target =
               arith::SelectOp::create(b, l, hot, scalarConstant(b, l, f32, 1.0),
                                       scalarConstant(b, l, f32, 0.0));
+          Value rows = count ? in[5] : scalarConstant(b, l, f32, double(batch));
           Value g = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, p, target),
-              arith::DivFOp::create(b, l, in[4],
-                                    scalarConstant(b, l, f32, double(batch))));
+              arith::DivFOp::create(b, l, in[4], rows));
           Value valid = arith::AndIOp::create(
               b, l,
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label,
                                     ic(0)),
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
                                     ic(classes)));
-          return arith::SelectOp::create(
+          Value out = arith::SelectOp::create(
               b, l, valid, g,
               scalarConstant(b, l, f32,
                             std::numeric_limits<double>::quiet_NaN()));
+          if (ignore)
+            out = arith::SelectOp::create(
+                b, l,
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, label,
+                                      ic(*ignore)),
+                scalarConstant(b, l, f32, 0.0), out);
+          return out;
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -584,7 +618,9 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     Type f32 = rewriter.getF32Type();
     AffineMap id = identityMap(ctx, 1);
     // sum_n log(sum_n) + max_n - logits[n, labels[n]]; a label outside
-    // [0, classes) makes the loss NaN instead of reading out of bounds.
+    // [0, classes) makes the loss NaN instead of reading out of bounds; an
+    // ignored label adds 0 and is not counted.
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
     Value total = buildReduction(
         rewriter, loc, {batch}, {0},
         {{op.getLabels(), id}, {max, id}, {sum, id}}, f32, 0.0,
@@ -615,11 +651,28 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
               b, l, valid, term,
               scalarConstant(b, l, f32,
                             std::numeric_limits<double>::quiet_NaN()));
+          if (ignore)
+            term = arith::SelectOp::create(
+                b, l,
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, label,
+                                      c(*ignore)),
+                scalarConstant(b, l, f32, 0.0), term);
           return arith::AddFOp::create(b, l, acc, term);
         });
-    Value result =
-        scaleAndRound(rewriter, loc, total,
-                      cast<RankedTensorType>(op.getType()), double(batch));
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value result;
+    if (ignore) {
+      // The mean over the rows that count (0 / 0 = NaN when none does).
+      Value count = countUnignored(rewriter, loc, op.getLabels(), *ignore);
+      AffineMap scalar = AffineMap::get(0, 0, {}, ctx);
+      result = buildElementwise(
+          rewriter, loc, resultType, {{total, scalar}, {count, scalar}}, f32,
+          [](OpBuilder &b, Location l, ValueRange in) -> Value {
+            return arith::DivFOp::create(b, l, in[0], in[1]);
+          });
+    } else {
+      result = scaleAndRound(rewriter, loc, total, resultType, double(batch));
+    }
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -187,6 +187,11 @@ func.func @losses(%logits: tensor<128x10xf32>, %labels: tensor<128xi32>, %p: ten
 // beta = 1 (the default) is not printed.
 // CHECK-LABEL: func.func @pointwise_losses
 func.func @pointwise_losses(%p: tensor<64x4xf32>, %t: tensor<64x4xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<64x4xf32>) {
+  // CHECK: train.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 : tensor<64x4xf32>, tensor<64xi32> -> tensor<f32>
+  %labels = train.constant dense<1> : tensor<64xi32>
+  %ce = train.cross_entropy %p, %labels ignore_index -100 : tensor<64x4xf32>, tensor<64xi32> -> tensor<f32>
+  // CHECK: train.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100 : tensor<f32>, tensor<64x4xf32>, tensor<64xi32>
+  %dl = train.cross_entropy_grad %ce, %p, %labels ignore_index -100 : tensor<f32>, tensor<64x4xf32>, tensor<64xi32>
   // CHECK: train.l1_loss %{{.*}}, %{{.*}} : tensor<64x4xf32> -> tensor<f32>
   %0 = train.l1_loss %p, %t : tensor<64x4xf32> -> tensor<f32>
   // CHECK: train.smooth_l1_loss %{{.*}}, %{{.*}} : tensor<64x4xf32> -> tensor<f32>

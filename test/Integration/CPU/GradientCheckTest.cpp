@@ -565,6 +565,26 @@ TEST_F(GradientCheck, Losses) {
               {}};
   ce.extras.push_back({"tensor<4xi32>", HostTensor::fromInts({4}, labels)});
   check(ce, "cross_entropy");
+  // ignore_index: rows 1 and 3 labelled -100 count for nothing; the mean is
+  // over rows 0 and 2.
+  std::vector<int32_t> some = {2, -100, 3, -100};
+  GradCase ignoring{{{4, 5}},
+                    {},
+                    "  %y = train.cross_entropy %p0, %e0 ignore_index -100 : " +
+                        f32({4, 5}) + ", tensor<4xi32> -> tensor<f32>",
+                    [=](const std::vector<Values> &p) {
+                      Values kept;
+                      for (int r : {0, 2})
+                        kept.insert(kept.end(), p[0].begin() + r * 5,
+                                    p[0].begin() + r * 5 + 5);
+                      return Values{ref::crossEntropy(kept, 2, 5, {2, 3})};
+                    },
+                    -3,
+                    3,
+                    0,
+                    {}};
+  ignoring.extras.push_back({"tensor<4xi32>", HostTensor::fromInts({4}, some)});
+  check(ignoring, "cross_entropy ignore_index");
   Shape s = {4, 3};
   check({{s, s},
          {},

@@ -301,7 +301,8 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b,
   return singleResultVJP(*this, resultGrads, operandGrads,
                          [&](Value dy, MutableArrayRef<Value> grads) {
                            grads[0] = CrossEntropyGradOp::create(
-                               b, getLoc(), dy, getLogits(), getLabels());
+                               b, getLoc(), dy, getLogits(), getLabels(),
+                               getIgnoreIndexAttr());
                          });
 }
 

@@ -90,18 +90,20 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure,
     `dlogits[n, c] = grad * (softmax(logits)[n, c] - (c == labels[n])) / N`,
     with the rank-0 loss gradient `grad` of the logits' type (the loss seed,
     or the scaled seed under loss scaling). Rows with a label outside [0, C)
-    get NaN, as their loss does.
+    get NaN, as their loss does; with `ignore_index`, rows labelled with it
+    get 0 and N counts the other rows.
 
     ```mlir
     %dl = train.cross_entropy_grad %dloss, %logits, %labels : tensor<f32>, tensor<128x10xf32>, tensor<128xi32>
     ```
   }];
   let arguments = (ins Train_ScalarFloatTensor:$grad, Train_FloatTensor:$logits,
-                       Train_IndexTensor:$labels);
+                       Train_IndexTensor:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits)
-    `,` type($labels)
+    $grad `,` $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict
+    `:` type($grad) `,` type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
 }

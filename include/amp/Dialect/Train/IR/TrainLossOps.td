@@ -20,15 +20,21 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy",
     `mean_n(-log_softmax(logits)[n, labels[n]])` over `[N, C]` logits and `[N]`
     i32 labels in [0, C) (PyTorch's `F.cross_entropy` with its default mean
     reduction). The result is a rank-0 tensor of the logits' element type.
+    With `ignore_index`, rows labelled with it count for nothing: the mean is
+    over the other rows (NaN when every row is ignored, as PyTorch's). Any
+    other label outside [0, C) makes the loss NaN.
 
     ```mlir
     %loss = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
+    %masked = train.cross_entropy %logits, %labels ignore_index -100 : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
     ```
   }];
-  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels);
+  let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Train_ScalarFloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+    $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict `:`
+    type($logits) `,` type($labels) `->` type($result)
   }];
 }
 

@@ -134,7 +134,7 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x1x4xf32
 // train.clamp
 func.func @embedding_dropout(%table: tensor<10x4xf32>, %ids: tensor<2x3xi32>, %count: tensor<i32>)
     -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>) {
-  %0 = train.embedding %table, %ids : tensor<10x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
+  %0 = train.embedding %table, %ids padding_idx 0 : tensor<10x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
   %1 = train.dropout %0 rate 0.1 seed 42 : tensor<2x3x4xf32>
   %2 = train.dropout %0 rate 0.1 seed 43 step %count : tensor<2x3x4xf32>
   %c = train.clamp %2 min 0.0 max 6.0 : tensor<2x3x4xf32>

@@ -35,14 +35,15 @@ def test_unsupported_module_lists_every_node_with_path_and_line():
         assert torch.equal(value, before[name])
 
 
-def test_embedding_padding_idx_is_refused_not_ignored():
-    model = nn.Sequential(nn.Embedding(16, 8, padding_idx=0), nn.Flatten(), nn.Linear(32, 10))
+def test_embedding_scale_grad_by_freq_is_refused_not_ignored():
+    model = nn.Sequential(nn.Embedding(16, 8, scale_grad_by_freq=True), nn.Flatten(),
+                          nn.Linear(32, 10))
     example = (torch.randint(0, 16, (2, 4)), torch.zeros(2, dtype=torch.long))
     with pytest.raises(amp.UnsupportedModelError) as info:
         amp.to_mlir(model, nn.CrossEntropyLoss(), example)
     assert [n.module for n in info.value.nodes] == ["0"]
     assert "embedding" in info.value.nodes[0].op
-    assert "padding_idx" in info.value.nodes[0].reason
+    assert "scale_grad_by_freq" in info.value.nodes[0].reason
 
 
 def test_wrong_batch_shape_is_a_value_error_naming_the_input():

@@ -345,6 +345,34 @@ def test_functional_forms_o0_match_pytorch(make):
     assert_close_state(model, ref, 1e-4)
 
 
+class PaddedBag(nn.Module):
+    """nn.Embedding(padding_idx=0) averaged over the sequence, a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(64, 16, padding_idx=0)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, tokens):
+        return self.head(self.embed(tokens).mean(dim=1))
+
+
+def test_embedding_padding_idx_row_gets_no_gradient():
+    """The padding row (made non-zero here: nn.Embedding zeroes it) is looked
+    up as any row but never updated; the rest matches PyTorch within 1e-4."""
+    torch.manual_seed(0)
+    model = PaddedBag()
+    with torch.no_grad():
+        model.embed.weight[0].normal_()
+    padding_row = model.embed.weight[0].clone()
+    data = [(torch.where(x % 4 == 0, 0, x), y) for x, y in token_batches(5)]
+    assert all((x == 0).any() for x, _ in data)
+    ref, _ = train_side_by_side(model, lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9), data)
+    assert_close_state(model, ref, 1e-4)
+    assert torch.equal(model.embed.weight[0], padding_row)
+    assert not torch.equal(model.embed.weight[1], ref.embed.weight[1] * 0)  # others move
+
+
 @pytest.mark.parametrize("bias", [False, True], ids=["net", "net-conv-bias"])
 def test_o1_f16_loss_curve_matches_autocast(bias):
     """With a biased convolution too: autocast runs conv + bias in f16, so

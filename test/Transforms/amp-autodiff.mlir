@@ -155,3 +155,21 @@ func.func @conv_bias(%x: tensor<2x3x5x5xf32>, %labels: tensor<2xi32>, %w: tensor
   %l = train.cross_entropy %f, %labels : tensor<2x36xf32>, tensor<2xi32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// nn.Embedding(padding_idx=1): the table's gradient has row 1 zeroed by a
+// constant row mask; cross-entropy's ignore_index reaches its gradient.
+// CHECK-LABEL: func.func @padded_embedding_grad(
+// CHECK: train.cross_entropy %{{.*}}, %{{.*}} ignore_index -100
+// CHECK: train.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100
+// CHECK: %[[DT:.*]] = train.embedding_grad %{{.*}}, %{{.*}} : tensor<6x4xf32>, tensor<6xi32> -> tensor<4x4xf32>
+// CHECK: %[[MASK:.*]] = train.constant dense<[
+// CHECK-SAME: [1.000000e+00], [0.000000e+00], [1.000000e+00], [1.000000e+00]]> : tensor<4x1xf32>
+// CHECK: %[[D:.*]] = train.mul %[[DT]], %[[MASK]] {{.*}}: tensor<4x4xf32>, tensor<4x1xf32> -> tensor<4x4xf32>
+// CHECK: return %{{.*}}, %[[D]]
+func.func @padded_embedding(%ids: tensor<6xi32>, %labels: tensor<6xi32>, %t: tensor<4x4xf32> {train.param}) -> tensor<f32> {
+  %e = train.embedding %t, %ids padding_idx 1 : tensor<4x4xf32>, tensor<6xi32> -> tensor<6x4xf32>
+  %l = train.cross_entropy %e, %labels ignore_index -100 : tensor<6x4xf32>, tensor<6xi32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1366,3 +1366,11 @@ func.func @conv_groups_zero(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) ->
   %0 = train.conv2d %x, %w groups 0 : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+func.func @embedding_padding_idx(%t: tensor<10x4xf32>, %ids: tensor<3xi32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'train.embedding' op padding_idx 10 is not a row of the 10-row table}}
+  %0 = train.embedding %t, %ids padding_idx 10 : tensor<10x4xf32>, tensor<3xi32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}

@@ -363,6 +363,15 @@ LogicalResult DropoutOp::verify() {
 // Embedding
 //===----------------------------------------------------------------------===//
 
+LogicalResult EmbeddingOp::verify() {
+  std::optional<int64_t> pad = getPaddingIdx();
+  int64_t vocab = getTable().getType().getDimSize(0);
+  if (pad && (*pad < 0 || *pad >= vocab))
+    return emitOpError("padding_idx ")
+           << *pad << " is not a row of the " << vocab << "-row table";
+  return success();
+}
+
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,

@@ -521,6 +521,24 @@ LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                            grads[0] = EmbeddingGradOp::create(
                                b, getLoc(), getTable().getType(), dy,
                                getIndices());
+                           // padding_idx: its row's gradient is zeroed
+                           // by a constant [V, 1] row mask.
+                           if (std::optional<int64_t> pad = getPaddingIdx()) {
+                             auto table = getTable().getType();
+                             auto type = RankedTensorType::get(
+                                 {table.getDimSize(0), 1},
+                                 table.getElementType());
+                             SmallVector<Attribute> mask(
+                                 table.getDimSize(0),
+                                 b.getFloatAttr(table.getElementType(), 1.0));
+                             mask[*pad] =
+                                 b.getFloatAttr(table.getElementType(), 0.0);
+                             grads[0] = MulOp::create(
+                                 b, getLoc(), grads[0],
+                                 ConstantOp::create(
+                                     b, getLoc(),
+                                     DenseElementsAttr::get(type, mask)));
+                           }
                          });
 }
 

@@ -591,16 +591,22 @@ def Train_EmbeddingOp : Train_Op<"embedding",
   let description = [{
     Gathers rows of a `[V, D]` table at i32 `indices` of any shape S, giving
     `S ++ [D]`. Indices outside [0, V) are a run-time error of the lowered code.
+    With `padding_idx` (in [0, V)), that row gets no gradient (PyTorch's
+    `nn.Embedding(padding_idx=...)`); its value is looked up as any other.
 
     ```mlir
     %e = train.embedding %table, %tokens : tensor<1024x256xf32>, tensor<8x128xi32> -> tensor<8x128x256xf32>
+    %p = train.embedding %table, %tokens padding_idx 0 : tensor<1024x256xf32>, tensor<8x128xi32> -> tensor<8x128x256xf32>
     ```
   }];
-  let arguments = (ins Train_FloatTensor:$table, Train_IndexTensor:$indices);
+  let arguments = (ins Train_FloatTensor:$table, Train_IndexTensor:$indices,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
+    $table `,` $indices (`padding_idx` $padding_idx^)? attr-dict `:`
+    type($table) `,` type($indices) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 /// A rank-0 i32 tensor: a step counter.

@@ -58,8 +58,8 @@ int amp::runBenchmark(const TrainingConfig &config,
     return fail(llvm::toString(initial.takeError()));
   std::vector<HostTensor> args = std::move(*initial);
   std::mt19937_64 rng(config.seed + 1);
-  args[abi.input] = randomInput(specs[abi.input], rng);
-  args[abi.labels] = randomInput(specs[abi.labels], rng);
+  for (unsigned i = abi.input; i <= abi.labels; ++i)
+    args[i] = randomInput(specs[i], rng);
   if (abi.lr)
     args[*abi.lr] = learningRateArgument(specs[*abi.lr],
                                          float(config.learningRate));

@@ -20,6 +20,9 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   // Results after the loss update, in this order: train.state (batch-norm
   // statistics), parameters, masters, optimizer state.
   SmallVector<unsigned> states, optStates;
+  // Data: the leading arguments without a role (the model's inputs, then
+  // the labels).
+  unsigned data = 0;
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto has = [&](StringRef name) { return bool(step.getArgAttr(i, name)); };
     if (has(train::TrainDialect::kStateAttrName) ||
@@ -38,11 +41,19 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
       abi.lr = i;
     else if (has(train::TrainDialect::kScalerStateAttrName))
       abi.scaler.push_back(i);
-    else if (i > 1)
+    else if (i == data)
+      ++data;
+    else
       return err("argument #" + llvm::Twine(i) +
-                 " of the model is neither data (the first two: inputs, "
-                 "labels) nor a parameter or state");
+                 " of the model is neither data (the leading arguments: "
+                 "inputs, then labels) nor a parameter or state");
   }
+  if (data < 2)
+    return err("the model needs its inputs and labels as its leading "
+               "arguments, before parameters and state; it has " +
+               llvm::Twine(data) + " such argument(s)");
+  abi.input = 0;
+  abi.labels = data - 1;
   auto name = [&](StringRef role, ArrayRef<unsigned> indices) {
     for (auto [k, i] : llvm::enumerate(indices))
       abi.persistent.emplace_back((role + "." + llvm::Twine(k)).str(), i);

@@ -340,6 +340,10 @@ int amp::runTraining(const TrainingConfig &config,
   int64_t features = 1;
   for (int64_t d : llvm::drop_begin(inputSpec.shape))
     features *= d;
+  if (abi->numInputs() != 1)
+    return fail("the model takes " + llvm::Twine(abi->numInputs()) +
+                " inputs before its labels; " + config.tool +
+                "'s data sets feed one (train it from Python: amp.compile)");
   const TensorSpec &labelSpec = specs[abi->labels];
   int64_t labelCount = labelSpec.getNumElements();
   if (batch < 1 || labelSpec.kind != ElementKind::I32 ||

@@ -97,6 +97,8 @@ llvm::Error amp::checkModelArguments(ModuleOp model) {
   for (auto forward : functions) {
     if (forward.isExternal())
       continue;
+    // The leading arguments without a role are data: inputs, then labels.
+    unsigned data = 0;
     for (BlockArgument arg : forward.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto has = [&](StringRef name) {
@@ -106,13 +108,19 @@ llvm::Error amp::checkModelArguments(ModuleOp model) {
       llvm::raw_string_ostream os(what);
       os << fileLineCol(arg.getLoc()) << ": argument " << i + 1 << " of @"
          << forward.getName() << " (" << arg.getType() << ")";
-      if (i >= 2 && !has(train::TrainDialect::kParamAttrName) &&
-          !has(train::TrainDialect::kStateAttrName))
+      bool role = has(train::TrainDialect::kParamAttrName) ||
+                  has(train::TrainDialect::kStateAttrName);
+      if (!role && i == data) {
+        ++data;
+        continue;
+      }
+      if (!role)
         return llvm::createStringError(
-            what + " is neither data (the first two arguments: inputs, "
-                   "labels) nor a parameter or state: mark it {train.param, "
-                   "train.init = #train.init<...>} if it is learned, or "
-                   "{train.state, train.init = ...} for running statistics");
+            what + " is neither data (the leading arguments: the inputs, "
+                   "then the labels; at least one of each) nor a parameter "
+                   "or state: mark it {train.param, train.init = "
+                   "#train.init<...>} if it is learned, or {train.state, "
+                   "train.init = ...} for running statistics");
       if (has(train::TrainDialect::kParamAttrName) &&
           !has(train::TrainDialect::kInitAttrName)) {
         std::string kinds;

@@ -35,7 +35,10 @@ namespace amp {
 /// the new scale and tracker, then found_inf and collapsed (static scaling:
 /// found_inf only).
 struct StepAbi {
+  /// Data arguments: the model's inputs are input..labels-1 (one for the
+  /// models amp-run feeds), the labels (targets) come last.
   unsigned input = 0, labels = 1;
+  unsigned numInputs() const { return labels - input; }
   /// Arguments updated by results 1.. in order: train.state, parameters,
   /// masters, optimizer state.
   llvm::SmallVector<unsigned> state;

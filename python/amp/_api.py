@@ -135,7 +135,7 @@ def _from_numpy(array: np.ndarray, element: str) -> torch.Tensor:
 class Step:
     """A compiled training step of one model, loss and optimizer.
 
-    Call it with a batch (the model's input, then the target) for one
+    Call it with a batch (the model's inputs, then the target) for one
     training step; ``copy_to`` writes the trained parameters and buffers
     back into a model. Made by :func:`compile`.
     """
@@ -146,11 +146,17 @@ class Step:
         self._imported = imported
         self._optimizer = optimizer
         self._arguments = native.arguments  # (shape, element) per argument
+        # The batch: the model's inputs, then the target (the leading
+        # arguments), and how a call names each in its errors.
+        self._data = sum(a.kind in ("input", "labels") for a in imported.arguments)
+        inputs = self._data - 1
+        self._names = (["input"] if inputs == 1 else [f"input {i}" for i in range(inputs)]) + \
+            ["target"]
         # What a batch tensor must be to be read in place (the fast path of
-        # __call__): (shape, dtypes) of the input and the target. Integer
-        # tensors may also be int64 (narrowed to i32 by the step's binding).
+        # __call__): (shape, dtypes) of each. Integer tensors may also be
+        # int64 (narrowed to i32 by the step's binding).
         self._fast = []
-        for shape, element in self._arguments[:2]:
+        for shape, element in self._arguments[:self._data]:
             dtypes = (torch.int32, torch.int64) if element == "i32" else \
                 (_TORCH_OF[element],)
             self._fast.append((torch.Size(shape), dtypes))
@@ -186,7 +192,7 @@ class Step:
                 self._native.set(masters[index], _to_numpy(value, "f32"))
 
     def _check_tensor(self, index: int, name: str, tensor: torch.Tensor) -> None:
-        """``tensor`` fits argument ``index`` (0: the input, 1: the target)."""
+        """``tensor`` fits data argument ``index`` (the inputs, then the target)."""
         expected = tuple(self._imported.arguments[index].shape)
         if tuple(tensor.shape) != expected:
             raise ValueError(f"{name}: expected shape {list(expected)}, given "
@@ -213,13 +219,13 @@ class Step:
         return tensor.detach().to(device="cpu", dtype=_TORCH_OF[element]).contiguous()
 
     def __call__(self, *batch: torch.Tensor) -> StepResult:
-        """One training step on ``batch`` = (input, target)."""
-        if len(batch) != 2:
-            raise ValueError(f"a step takes the model's input and the target, "
-                             f"given {len(batch)} tensors")
-        # The two tensors stay referenced here until the step has returned.
-        x = self._batch_tensor(0, "input", batch[0])
-        target = self._batch_tensor(1, "target", batch[1])
+        """One training step on ``batch`` = (inputs..., target)."""
+        if len(batch) != self._data:
+            raise ValueError(f"a step takes the model's {self._data - 1} input(s) and the "
+                             f"target, given {len(batch)} tensors")
+        # The tensors stay referenced here until the step has returned.
+        tensors = [self._batch_tensor(i, name, t)
+                   for i, (name, t) in enumerate(zip(self._names, batch))]
         if self._native.lr >= 0:
             rates = [float(g["lr"]) for g in self._optimizer.param_groups]
             if rates != self._rates:  # set when a scheduler (or user) changed one
@@ -231,8 +237,7 @@ class Step:
                                  np.array(rates if shape else rates[0], dtype=np.float32))
                 self._rates = rates
         loss, scale, skipped, _collapsed = self._native.step_with(
-            [(0, x.data_ptr(), x.element_size()),
-             (1, target.data_ptr(), target.element_size())])
+            [(i, t.data_ptr(), t.element_size()) for i, t in enumerate(tensors)])
         self._calls += 1
         # The step is the optimizer's step: tell torch's LR schedulers so
         # (they warn of a scheduler stepping before its optimizer otherwise).
@@ -286,11 +291,13 @@ class Step:
         """The model's output on ``inputs`` in eval mode (batch norm on its
         running statistics), computed by the compiled forward with the
         step's current parameters at the compiled precision; a new f32
-        tensor. The input has the compiled batch shape."""
-        if len(inputs) != 1:
-            raise ValueError(f"predict takes the model's input, given {len(inputs)} tensors")
-        self._check_tensor(0, "input", inputs[0])
-        self._native.set(0, _to_numpy(inputs[0], self._arguments[0][1]))
+        tensor. The inputs have the compiled batch shapes."""
+        if len(inputs) != self._data - 1:
+            raise ValueError(f"predict takes the model's {self._data - 1} input(s), given "
+                             f"{len(inputs)} tensors")
+        for i, tensor in enumerate(inputs):
+            self._check_tensor(i, self._names[i], tensor)
+            self._native.set(i, _to_numpy(tensor, self._arguments[i][1]))
         logits = self._native.logits()[0]
         # bf16 arrives as its uint16 bits; other types as themselves.
         return _from_numpy(logits, "bf16" if logits.dtype == np.uint16 else "").float()
@@ -332,8 +339,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             clip_grad_norm: Optional[float] = None) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
-    ``example_inputs`` = (input, target): ``loss_fn(model(input), target)``
-    is the loss; their shapes are the step's. ``optimizer`` is a
+    ``example_inputs`` = (inputs..., target): ``loss_fn(model(*inputs),
+    target)`` is the loss; their shapes and types are the step's. ``optimizer`` is a
     ``torch.optim.SGD``, ``Adam`` or ``AdamW`` over the model's parameters;
     its learning rate is read at every call. ``opt_level`` is Apex's O0-O3,
     ``dtype`` torch.float16 or torch.bfloat16; ``init_scale``,

@@ -947,6 +947,17 @@ def _absolute(em: _Emitter, x: Value) -> Value:
     return _emit(em, "add", _emit(em, "relu", x), _emit(em, "relu", _negated(em, x)))
 
 
+def _expand(em: _Emitter, node: torch.fx.Node) -> str:
+    """x.expand(*sizes): train.broadcast to the node's shape (NumPy rules:
+    size-1 and missing leading dimensions repeat)."""
+    x = _operand(em, node.args[0])
+    shape = _shape(node)
+    if tuple(x[1]) == tuple(shape):
+        return x[0]
+    return em.op(f"train.broadcast {x[0]} : {tensor_type(x[1], x[2])} -> "
+                 f"{tensor_type(shape, x[2])}")
+
+
 def _extremum(op: str) -> Callable:
     """torch.maximum / minimum of two tensors: train.maximum / minimum."""
     def handler(em: _Emitter, node: torch.fx.Node) -> str:
@@ -1076,6 +1087,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.pow.Tensor_Scalar: _pow,
     torch.ops.aten.clamp.default: _clamp,
     torch.ops.aten.maximum.default: _extremum("maximum"),
+    torch.ops.aten.expand.default: _expand,
     torch.ops.aten.zeros.default: _filled(0.0),
     torch.ops.aten.ones.default: _filled(1.0),
     torch.ops.aten.full.default: _filled(None),
@@ -1202,11 +1214,10 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     user_inputs = [n for n in placeholders
                    if input_specs[n.name].kind == torch.export.graph_signature.InputKind.USER_INPUT]
-    if len(user_inputs) != 2:
+    if len(user_inputs) < 2:
         problems.append(UnsupportedNode(
             "", "inputs", "<model>", 0,
-            f"{len(user_inputs) - 1} model inputs: amp steps take one input tensor "
-            "(and the target)"))
+            "no model input: example_inputs is (inputs..., target)"))
     # Tied weights: export lifts each name of a shared Parameter (or
     # buffer) as its own placeholder; they become one argument, named by
     # the model's first name for the tensor (as named_parameters() does).
@@ -1226,7 +1237,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         shape, element = _shape(n), _element(n)
         group, decay = 0, None
         if n in user_inputs:
-            kind = "input" if n is user_inputs[0] else "labels"
+            kind = "labels" if n is user_inputs[-1] else "input"
             name = n.name
         else:
             name = _unwrapped(spec.target)

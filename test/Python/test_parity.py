@@ -345,6 +345,85 @@ def test_functional_forms_o0_match_pytorch(make):
     assert_close_state(model, ref, 1e-4)
 
 
+class TwoInputs(nn.Module):
+    """An image and a vector of side features: example_inputs = (x, extra, y)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, stride=2)
+        self.fc = nn.Linear(4 * 13 * 13 + 6, 10)
+
+    def forward(self, x, extra):
+        return self.fc(torch.cat([torch.relu(self.conv(x)).flatten(1), extra * 2], dim=1))
+
+
+def test_model_with_two_inputs_matches_pytorch():
+    torch.manual_seed(0)
+    model = TwoInputs()
+    g = torch.Generator().manual_seed(7)
+    data = [(x, torch.randn(len(x), 6, generator=g), y) for x, y in batches(5)]
+    ref = copy.deepcopy(model)
+    opt, ref_opt = (OPTIMIZERS["sgd-momentum"](m.parameters()) for m in (model, ref))
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
+                       opt_level="O0")
+    for x, extra, y in data:
+        ref_opt.zero_grad()
+        want = nn.functional.cross_entropy(ref(x, extra), y)
+        want.backward()
+        ref_opt.step()
+        assert abs(step(x, extra, y).loss - want.item()) <= 1e-4 * want.item()
+    step.copy_to(model)
+    assert_close_state(model, ref, 1e-4)
+    x, extra, _ = data[0]
+    want = ref(x, extra)
+    assert (step.predict(x, extra) - want).abs().max() <= 1e-5 * want.abs().max()
+    with pytest.raises(ValueError, match=r"input 1: expected shape \[16, 6\], given \[16, 5\]"):
+        step(x, extra[:, :5], data[0][2])
+    with pytest.raises(ValueError, match="takes the model's 2 input"):
+        step(x, data[0][2])
+
+
+class MaskedEncoder(nn.Module):
+    """nn.TransformerEncoderLayer with a float src_key_padding_mask input
+    (additive: 0 or a large negative number per key position)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(64, 16)
+        self.encoder = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, tokens, mask):
+        return self.head(self.encoder(self.embed(tokens), src_key_padding_mask=mask).mean(dim=1))
+
+
+def test_transformer_with_a_key_padding_mask_input_matches_pytorch():
+    torch.manual_seed(0)
+    model = MaskedEncoder()
+    ref = copy.deepcopy(model)
+    data = []
+    for tokens, y in token_batches(5):
+        mask = torch.zeros(tokens.shape)
+        mask[:, 12:] = -1e4  # the last 4 positions are padding
+        data.append((tokens, mask, y))
+    opt, ref_opt = (OPTIMIZERS["adamw"](m.parameters()) for m in (model, ref))
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
+                       opt_level="O0")
+    for tokens, mask, y in data:
+        ref_opt.zero_grad()
+        want = nn.functional.cross_entropy(ref(tokens, mask), y)
+        want.backward()
+        ref_opt.step()
+        assert abs(step(tokens, mask, y).loss - want.item()) <= 1e-4 * want.item()
+    step.copy_to(model)
+    # The key bias has an exactly-zero gradient (a constant added to a row
+    # of scores): both runs move it by AdamW's normalised noise only.
+    d = 16
+    for m in (model, ref):
+        m.encoder.self_attn.in_proj_bias.data[d:2 * d].zero_()
+    assert_close_state(model, ref, 1e-4)
+
+
 class PaddedBag(nn.Module):
     """nn.Embedding(padding_idx=0) averaged over the sequence, a linear head."""
 

@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -27,7 +27,8 @@ class StepResult(NamedTuple):
     skipped: bool
     """Whether the update was skipped for non-finite gradients (GradScaler)."""
     scale: float
-    """The loss scale after this step (1.0 without loss scaling)."""
+    """The loss scale after this step (the fixed scale of ``loss_scale=S``;
+    1.0 without loss scaling)."""
 
 
 def _amp_compile() -> str:
@@ -141,8 +142,10 @@ class Step:
     """
 
     def __init__(self, native: Any, imported: _importer.ImportedModel,
-                 model: torch.nn.Module, optimizer: torch.optim.Optimizer):
+                 model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 static_scale: Optional[float] = None):
         self._native = native
+        self._static_scale = static_scale
         self._imported = imported
         self._optimizer = optimizer
         self._arguments = native.arguments  # (shape, element) per argument
@@ -242,6 +245,8 @@ class Step:
         # The step is the optimizer's step: tell torch's LR schedulers so
         # (they warn of a scheduler stepping before its optimizer otherwise).
         self._optimizer._opt_called = True
+        if self._static_scale is not None:
+            scale = self._static_scale
         return StepResult(loss, bool(skipped), scale)
 
     def _state_names(self) -> List[Tuple[str, int, str]]:
@@ -336,7 +341,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
             backoff_factor: float = 0.5, growth_interval: int = 2000,
             enabled: bool = True, accumulate: int = 1,
-            clip_grad_norm: Optional[float] = None) -> Step:
+            clip_grad_norm: Optional[float] = None,
+            loss_scale: Union[str, float] = "dynamic") -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target): ``loss_fn(model(*inputs),
@@ -349,8 +355,11 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     call a micro-batch and updates once per N calls with the mean of their
     gradients (the AMP tutorials' loop with ``loss / N``);
     ``clip_grad_norm=C`` clips the (unscaled) gradients to global 2-norm C
-    before each update, as ``scaler.unscale_`` + ``clip_grad_norm_``. The
-    model is not run, changed or moved.
+    before each update, as ``scaler.unscale_`` + ``clip_grad_norm_``.
+    ``loss_scale`` is Apex's: "dynamic" (GradScaler's rules, from
+    ``init_scale``) or a number, a fixed scale (a step with inf/NaN
+    gradients is still skipped; the scale never changes). The model is not
+    run, changed or moved.
     """
     _check_precision(opt_level, dtype)
     if backend not in ("cpu", "cuda"):
@@ -359,14 +368,26 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         raise ValueError(f"accumulate must be a positive int, given {accumulate!r}")
     if clip_grad_norm is not None and not clip_grad_norm > 0:
         raise ValueError(f"clip_grad_norm must be positive (or None), given {clip_grad_norm!r}")
+    static_scale = None
+    if loss_scale != "dynamic":
+        if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or \
+                not 0 < loss_scale < float("inf"):
+            raise ValueError("loss_scale must be 'dynamic' or a positive finite number, "
+                             f"given {loss_scale!r}")
+        static_scale = float(loss_scale)
     optimizer_flags, training = _optimizer_flags(optimizer, model)
     imported = _importer.import_model(model, loss_fn, example_inputs, training)
     flags = [f"--backend={backend}", f"--opt-level={opt_level}",
              f"--dtype={_DTYPE_NAMES[dtype]}"] + optimizer_flags
-    flags += [f"--init-scale={init_scale!r}", f"--growth-factor={growth_factor!r}",
+    # A fixed loss_scale replaces GradScaler's init_scale.
+    start = static_scale if static_scale is not None else init_scale
+    flags += [f"--init-scale={start!r}", f"--growth-factor={growth_factor!r}",
               f"--backoff-factor={backoff_factor!r}", f"--growth-interval={growth_interval}"]
     if not enabled:
         flags.append("--loss-scale=none")
+        static_scale = None
+    elif static_scale is not None:
+        flags.append("--loss-scale=static")
     flags.append(f"--accumulate={accumulate}")
     if clip_grad_norm is not None:
         flags.append(f"--clip-norm={float(clip_grad_norm)!r}")
@@ -391,4 +412,4 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             raise DeviceUnavailableError(
                 f"backend='cuda': the step compiled, but {reason} (use backend='cpu' "
                 "on a machine without an NVIDIA GPU)") from None
-    return Step(native, imported, model, optimizer)
+    return Step(native, imported, model, optimizer, static_scale)

@@ -146,3 +146,11 @@ def test_cuda_backend_runs_or_says_why_not():
                             optimizer=make(twin), backend="cpu")
     for x, y in data:
         assert abs(step(x, y).loss - reference(x, y).loss) <= 1e-2
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("inf"), "static", True])
+def test_bad_loss_scale_is_a_value_error(value):
+    model = mlp()
+    with pytest.raises(ValueError, match="loss_scale must be 'dynamic' or a positive finite"):
+        amp.compile(model, nn.CrossEntropyLoss(), example_inputs=batches(1)[0],
+                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss_scale=value)

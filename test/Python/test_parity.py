@@ -232,6 +232,42 @@ def test_torchvision_mobilenet_v2_o0_matches_pytorch():
             assert distance <= max(floor, 4 * pytorch), f"{name} {key}: {distance}, PyTorch {pytorch}"
 
 
+def test_fixed_loss_scale_as_apex():
+    """loss_scale=1024.0 (Apex's static scale): the same curve as GradScaler
+    starting at 1024 that never grows (within 1%, 10 steps); r.scale stays
+    1024; a batch with a NaN is skipped and changes nothing, not the scale."""
+    torch.manual_seed(0)
+    model = Net()
+    ref = copy.deepcopy(model)
+    make = lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)
+    opt, ref_opt = make(model.parameters()), make(ref.parameters())
+    data = batches(10)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
+                       opt_level="O1", dtype=torch.float16, loss_scale=1024.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0, growth_interval=10 ** 9)
+    for x, y in data:
+        ref_opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = nn.functional.cross_entropy(ref(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(ref_opt)
+        scaler.update()
+        got = step(x, y)
+        assert abs(got.loss - loss.item()) <= 1e-2 * abs(loss.item())
+        assert got.scale == 1024.0 and not got.skipped
+    before = step.state_dict()
+    x, y = data[0]
+    x = x.clone()
+    x[0, 0, 0, 0] = float("nan")
+    got = step(x, y)
+    assert got.skipped and got.scale == 1024.0
+    after = step.state_dict()
+    for key in before:
+        if not key.startswith("amp.opt_state") and key != "amp.calls" and \
+                not key.startswith("bn."):  # batch norm's statistics see the batch
+            assert torch.equal(before[key], after[key]), key
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 def test_torchvision_resnet18_o1_loss_curve_matches_autocast(dtype):
     """torchvision's ResNet-18 at O1 against torch.autocast("cpu", dtype) (+

@@ -659,9 +659,9 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
             padding = [0, 0]
         else:
             total = [dl * (k - 1) for dl, k in zip(dilation, w[1][2:])]
-            if any(t % 2 for t in total):
-                raise _Unsupported(f"padding='same' with an even window {total} "
-                                   "(PyTorch pads one more at the end: asymmetric)")
+            # An even window: PyTorch pads one more row / column at the end
+            # (zeros after the input, then the symmetric part).
+            x = _extend(em, x, [t % 2 for t in total], zero=True)
             padding = [t // 2 for t in total]
     padding = list(padding)
     padding = [padding[0]] * 2 if len(padding) == 1 else padding
@@ -1031,6 +1031,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     # GEMM-like
     torch.ops.aten.linear.default: _linear,
     torch.ops.aten.conv2d.default: _conv2d,
+    torch.ops.aten.conv2d.padding: _conv2d,  # padding="same" / "valid"
     # element-wise
     torch.ops.aten.relu.default: _unary("relu"),
     torch.ops.aten.tanh.default: _unary("tanh"),

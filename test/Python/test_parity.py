@@ -384,7 +384,8 @@ class Activations(nn.Module):
 class PoolingNorms(nn.Module):
     """GroupNorm; MaxPool2d and AvgPool2d with padding and ceil_mode (partial
     last windows), count_include_pad=False; torch.maximum / minimum; a
-    torch.zeros_like / ones operand."""
+    torch.zeros_like / ones operand; a convolution with padding='same' and
+    even (asymmetric) windows."""
 
     def __init__(self):
         super().__init__()
@@ -395,9 +396,13 @@ class PoolingNorms(nn.Module):
         # half the gradient (PyTorch's rule), so c's first update is half
         # of the whole.
         self.c = nn.Parameter(torch.tensor(3.0))
+        # padding="same": an even window in height (asymmetric: one more at
+        # the end), an odd one (dilated) in width.
+        self.same = nn.Conv2d(8, 8, (4, 3), padding="same", dilation=(1, 2))
 
     def forward(self, x):
         h = self.gn(self.conv(x))                                           # [B, 8, 28, 28]
+        h = h + self.same(h) * 0.5
         a = nn.functional.max_pool2d(h, 3, stride=2, padding=1, ceil_mode=True)     # 15 x 15
         b = nn.functional.avg_pool2d(h, 3, stride=2, padding=1, ceil_mode=True,
                                      count_include_pad=False)                       # 15 x 15

@@ -125,6 +125,18 @@ def _user_frame(node: torch.fx.Node) -> Tuple[str, int]:
     return best
 
 
+def _caller() -> Tuple[str, int]:
+    """The innermost frame outside torch and amp of the current call: where
+    the user called amp.compile / to_mlir / explain (the location of nodes
+    that lie wholly in torch's code, such as a loss module's)."""
+    import inspect
+    for frame in inspect.stack()[1:]:
+        path = os.path.abspath(frame.filename)
+        if not (path.startswith(_TORCH_DIR) or path.startswith(_AMP_DIR)):
+            return path, frame.lineno
+    return "<unknown>", 0
+
+
 def _user_frame_of_error(error: BaseException) -> Tuple[str, int]:
     """The innermost frame outside torch and amp that a capture error's
     message (or traceback) names: the user's line that export rejected."""
@@ -1207,6 +1219,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         raise UnsupportedModelError([problem]) from error
     signature = program.graph_signature
     graph = program.graph
+    caller = _caller()
     em = _Emitter()
     arguments: List[Argument] = []
     problems: List[UnsupportedNode] = []
@@ -1272,6 +1285,8 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
                 loss_value = em.values.get(outputs[0], (None,))[0] if outputs else None
             continue
         path, line = _user_frame(node)
+        if line == 0:  # all of it in torch (a loss module): the user's call
+            path, line = caller
         module = _module_path(node)
         where = f'"{path}":{line}:0'
         em.location = f'loc("{module}"({where}))' if module else f"loc({where})"

@@ -13,6 +13,7 @@ from test_errors import WithLSTM
 
 def test_every_node_with_its_train_ops_precision_and_line():
     model = Net(bias=True)
+    call_line = inspect.currentframe().f_lineno + 1
     report = amp.explain(model, nn.CrossEntropyLoss(), batches(1)[0])
     assert report.compiles and not report.blocking
     ops = {n.op: n for n in report.nodes}
@@ -27,6 +28,8 @@ def test_every_node_with_its_train_ops_precision_and_line():
         [("train.relu", "f16")]
     loss = ops["aten.cross_entropy_loss.default"]
     assert loss.module == "loss_fn" and loss.train_ops[0].precision == "f32"
+    # The loss lies wholly in torch's code: its location is the user's call.
+    assert loss.file == __file__ and loss.line == call_line
     emitted = sum(len(n.train_ops) for n in report.nodes)
     assert sum(report.ops_by_precision.values()) == emitted
     assert 0.4 < report.activation_bytes["saved_fraction"] < 0.6

@@ -504,7 +504,8 @@ def _rsqrt(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 def _pow(em: _Emitter, node: torch.fx.Node) -> str:
-    """x ** c for c in 1, 2, 3, 0.5, -0.5, -1 (other exponents: not yet)."""
+    """x ** c for a number c: products for integers (|c| <= 16), sqrt for
+    +-0.5, exp(c log x) otherwise."""
     x = _operand(em, node.args[0])
     exponent = node.args[1]
     if exponent == 1:
@@ -519,7 +520,25 @@ def _pow(em: _Emitter, node: torch.fx.Node) -> str:
         return _reciprocal(em, _emit(em, "sqrt", x))[0]
     if exponent == -1:
         return _reciprocal(em, x)[0]
-    raise _Unsupported(f"exponent {exponent!r} (1, 2, 3, 0.5, -0.5 and -1 are mapped)")
+    if isinstance(exponent, torch.fx.Node):
+        raise _Unsupported("a tensor exponent (numbers are mapped)")
+    if exponent == 0:  # ones, with no gradient (PyTorch's x ** 0)
+        return _constant(em, 1.0, x[1], x[2])[0]
+    if float(exponent).is_integer() and abs(exponent) <= 16:
+        # Square-and-multiply, then 1 / x^|n| for a negative n.
+        n, result, power = abs(int(exponent)), None, x
+        while n:
+            if n & 1:
+                result = power if result is None else _emit(em, "mul", result, power)
+            n >>= 1
+            if n:
+                power = _emit(em, "mul", power, power)
+        return (_reciprocal(em, result) if exponent < 0 else result)[0]
+    # Any other exponent: exp(c * log(x)) (NaN for x < 0, as PyTorch's pow
+    # of a negative base to a non-integer power; exp and log are f32 under
+    # autocast, as PyTorch's fp32-listed pow).
+    scaled = _emit(em, "mul", _emit(em, "log", x), _constant(em, float(exponent), (), x[2]))
+    return _emit(em, "exp", scaled)[0]
 
 
 def _clamp(em: _Emitter, node: torch.fx.Node) -> str:

@@ -238,6 +238,7 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
   auto inRange = [&](unsigned i) { return i < numArgs; };
   bool indicesOk =
       inRange(m.abi.input) && inRange(m.abi.labels) &&
+      m.abi.input < m.abi.labels &&
       llvm::all_of(m.abi.state, inRange) &&
       llvm::all_of(m.abi.params, inRange) &&
       llvm::all_of(m.abi.masters, inRange) &&

@@ -160,8 +160,9 @@ llvm::Expected<TextDataset> amp::loadTextDataset(llvm::StringRef path,
     for (llvm::sys::fs::directory_iterator it(path, ec, false), end;
          it != end && !ec; it.increment(ec)) {
       llvm::StringRef name = it->path();
-      if (it->type() == llvm::sys::fs::file_type::regular_file &&
-          !name.ends_with(".dat"))
+      // Not from the entry's type: some file systems report it unknown.
+      if (!llvm::sys::fs::is_symlink_file(name) &&
+          llvm::sys::fs::is_regular_file(name) && !name.ends_with(".dat"))
         files.push_back(name.str());
     }
     if (ec)

@@ -202,8 +202,12 @@ llvm::Error amp::initializeFrom(const StepAbi &abi,
       const HostTensor *value =
           it == nameOf.end() ? nullptr : checkpoint.find(name);
       // amp's own state (dropout's step counter) starts afresh when a
-      // PyTorch state_dict does not have it.
-      if (!value && !llvm::StringRef(name).starts_with("amp."))
+      // PyTorch state_dict does not have it; a tensor of a type amp does
+      // not read (F64, I64) is named as such.
+      if (!value && llvm::is_contained(checkpoint.skipped, name))
+        missing.push_back("'" + name + "' (of a type amp does not read: "
+                          "F32, F16, BF16 or I32)");
+      else if (!value && (param || !llvm::StringRef(name).starts_with("amp.")))
         missing.push_back("'" + name + "'");
       if (!value)
         return {name, nullptr};
@@ -361,9 +365,11 @@ int amp::runTraining(const TrainingConfig &config,
                 inputSpec.str() + " and " + labelSpec.str());
   if (dataset != "text" && (tokens || targets != 1))
     return fail("the model takes " + inputSpec.str() + " inputs and " +
-                labelSpec.str() + " labels, a token model: train it "
-                "with --dataset=text --data-file=FILE (--dataset=" + dataset +
-                " is images with one label each)");
+                labelSpec.str() + " labels" +
+                (tokens ? ", a token model: train it with --dataset=text "
+                          "--data-file=FILE"
+                        : ": more than one label per example") +
+                " (--dataset=" + dataset + " is images with one label each)");
   if (tokens && !config.injectNonfinite.empty())
     return fail("--inject-nonfinite puts a NaN into a float input; this "
                 "model's input is token ids");

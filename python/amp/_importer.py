@@ -129,11 +129,15 @@ def _caller() -> Tuple[str, int]:
     """The innermost frame outside torch and amp of the current call: where
     the user called amp.compile / to_mlir / explain (the location of nodes
     that lie wholly in torch's code, such as a loss module's)."""
-    import inspect
-    for frame in inspect.stack()[1:]:
-        path = os.path.abspath(frame.filename)
-        if not (path.startswith(_TORCH_DIR) or path.startswith(_AMP_DIR)):
-            return path, frame.lineno
+    import sys
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith("<"):
+            path = os.path.abspath(path)
+            if not (path.startswith(_TORCH_DIR) or path.startswith(_AMP_DIR)):
+                return path, frame.f_lineno
+        frame = frame.f_back
     return "<unknown>", 0
 
 
@@ -504,8 +508,7 @@ def _rsqrt(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 def _pow(em: _Emitter, node: torch.fx.Node) -> str:
-    """x ** c for a number c: products for integers (|c| <= 16), sqrt for
-    +-0.5, exp(c log x) otherwise."""
+    """x ** c for a number c: products for integers, sqrt for +-0.5."""
     x = _operand(em, node.args[0])
     exponent = node.args[1]
     if exponent == 1:
@@ -524,7 +527,7 @@ def _pow(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("a tensor exponent (numbers are mapped)")
     if exponent == 0:  # ones, with no gradient (PyTorch's x ** 0)
         return _constant(em, 1.0, x[1], x[2])[0]
-    if float(exponent).is_integer() and abs(exponent) <= 16:
+    if float(exponent).is_integer():
         # Square-and-multiply, then 1 / x^|n| for a negative n.
         n, result, power = abs(int(exponent)), None, x
         while n:
@@ -534,11 +537,9 @@ def _pow(em: _Emitter, node: torch.fx.Node) -> str:
             if n:
                 power = _emit(em, "mul", power, power)
         return (_reciprocal(em, result) if exponent < 0 else result)[0]
-    # Any other exponent: exp(c * log(x)) (NaN for x < 0, as PyTorch's pow
-    # of a negative base to a non-integer power; exp and log are f32 under
-    # autocast, as PyTorch's fp32-listed pow).
-    scaled = _emit(em, "mul", _emit(em, "log", x), _constant(em, float(exponent), (), x[2]))
-    return _emit(em, "exp", scaled)[0]
+    # exp(c log x) would have a NaN gradient at x = 0 (0 * (1 / 0)) where
+    # PyTorch's is c x^(c-1): not mapped until pow has its own op.
+    raise _Unsupported(f"exponent {exponent!r} (integers and +-0.5 are mapped)")
 
 
 def _clamp(em: _Emitter, node: torch.fx.Node) -> str:
@@ -962,9 +963,8 @@ def _filled(value: Optional[float]) -> Callable:
     """torch.zeros / ones / full (and their _like forms) of float32: a splat
     constant (``value`` None: full's own fill value)."""
     def handler(em: _Emitter, node: torch.fx.Node) -> str:
-        dtype = node.kwargs.get("dtype")
-        if dtype not in (None, torch.float32):
-            raise _Unsupported(f"dtype={dtype}")
+        if _element(node) != "f32":
+            raise _Unsupported(f"a {node.meta['val'].dtype} constant (float32 is mapped)")
         fill = value
         if fill is None:
             fill = node.args[1] if len(node.args) > 1 else node.kwargs["fill_value"]
@@ -999,50 +999,41 @@ def _extremum(op: str) -> Callable:
 
 
 def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value,
-                      ignore_index: Optional[int] = -100) -> str:
+                      ignore_index: Optional[int] = -100, label_smoothing: float = 0.0) -> str:
     """train.cross_entropy; rows labelled ``ignore_index`` (PyTorch's -100 by
-    default) count for nothing."""
+    default) count for nothing; ``label_smoothing`` as PyTorch's (inside the
+    op, so ignored rows are left out of the smoothing term too)."""
     if ignore_index is not None and not isinstance(ignore_index, int):
         raise _Unsupported(f"ignore_index={ignore_index!r}")
-    ignore = f" ignore_index {ignore_index}" if ignore_index is not None else ""
-    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]}{ignore} : "
+    attrs = f" ignore_index {ignore_index}" if ignore_index is not None else ""
+    if label_smoothing:
+        if not 0.0 <= float(label_smoothing) <= 1.0:
+            raise _Unsupported(f"label_smoothing={label_smoothing!r} (PyTorch takes [0, 1])")
+        attrs += f" label_smoothing {float_literal(float(label_smoothing))}"
+    return em.op(f"train.cross_entropy {logits[0]}, {labels[0]}{attrs} : "
                  f"{tensor_type(logits[1], logits[2])}, {tensor_type(labels[1], 'i32')} "
                  f"-> tensor<f32>")
 
 
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
-    args = list(node.args) + [None] * (6 - len(node.args))
+    # aten.cross_entropy_loss(self, target, weight, reduction, ignore_index,
+    #                         label_smoothing)
+    args = _pool_args(node, ["self", "target", "weight", "reduction", "ignore_index",
+                             "label_smoothing"], [None, None, None, 1, -100, 0.0])
     logits, labels = _operand(em, args[0]), _operand(em, args[1])
-    weight = args[2] if len(node.args) > 2 else node.kwargs.get("weight")
-    reduction = args[3] if len(node.args) > 3 else node.kwargs.get("reduction", 1)
-    label_smoothing = args[5] if len(node.args) > 5 else node.kwargs.get("label_smoothing", 0.0)
-    if weight is not None:
+    if args[2] is not None:
         raise _Unsupported("class weights")
-    if reduction not in (None, 1):
+    if args[3] not in (None, 1):
         raise _Unsupported("a reduction other than 'mean'")
     if len(logits[1]) != 2:
         raise _Unsupported("logits of rank other than 2")
-    ignore_index = args[4] if len(node.args) > 4 else node.kwargs.get("ignore_index", -100)
-    loss = _cross_entropy_op(em, logits, labels, ignore_index)
-    if not label_smoothing:
-        return loss
-    # Not yet: ignored rows still count in the smoothing term (PyTorch leaves
-    # them out of it too); the same unless a batch has ignored labels.
-    # PyTorch's smoothing: (1 - e) * nll + e * mean over the batch of
-    # -sum_c log_softmax / C, i.e. minus the mean of log_softmax over (n, c).
-    eps = float(label_smoothing)
-    logp = (em.op(f"train.log_softmax {logits[0]} axis 1 : {tensor_type(logits[1], logits[2])}"),
-            logits[1], logits[2])
-    mean = (em.op(f"train.reduce_mean {logp[0]} axes [0, 1] : {tensor_type(logp[1], logp[2])} "
-                  f"-> tensor<{logp[2]}>"), (), logp[2])
-    kept = _emit(em, "mul", (loss, (), "f32"), _constant(em, 1.0 - eps, (), "f32"))
-    smooth = _emit(em, "mul", mean, _constant(em, eps, (), mean[2]))
-    return _emit(em, "sub", kept, smooth)[0]
+    return _cross_entropy_op(em, logits, labels, args[4], args[5] or 0.0)
 
 
 def _nll_loss(em: _Emitter, node: torch.fx.Node) -> str:
     """nll_loss(log_softmax(x, 1), y) (mean, no weights) is cross_entropy(x, y)."""
-    args = list(node.args) + [None] * (5 - len(node.args))
+    args = _pool_args(node, ["self", "target", "weight", "reduction", "ignore_index"],
+                      [None, None, None, 1, -100])
     source = args[0]
     if not (isinstance(source, torch.fx.Node) and source.target in (
             torch.ops.aten.log_softmax.int, torch.ops.aten._log_softmax.default)):
@@ -1054,8 +1045,7 @@ def _nll_loss(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported("class weights")
     if args[3] not in (None, 1):
         raise _Unsupported("a reduction other than 'mean'")
-    return _cross_entropy_op(em, logits, _operand(em, args[1]),
-                             -100 if args[4] is None else args[4])
+    return _cross_entropy_op(em, logits, _operand(em, args[1]), args[4])
 
 
 _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {

@@ -167,7 +167,7 @@ func.func @shape_ops(%x: tensor<2x4x6xf32>, %b: tensor<6xf32>, %ids: tensor<4xi3
 func.func @losses(%logits: tensor<4x10xf32>, %labels: tensor<4xi32>, %p: tensor<6x1xbf16>, %t: tensor<6x1xbf16>)
     -> (tensor<f32>, tensor<bf16>, tensor<f32>, tensor<bf16>, tensor<f32>, tensor<4x10xf32>) {
   %ce = train.cross_entropy %logits, %labels : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
-  %ignoring = train.cross_entropy %logits, %labels ignore_index -100 : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
+  %ignoring = train.cross_entropy %logits, %labels ignore_index -100 label_smoothing 0.1 : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
   %0 = train.add %ce, %ignoring : tensor<f32>, tensor<f32> -> tensor<f32>
   %1 = train.mse_loss %p, %t : tensor<6x1xbf16> -> tensor<bf16>
   %2 = train.l1_loss %logits, %logits : tensor<4x10xf32> -> tensor<f32>
@@ -199,7 +199,7 @@ func.func @backward(%dy: tensor<2x4x6x6xf16>, %x: tensor<2x3x8x8xf16>, %w: tenso
   %3 = train.softmax_grad %g, %y axis 1 : tensor<4x10xf32>
   %4 = train.log_softmax_grad %g, %y axis 0 : tensor<4x10xf32>
   %ce = train.cross_entropy_grad %s, %y, %l : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
-  %ignoring = train.cross_entropy_grad %s, %y, %l ignore_index -100 : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+  %ignoring = train.cross_entropy_grad %s, %y, %l ignore_index -100 label_smoothing 0.1 : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
   %5 = train.add %ce, %ignoring : tensor<4x10xf32>, tensor<4x10xf32> -> tensor<4x10xf32>
   %6 = train.conv2d_grad_input %dy, %w accumulate f32 : tensor<2x4x6x6xf16>, tensor<4x3x3x3xf16> -> tensor<2x3x8x8xf16>
   %7 = train.conv2d_grad_filter %dy, %x : tensor<2x4x6x6xf16>, tensor<2x3x8x8xf16> -> tensor<4x3x3x3xf16>

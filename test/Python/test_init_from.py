@@ -103,3 +103,16 @@ def test_a_missing_tensor_is_named_and_nothing_is_written(tmp_path):
     assert "partial.safetensors: has no tensor 'fc.bias', 'bn.running_var' (the model's " \
            "parameters and buffers by name)" in run.stderr
     assert not out.exists()
+
+
+def test_a_tensor_of_another_type_is_named_as_such(tmp_path):
+    torch.manual_seed(0)
+    model = Net()
+    write_model(tmp_path, model)
+    save_file(model.double().state_dict(), str(tmp_path / "f64.safetensors"))
+    run = subprocess.run([amp_run(), str(tmp_path / "model.mlir"), "--dataset=synthetic",
+                          "--steps=1", f"--init-from={tmp_path / 'f64.safetensors'}"],
+                         capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "has no tensor 'conv.weight' (of a type amp does not read: F32, F16, BF16 or " \
+           "I32)" in run.stderr

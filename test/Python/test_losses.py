@@ -139,6 +139,12 @@ CLASSIFICATION = {
                        lambda out, y: nn.functional.cross_entropy(out, y, ignore_index=3),
                        ignored(3)),
     "nll-ignore-index": (LogSoftmaxNet, nn.NLLLoss, nn.functional.nll_loss, ignored(-100)),
+    # Smoothing and padding labels together (a language model's loss):
+    # ignored rows are left out of the smoothing term as well.
+    "label-smoothing-ignore-index": (
+        classifier, lambda: nn.CrossEntropyLoss(label_smoothing=0.2),
+        lambda out, y: nn.functional.cross_entropy(out, y, label_smoothing=0.2),
+        ignored(-100)),
 }
 
 

@@ -379,7 +379,7 @@ class Activations(nn.Module):
         mixed = mixed + torch.abs(h) * 0.1 - h.neg() * 0.1 + torch.rsqrt(h * h + 1)
         mixed = mixed + h.pow(2) * 0.01 + torch.clamp(h, -1, 1) + torch.clamp(h, min=0.5)
         positive = torch.sigmoid(h) + 0.5
-        mixed = mixed + positive ** 1.7 + positive.pow(-2.5) * 0.1 + torch.tanh(h) ** 5 + \
+        mixed = mixed + positive ** 6 + positive.pow(-0.5) * 0.1 + torch.tanh(h) ** 5 + \
             positive ** -4 * 0.1 + h ** 0
         return self.fc2(mixed)
 

@@ -221,6 +221,7 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     // grad * (softmax - onehot(label)) / N; NaN in rows with a bad label;
     // 0 in ignored rows, N then counting the others.
     std::optional<int64_t> ignore = op.getIgnoreIndex();
+    double smoothing = op.getLabelSmoothing().convertToDouble();
     Value count = ignore ? countUnignored(rewriter, loc, op.getLabels(), *ignore)
                          : Value();
     SmallVector<GenericInput> inputs = {{op.getLogits(), id},
@@ -247,9 +248,10 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
               b, l, i32, linalg::IndexOp::create(b, l, 1));
           Value hot = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                             column, label);
-          Value target =
-              arith::SelectOp::create(b, l, hot, scalarConstant(b, l, f32, 1.0),
-                                      scalarConstant(b, l, f32, 0.0));
+          // (1 - e) * onehot + e / C: label smoothing's target.
+          Value target = arith::SelectOp::create(
+              b, l, hot, scalarConstant(b, l, f32, 1.0 - smoothing + smoothing / classes),
+              scalarConstant(b, l, f32, smoothing / classes));
           Value rows = count ? in[5] : scalarConstant(b, l, f32, double(batch));
           Value g = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, p, target),
@@ -621,9 +623,22 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     // [0, classes) makes the loss NaN instead of reading out of bounds; an
     // ignored label adds 0 and is not counted.
     std::optional<int64_t> ignore = op.getIgnoreIndex();
+    // Label smoothing e: each row's loss is lse - (1 - e) logit[label]
+    // - e mean_c(logit), with the row sums of the logits.
+    double smoothing = op.getLabelSmoothing().convertToDouble();
+    SmallVector<GenericInput> inputs = {
+        {op.getLabels(), id}, {max, id}, {sum, id}};
+    if (smoothing != 0.0)
+      inputs.push_back(
+          {buildReduction(rewriter, loc, {batch, classes}, {1},
+                          {{logits, identityMap(ctx, 2)}}, f32, 0.0,
+                          [](OpBuilder &b, Location l, Value acc,
+                             ValueRange in) -> Value {
+                            return arith::AddFOp::create(b, l, acc, in[0]);
+                          }),
+           id});
     Value total = buildReduction(
-        rewriter, loc, {batch}, {0},
-        {{op.getLabels(), id}, {max, id}, {sum, id}}, f32, 0.0,
+        rewriter, loc, {batch}, {0}, inputs, f32, 0.0,
         [&](OpBuilder &b, Location l, Value acc, ValueRange in) {
           Value label = in[0];
           Type i32 = label.getType();
@@ -646,6 +661,14 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
               f32);
           Value lse = arith::AddFOp::create(
               b, l, math::LogOp::create(b, l, in[2]), in[1]);
+          if (smoothing != 0.0)
+            picked = arith::AddFOp::create(
+                b, l,
+                arith::MulFOp::create(
+                    b, l, scalarConstant(b, l, f32, 1.0 - smoothing), picked),
+                arith::MulFOp::create(
+                    b, l, scalarConstant(b, l, f32, smoothing / classes),
+                    in[3]));
           Value term = arith::SubFOp::create(b, l, lse, picked);
           term = arith::SelectOp::create(
               b, l, valid, term,

@@ -1302,6 +1302,14 @@ func.func @state_i8(%m: tensor<2xi8> {train.state}) {
 
 // -----
 
+func.func @label_smoothing_range(%l: tensor<4x3xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.cross_entropy' op label_smoothing must be in [0, 1], got 1.500000e+00}}
+  %0 = train.cross_entropy %l, %y label_smoothing 1.5 : tensor<4x3xf32>, tensor<4xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 func.func @smooth_l1_beta(%p: tensor<4xf32>) -> tensor<f32> {
   // expected-error @+1 {{'train.smooth_l1_loss' op beta must be positive and finite (beta = 0 is train.l1_loss), got 0.000000e+00}}
   %0 = train.smooth_l1_loss %p, %p beta 0.0 : tensor<4xf32> -> tensor<f32>

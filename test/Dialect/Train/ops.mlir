@@ -190,6 +190,10 @@ func.func @pointwise_losses(%p: tensor<64x4xf32>, %t: tensor<64x4xf32>) -> (tens
   // CHECK: train.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 : tensor<64x4xf32>, tensor<64xi32> -> tensor<f32>
   %labels = train.constant dense<1> : tensor<64xi32>
   %ce = train.cross_entropy %p, %labels ignore_index -100 : tensor<64x4xf32>, tensor<64xi32> -> tensor<f32>
+  // CHECK: train.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 label_smoothing 1.000000e-01 : tensor<64x4xf32>, tensor<64xi32> -> tensor<f32>
+  %smooth = train.cross_entropy %p, %labels ignore_index -100 label_smoothing 0.1 : tensor<64x4xf32>, tensor<64xi32> -> tensor<f32>
+  // CHECK: train.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} label_smoothing 1.000000e-01 : tensor<f32>, tensor<64x4xf32>, tensor<64xi32>
+  %dsmooth = train.cross_entropy_grad %smooth, %p, %labels label_smoothing 0.1 : tensor<f32>, tensor<64x4xf32>, tensor<64xi32>
   // CHECK: train.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100 : tensor<f32>, tensor<64x4xf32>, tensor<64xi32>
   %dl = train.cross_entropy_grad %ce, %p, %labels ignore_index -100 : tensor<f32>, tensor<64x4xf32>, tensor<64xi32>
   // CHECK: train.l1_loss %{{.*}}, %{{.*}} : tensor<64x4xf32> -> tensor<f32>

@@ -585,6 +585,36 @@ TEST_F(GradientCheck, Losses) {
                     {}};
   ignoring.extras.push_back({"tensor<4xi32>", HostTensor::fromInts({4}, some)});
   check(ignoring, "cross_entropy ignore_index");
+  // label_smoothing 0.3 with ignored rows: per kept row
+  // 0.7 * -logp[label] + 0.3 * mean_c(-logp), averaged over rows 0 and 2.
+  GradCase smoothing{
+      {{4, 5}},
+      {},
+      "  %y = train.cross_entropy %p0, %e0 ignore_index -100 label_smoothing "
+      "0.3 : " +
+          f32({4, 5}) + ", tensor<4xi32> -> tensor<f32>",
+      [=](const std::vector<Values> &p) {
+        double total = 0;
+        for (int r : {0, 2}) {
+          double max = p[0][r * 5], sum = 0, mean = 0;
+          for (int c = 0; c < 5; ++c)
+            max = std::max(max, p[0][r * 5 + c]);
+          for (int c = 0; c < 5; ++c)
+            sum += std::exp(p[0][r * 5 + c] - max);
+          double lse = max + std::log(sum);
+          for (int c = 0; c < 5; ++c)
+            mean += (lse - p[0][r * 5 + c]) / 5;
+          total += 0.7 * (lse - p[0][r * 5 + some[r]]) + 0.3 * mean;
+        }
+        return Values{total / 2};
+      },
+      -3,
+      3,
+      0,
+      {}};
+  smoothing.extras.push_back(
+      {"tensor<4xi32>", HostTensor::fromInts({4}, some)});
+  check(smoothing, "cross_entropy label_smoothing");
   Shape s = {4, 3};
   check({{s, s},
          {},

@@ -643,6 +643,13 @@ LogicalResult SliceOp::verify() {
   return success();
 }
 
+LogicalResult CrossEntropyOp::verify() {
+  double e = getLabelSmoothing().convertToDouble();
+  if (!(e >= 0.0 && e <= 1.0))
+    return emitOpError("label_smoothing must be in [0, 1], got ") << e;
+  return success();
+}
+
 LogicalResult CrossEntropyGradOp::verify() {
   auto logits = getLogits().getType();
   auto labels = getLabels().getType();

@@ -302,7 +302,7 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b,
                          [&](Value dy, MutableArrayRef<Value> grads) {
                            grads[0] = CrossEntropyGradOp::create(
                                b, getLoc(), dy, getLogits(), getLabels(),
-                               getIgnoreIndexAttr());
+                               getIgnoreIndexAttr(), getLabelSmoothingAttr());
                          });
 }
 

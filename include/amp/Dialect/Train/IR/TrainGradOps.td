@@ -91,7 +91,8 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure,
     with the rank-0 loss gradient `grad` of the logits' type (the loss seed,
     or the scaled seed under loss scaling). Rows with a label outside [0, C)
     get NaN, as their loss does; with `ignore_index`, rows labelled with it
-    get 0 and N counts the other rows.
+    get 0 and N counts the other rows; with `label_smoothing` e the target
+    row is `(1 - e) * onehot + e / C`.
 
     ```mlir
     %dl = train.cross_entropy_grad %dloss, %logits, %labels : tensor<f32>, tensor<128x10xf32>, tensor<128xi32>
@@ -99,10 +100,12 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure,
   }];
   let arguments = (ins Train_ScalarFloatTensor:$grad, Train_FloatTensor:$logits,
                        Train_IndexTensor:$labels,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedOptionalAttr<F64Attr, "0.0">:$label_smoothing);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict
+    $grad `,` $logits `,` $labels (`ignore_index` $ignore_index^)?
+    (`label_smoothing` $label_smoothing^)? attr-dict
     `:` type($grad) `,` type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;

@@ -22,7 +22,9 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy",
     reduction). The result is a rank-0 tensor of the logits' element type.
     With `ignore_index`, rows labelled with it count for nothing: the mean is
     over the other rows (NaN when every row is ignored, as PyTorch's). Any
-    other label outside [0, C) makes the loss NaN.
+    other label outside [0, C) makes the loss NaN. `label_smoothing` e in
+    [0, 1] mixes in the uniform target as PyTorch's: each row's loss is
+    `(1 - e) * -log_softmax[label] + e * mean_c(-log_softmax)`.
 
     ```mlir
     %loss = train.cross_entropy %logits, %labels : tensor<128x10xf32>, tensor<128xi32> -> tensor<f32>
@@ -30,12 +32,15 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy",
     ```
   }];
   let arguments = (ins Train_FloatTensor:$logits, Train_IndexTensor:$labels,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedOptionalAttr<F64Attr, "0.0">:$label_smoothing);
   let results = (outs Train_ScalarFloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict `:`
+    $logits `,` $labels (`ignore_index` $ignore_index^)?
+    (`label_smoothing` $label_smoothing^)? attr-dict `:`
     type($logits) `,` type($labels) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def Train_MseLossOp : Train_Op<"mse_loss", !listconcat(Train_Fp32,

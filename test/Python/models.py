@@ -48,17 +48,19 @@ def token_batches(count: int, batch: int = 8, seq: int = 16, vocab: int = 64, se
 
 
 def reference_losses(model, optimizer, data, dtype=None, loss=nn.functional.cross_entropy,
-                     accumulate: int = 1, clip=None):
+                     accumulate: int = 1, clip=None, scaler_options=None):
     """PyTorch's own AMP training loop, as the tutorials write it: per batch
-    (loss, scale after it). ``dtype``: torch.autocast("cpu", dtype), with a
-    GradScaler for f16; ``accumulate``: ``loss / N`` and one optimizer step
-    per N batches; ``clip``: ``scaler.unscale_`` then ``clip_grad_norm_``."""
-    scaler = torch.amp.GradScaler("cpu", enabled=dtype == torch.float16)
+    (inputs..., target), (loss, scale after it). ``dtype``:
+    torch.autocast("cpu", dtype), with a GradScaler (of ``scaler_options``)
+    for f16; ``accumulate``: ``loss / N`` and one optimizer step per N
+    batches; ``clip``: ``scaler.unscale_`` then ``clip_grad_norm_``."""
+    scaler = torch.amp.GradScaler("cpu", enabled=dtype == torch.float16,
+                                  **(scaler_options or {}))
     out = []
     optimizer.zero_grad()
-    for i, (x, y) in enumerate(data):
+    for i, (*inputs, y) in enumerate(data):
         with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            value = loss(model(x), y)
+            value = loss(model(*inputs), y)
         scaler.scale(value / accumulate).backward()
         if (i + 1) % accumulate == 0:
             if clip is not None:

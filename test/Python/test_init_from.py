@@ -38,6 +38,13 @@ def start(tmp_path, source, *flags):
     return load_file(str(out))
 
 
+def assert_buffers(started, model, states) -> None:
+    """The run's batch-norm state tensors are the model's buffers."""
+    buffers = dict(model.named_buffers())
+    for k, name in enumerate(states):
+        assert torch.equal(started[f"state.{k}"], buffers[name]), name
+
+
 def test_pytorch_state_dict_seeds_an_o2_run(tmp_path):
     torch.manual_seed(0)
     model = Net()
@@ -61,9 +68,7 @@ def test_pytorch_state_dict_seeds_an_o2_run(tmp_path):
         else:  # batch norm's weight and bias stay f32 at O2
             assert torch.equal(got, value), name
     assert masters > 0
-    buffers = dict(model.named_buffers())
-    for k, name in enumerate(states):
-        assert torch.equal(started[f"state.{k}"], buffers[name]), name
+    assert_buffers(started, model, states)
 
 
 def test_step_state_dict_seeds_an_o0_run_with_its_masters(tmp_path):
@@ -83,9 +88,7 @@ def test_step_state_dict_seeds_an_o0_run_with_its_masters(tmp_path):
     for k, name in enumerate(params):
         assert started[f"param.{k}"].dtype == torch.float32
         assert torch.equal(started[f"param.{k}"], tensors[name].detach()), name
-    buffers = dict(model.named_buffers())
-    for k, name in enumerate(states):
-        assert torch.equal(started[f"state.{k}"], buffers[name]), name
+    assert_buffers(started, model, states)
 
 
 def test_a_missing_tensor_is_named_and_nothing_is_written(tmp_path):

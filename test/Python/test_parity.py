@@ -35,15 +35,15 @@ def train_side_by_side(model, make_optimizer, data, what=""):
     """amp.compile's O0 step trains ``model`` and PyTorch's own loop a copy
     of it on ``data``: each step's loss within 1e-4 relative of PyTorch's;
     then amp's state is copied into ``model``. Returns (the copy PyTorch
-    trained, amp's optimizer)."""
+    trained, amp's optimizer, amp's step)."""
     ref = copy.deepcopy(model)
     opt, ref_opt = make_optimizer(model.parameters()), make_optimizer(ref.parameters())
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
                        optimizer=opt, opt_level="O0")
-    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
-        assert abs(step(x, y).loss - want) <= 1e-4 * abs(want), what
+    for batch, (want, _) in zip(data, reference_losses(ref, ref_opt, data)):
+        assert abs(step(*batch).loss - want) <= 1e-4 * abs(want), what
     step.copy_to(model)
-    return ref, opt
+    return ref, opt, step
 
 
 def train_exact(model, make_optimizer, data):
@@ -122,7 +122,7 @@ def test_torchvision_resnet18_o0_matches_pytorch():
     import torchvision  # pinned by scripts/setup.sh
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10)
-    ref, _ = train_side_by_side(model, TORCHVISION_OPTIMIZERS["sgd-momentum"], image_batches())
+    ref, _, _ = train_side_by_side(model, TORCHVISION_OPTIMIZERS["sgd-momentum"], image_batches())
     assert_close_state(model, ref, 1e-4)
 
 
@@ -156,7 +156,7 @@ def test_torchvision_vgg11_bn_o0_matches_pytorch():
             for conv in convs:
                 conv.bias.requires_grad_(False)
         exact = copy.deepcopy(model) if name == "adamw" else None
-        ref, _ = train_side_by_side(model, make, data, name)
+        ref, _, _ = train_side_by_side(model, make, data, name)
         if name == "sgd-momentum":
             for m in (model, ref):
                 for conv in (c for c in m.features if isinstance(c, nn.Conv2d)):
@@ -244,16 +244,11 @@ def test_fixed_loss_scale_as_apex():
     data = batches(10)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
                        opt_level="O1", dtype=torch.float16, loss_scale=1024.0)
-    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0, growth_interval=10 ** 9)
-    for x, y in data:
-        ref_opt.zero_grad()
-        with torch.autocast("cpu", dtype=torch.float16):
-            loss = nn.functional.cross_entropy(ref(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(ref_opt)
-        scaler.update()
+    never_grows = dict(init_scale=1024.0, growth_interval=10 ** 9)
+    for (x, y), (want, _) in zip(data, reference_losses(ref, ref_opt, data, torch.float16,
+                                                        scaler_options=never_grows)):
         got = step(x, y)
-        assert abs(got.loss - loss.item()) <= 1e-2 * abs(loss.item())
+        assert abs(got.loss - want) <= 1e-2 * abs(want)
         assert got.scale == 1024.0 and not got.skipped
     before = step.state_dict()
     x, y = data[0]
@@ -324,7 +319,7 @@ def test_transformer_classifier_o0_matches_pytorch(variant, optimizer):
     """
     torch.manual_seed(0)
     model = TransformerClassifier(**variant)
-    ref, opt = train_side_by_side(model, OPTIMIZERS[optimizer], token_batches(5))
+    ref, opt, _ = train_side_by_side(model, OPTIMIZERS[optimizer], token_batches(5))
     d = model.encoder.self_attn.embed_dim
     if optimizer == "adamw":
         lr = opt.param_groups[0]["lr"]
@@ -423,7 +418,7 @@ class PoolingNorms(nn.Module):
 def test_functional_forms_o0_match_pytorch(make):
     torch.manual_seed(0)
     model = make()
-    ref, _ = train_side_by_side(model, OPTIMIZERS["sgd-momentum"], batches(5))
+    ref, _, _ = train_side_by_side(model, OPTIMIZERS["sgd-momentum"], batches(5))
     assert_close_state(model, ref, 1e-4)
 
 
@@ -444,17 +439,7 @@ def test_model_with_two_inputs_matches_pytorch():
     model = TwoInputs()
     g = torch.Generator().manual_seed(7)
     data = [(x, torch.randn(len(x), 6, generator=g), y) for x, y in batches(5)]
-    ref = copy.deepcopy(model)
-    opt, ref_opt = (OPTIMIZERS["sgd-momentum"](m.parameters()) for m in (model, ref))
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
-                       opt_level="O0")
-    for x, extra, y in data:
-        ref_opt.zero_grad()
-        want = nn.functional.cross_entropy(ref(x, extra), y)
-        want.backward()
-        ref_opt.step()
-        assert abs(step(x, extra, y).loss - want.item()) <= 1e-4 * want.item()
-    step.copy_to(model)
+    ref, _, step = train_side_by_side(model, OPTIMIZERS["sgd-momentum"], data)
     assert_close_state(model, ref, 1e-4)
     x, extra, _ = data[0]
     want = ref(x, extra)
@@ -482,22 +467,12 @@ class MaskedEncoder(nn.Module):
 def test_transformer_with_a_key_padding_mask_input_matches_pytorch():
     torch.manual_seed(0)
     model = MaskedEncoder()
-    ref = copy.deepcopy(model)
     data = []
     for tokens, y in token_batches(5):
         mask = torch.zeros(tokens.shape)
         mask[:, 12:] = -1e4  # the last 4 positions are padding
         data.append((tokens, mask, y))
-    opt, ref_opt = (OPTIMIZERS["adamw"](m.parameters()) for m in (model, ref))
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
-                       opt_level="O0")
-    for tokens, mask, y in data:
-        ref_opt.zero_grad()
-        want = nn.functional.cross_entropy(ref(tokens, mask), y)
-        want.backward()
-        ref_opt.step()
-        assert abs(step(tokens, mask, y).loss - want.item()) <= 1e-4 * want.item()
-    step.copy_to(model)
+    ref, _, _ = train_side_by_side(model, OPTIMIZERS["adamw"], data)
     # The key bias has an exactly-zero gradient (a constant added to a row
     # of scores): both runs move it by AdamW's normalised noise only.
     d = 16
@@ -528,7 +503,7 @@ def test_embedding_padding_idx_row_gets_no_gradient():
     padding_row = model.embed.weight[0].clone()
     data = [(torch.where(x % 4 == 0, 0, x), y) for x, y in token_batches(5)]
     assert all((x == 0).any() for x, _ in data)
-    ref, _ = train_side_by_side(model, lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9), data)
+    ref, _, _ = train_side_by_side(model, lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9), data)
     assert_close_state(model, ref, 1e-4)
     assert torch.equal(model.embed.weight[0], padding_row)
     assert not torch.equal(model.embed.weight[1], ref.embed.weight[1] * 0)  # others move

@@ -701,31 +701,12 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
-struct MseLossToLinalg : OpRewritePattern<MseLossOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MseLossOp op,
-                                PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto inType = cast<RankedTensorType>(op.getInput().getType());
-    unsigned rank = inType.getRank();
-    AffineMap id = identityMap(op.getContext(), rank);
-    Value total = buildReduction(
-        rewriter, loc, inType.getShape(), dimRange(0, rank),
-        {{op.getInput(), id}, {op.getTarget(), id}}, rewriter.getF32Type(), 0.0,
-        [](OpBuilder &b, Location l, Value acc, ValueRange in) {
-          Value d = arith::SubFOp::create(b, l, in[0], in[1]);
-          return arith::AddFOp::create(b, l, acc,
-                                       arith::MulFOp::create(b, l, d, d));
-        });
-    Value result = scaleAndRound(rewriter, loc, total,
-                                 cast<RankedTensorType>(op.getType()),
-                                 double(inType.getNumElements()));
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
 /// The per-element terms of the mean element-wise losses, in f32.
+Value elementLoss(OpBuilder &b, Location l, MseLossOp, Value x, Value t) {
+  Value d = arith::SubFOp::create(b, l, x, t);
+  return arith::MulFOp::create(b, l, d, d);
+}
+
 Value elementLoss(OpBuilder &b, Location l, L1LossOp, Value x, Value t) {
   return math::AbsFOp::create(b, l, arith::SubFOp::create(b, l, x, t));
 }
@@ -800,7 +781,7 @@ void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg, LayerNormToLinalg,
                BatchNormToLinalg, ReduceToLinalg<ReduceSumOp, false>,
                ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,
-               MseLossToLinalg, MeanLossToLinalg<L1LossOp>,
+               MeanLossToLinalg<MseLossOp>, MeanLossToLinalg<L1LossOp>,
                MeanLossToLinalg<SmoothL1LossOp>,
                MeanLossToLinalg<BceWithLogitsLossOp>,
                SoftmaxGradToLinalg<SoftmaxGradOp, false>,

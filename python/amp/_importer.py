@@ -1390,15 +1390,17 @@ def _emit_batch_norm(em: _Emitter, node: torch.fx.Node, arguments: List[Argument
     x = _operand(em, node.args[0])
     weight, bias, mean, var = node.args[1:5]
     training, momentum, eps = node.args[5:8]
-    if weight is None or bias is None:
-        raise _Unsupported("affine=False")
     if mean is None or var is None:
         raise _Unsupported("track_running_stats=False")
     if not training:
         raise _Unsupported("batch norm in eval mode inside a training step")
     if momentum is None:
         raise _Unsupported("momentum=None (cumulative average)")
-    g, b, m, v = (_operand(em, a) for a in (weight, bias, mean, var))
+    m, v = _operand(em, mean), _operand(em, var)
+    # affine=False: the identity affine (constants, so nothing is trained).
+    channels = (x[1][1],)
+    g = _operand(em, weight) if weight is not None else _constant(em, 1.0, channels, m[2])
+    b = _operand(em, bias) if bias is not None else _constant(em, 0.0, channels, m[2])
     em.counter += 1
     base = f"%bn{em.counter}"
     shape, element = x[1], x[2]

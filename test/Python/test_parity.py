@@ -413,8 +413,28 @@ class PoolingNorms(nn.Module):
         return self.fc(torch.cat([p.flatten(1), q.flatten(1)], 1))
 
 
-@pytest.mark.parametrize("make", [Activations, TensorOps, PoolingNorms],
-                         ids=["activations", "tensor-ops", "pooling-norms"])
+class BatchNorms(nn.Module):
+    """BatchNorm1d over [N, C] and [N, C, L] inputs, affine=False (1d and
+    2d), a momentum and eps other than the defaults."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 32)
+        self.bn1 = nn.BatchNorm1d(32)
+        self.conv = nn.Conv2d(1, 4, 3, stride=3)
+        self.bn2 = nn.BatchNorm2d(4, affine=False, momentum=0.3, eps=1e-3)
+        self.bn3 = nn.BatchNorm1d(4, affine=False)
+        self.fc2 = nn.Linear(32 + 4 * 81, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.fc1(x.flatten(1))))
+        c = torch.relu(self.bn2(self.conv(x)))              # [B, 4, 9, 9]
+        c = self.bn3(c.flatten(2)).flatten(1)               # BatchNorm1d of [B, 4, 81]
+        return self.fc2(torch.cat([h, c], 1))
+
+
+@pytest.mark.parametrize("make", [Activations, TensorOps, PoolingNorms, BatchNorms],
+                         ids=["activations", "tensor-ops", "pooling-norms", "batch-norms"])
 def test_functional_forms_o0_match_pytorch(make):
     torch.manual_seed(0)
     model = make()

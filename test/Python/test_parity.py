@@ -529,10 +529,13 @@ def test_embedding_padding_idx_row_gets_no_gradient():
     assert not torch.equal(model.embed.weight[1], ref.embed.weight[1] * 0)  # others move
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("bias", [False, True], ids=["net", "net-conv-bias"])
-def test_o1_f16_loss_curve_matches_autocast(bias):
-    """With a biased convolution too: autocast runs conv + bias in f16, so
-    must amp (the bias is the convolution's operand)."""
+def test_net_o1_loss_curve_matches_autocast(bias, dtype):
+    """30 steps against torch.autocast("cpu", dtype) (+ GradScaler for f16):
+    each loss within 1%, the same scale. With a biased convolution too:
+    autocast runs conv + bias in the low type, so must amp (the bias is the
+    convolution's operand)."""
     torch.manual_seed(0)
     model = Net(bias=bias)
     ref = copy.deepcopy(model)
@@ -540,8 +543,8 @@ def test_o1_f16_loss_curve_matches_autocast(bias):
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
     data = batches(30)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
-                       optimizer=opt, opt_level="O1", dtype=torch.float16)
-    for (x, y), (want, scale) in zip(data, reference_losses(ref, ref_opt, data, torch.float16)):
+                       optimizer=opt, opt_level="O1", dtype=dtype)
+    for (x, y), (want, scale) in zip(data, reference_losses(ref, ref_opt, data, dtype)):
         got = step(x, y)
         assert abs(got.loss - want) <= 1e-2 * abs(want)
         assert got.scale == scale

@@ -587,7 +587,7 @@ def _group_norm(em: _Emitter, node: torch.fx.Node) -> str:
     """aten.group_norm(x, groups, weight, bias, eps=1e-5): the layer norm of
     each [C / groups, H, W] group (biased variance, as PyTorch's), then the
     per-channel affine. f32 under autocast (fp32-listed, as group_norm)."""
-    x_arg, groups, weight, bias, eps = _pool_args(
+    x_arg, groups, weight, bias, eps = _node_args(
         node, ["input", "num_groups", "weight", "bias", "eps"], [None, None, None, None, 1e-5])
     x = _operand(em, x_arg)
     n, c = x[1][0], x[1][1]
@@ -718,7 +718,7 @@ def _conv2d(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(shape, element)}")
 
 
-def _pool_args(node: torch.fx.Node, names: Sequence[str], defaults: Sequence[Any]) -> List[Any]:
+def _node_args(node: torch.fx.Node, names: Sequence[str], defaults: Sequence[Any]) -> List[Any]:
     """The node's arguments by position or keyword, with PyTorch's defaults."""
     return [node.args[i] if i < len(node.args) else node.kwargs.get(name, default)
             for i, (name, default) in enumerate(zip(names, defaults))]
@@ -782,7 +782,7 @@ def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
     """aten.max_pool2d(x, kernel, stride=kernel, padding=0, dilation=1,
     ceil_mode=False); ceil_mode's partial windows by repeating the last row
     and column."""
-    x_arg, kernel, stride, padding, dilation, ceil_mode = _pool_args(
+    x_arg, kernel, stride, padding, dilation, ceil_mode = _node_args(
         node, ["self", "kernel_size", "stride", "padding", "dilation", "ceil_mode"],
         [None, None, None, 0, 1, False])
     x = _operand(em, x_arg)
@@ -805,7 +805,7 @@ def _avg_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
     count (count_include_pad=False at the border, ceil_mode's partial
     windows) are rescaled by a constant map (a non-scalar f32 constant: under
     autocast that product, and what follows it, is f32)."""
-    x_arg, kernel, stride, padding, ceil_mode, include_pad, divisor = _pool_args(
+    x_arg, kernel, stride, padding, ceil_mode, include_pad, divisor = _node_args(
         node, ["self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                "divisor_override"], [None, None, None, 0, False, True, None])
     if divisor is not None:
@@ -935,7 +935,7 @@ def _pointwise_loss(op: str, names: Sequence[str], defaults: Sequence[Any]) -> C
     """aten.l1_loss / smooth_l1_loss / binary_cross_entropy_with_logits as
     the train op of the same mean loss (fp32 under autocast, as PyTorch's)."""
     def handler(em: _Emitter, node: torch.fx.Node) -> str:
-        values = _pool_args(node, ["input", "target"] + list(names),
+        values = _node_args(node, ["input", "target"] + list(names),
                             [None, None] + list(defaults))
         options = dict(zip(names, values[2:]))
         if options.pop("reduction") != 1:
@@ -989,15 +989,6 @@ def _expand(em: _Emitter, node: torch.fx.Node) -> str:
                  f"{tensor_type(shape, x[2])}")
 
 
-def _extremum(op: str) -> Callable:
-    """torch.maximum / minimum of two tensors: train.maximum / minimum."""
-    def handler(em: _Emitter, node: torch.fx.Node) -> str:
-        a, b = _operand(em, node.args[0]), _operand(em, node.args[1])
-        return em.op(f"train.{op} {a[0]}, {b[0]} : {tensor_type(a[1], a[2])}, "
-                     f"{tensor_type(b[1], b[2])} -> {tensor_type(_shape(node), _element(node))}")
-    return handler
-
-
 def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value,
                       ignore_index: Optional[int] = -100, label_smoothing: float = 0.0) -> str:
     """train.cross_entropy; rows labelled ``ignore_index`` (PyTorch's -100 by
@@ -1018,7 +1009,7 @@ def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value,
 def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
     # aten.cross_entropy_loss(self, target, weight, reduction, ignore_index,
     #                         label_smoothing)
-    args = _pool_args(node, ["self", "target", "weight", "reduction", "ignore_index",
+    args = _node_args(node, ["self", "target", "weight", "reduction", "ignore_index",
                              "label_smoothing"], [None, None, None, 1, -100, 0.0])
     logits, labels = _operand(em, args[0]), _operand(em, args[1])
     if args[2] is not None:
@@ -1032,7 +1023,7 @@ def _cross_entropy(em: _Emitter, node: torch.fx.Node) -> str:
 
 def _nll_loss(em: _Emitter, node: torch.fx.Node) -> str:
     """nll_loss(log_softmax(x, 1), y) (mean, no weights) is cross_entropy(x, y)."""
-    args = _pool_args(node, ["self", "target", "weight", "reduction", "ignore_index"],
+    args = _node_args(node, ["self", "target", "weight", "reduction", "ignore_index"],
                       [None, None, None, 1, -100])
     source = args[0]
     if not (isinstance(source, torch.fx.Node) and source.target in (
@@ -1108,7 +1099,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.rsqrt.default: _rsqrt,
     torch.ops.aten.pow.Tensor_Scalar: _pow,
     torch.ops.aten.clamp.default: _clamp,
-    torch.ops.aten.maximum.default: _extremum("maximum"),
+    torch.ops.aten.maximum.default: _binary("maximum"),
     torch.ops.aten.expand.default: _expand,
     torch.ops.aten.zeros.default: _filled(0.0),
     torch.ops.aten.ones.default: _filled(1.0),
@@ -1116,7 +1107,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.zeros_like.default: _filled(0.0),
     torch.ops.aten.ones_like.default: _filled(1.0),
     torch.ops.aten.full_like.default: _filled(None),
-    torch.ops.aten.minimum.default: _extremum("minimum"),
+    torch.ops.aten.minimum.default: _binary("minimum"),
     # pooling
     torch.ops.aten.max_pool2d.default: _max_pool2d,
     torch.ops.aten.avg_pool2d.default: _avg_pool2d,

@@ -184,6 +184,37 @@ struct SoftmaxGradToLinalg : OpRewritePattern<OpT> {
   }
 };
 
+/// Whether an i32 `label` names one of `classes` columns.
+static Value isClass(OpBuilder &b, Location l, Value label, int64_t classes) {
+  auto c = [&](int64_t v) {
+    return arith::ConstantOp::create(b, l,
+                                     b.getIntegerAttr(label.getType(), v));
+  };
+  return arith::AndIOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label, c(0)),
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
+                            c(classes)));
+}
+
+/// A cross-entropy row's f32 `value` (its loss term or gradient) as the
+/// row's label decides: itself for a class (`valid`), 0 for the ignored
+/// label, NaN for any other.
+static Value byLabel(OpBuilder &b, Location l, Value value, Value label,
+                     Value valid, std::optional<int64_t> ignore) {
+  Type f32 = value.getType();
+  Value out = arith::SelectOp::create(
+      b, l, valid, value,
+      scalarConstant(b, l, f32, std::numeric_limits<double>::quiet_NaN()));
+  if (!ignore)
+    return out;
+  Value ignored = arith::CmpIOp::create(
+      b, l, arith::CmpIPredicate::eq, label,
+      arith::ConstantOp::create(b, l,
+                                b.getIntegerAttr(label.getType(), *ignore)));
+  return arith::SelectOp::create(b, l, ignored, scalarConstant(b, l, f32, 0.0),
+                                 out);
+}
+
 /// The number of `labels` (rank 1, i32) other than `ignore`, as a rank-0 f32
 /// tensor.
 static Value countUnignored(OpBuilder &b, Location loc, Value labels,
@@ -241,9 +272,6 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
               in[2]);
           Value label = in[3];
           Type i32 = label.getType();
-          auto ic = [&](int64_t v) {
-            return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, v));
-          };
           Value column = arith::IndexCastOp::create(
               b, l, i32, linalg::IndexOp::create(b, l, 1));
           Value hot = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
@@ -256,23 +284,8 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
           Value g = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, p, target),
               arith::DivFOp::create(b, l, in[4], rows));
-          Value valid = arith::AndIOp::create(
-              b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label,
-                                    ic(0)),
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
-                                    ic(classes)));
-          Value out = arith::SelectOp::create(
-              b, l, valid, g,
-              scalarConstant(b, l, f32,
-                            std::numeric_limits<double>::quiet_NaN()));
-          if (ignore)
-            out = arith::SelectOp::create(
-                b, l,
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, label,
-                                      ic(*ignore)),
-                scalarConstant(b, l, f32, 0.0), out);
-          return out;
+          return byLabel(b, l, g, label, isClass(b, l, label, classes),
+                         ignore);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -645,12 +658,7 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
           auto c = [&](int64_t v) {
             return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, v));
           };
-          Value valid = arith::AndIOp::create(
-              b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, label,
-                                    c(0)),
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, label,
-                                    c(classes)));
+          Value valid = isClass(b, l, label, classes);
           Value safe = arith::SelectOp::create(b, l, valid, label, c(0));
           Value column =
               arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
@@ -669,17 +677,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
                 arith::MulFOp::create(
                     b, l, scalarConstant(b, l, f32, smoothing / classes),
                     in[3]));
-          Value term = arith::SubFOp::create(b, l, lse, picked);
-          term = arith::SelectOp::create(
-              b, l, valid, term,
-              scalarConstant(b, l, f32,
-                            std::numeric_limits<double>::quiet_NaN()));
-          if (ignore)
-            term = arith::SelectOp::create(
-                b, l,
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, label,
-                                      c(*ignore)),
-                scalarConstant(b, l, f32, 0.0), term);
+          Value term = byLabel(b, l, arith::SubFOp::create(b, l, lse, picked),
+                               label, valid, ignore);
           return arith::AddFOp::create(b, l, acc, term);
         });
     auto resultType = cast<RankedTensorType>(op.getType());

@@ -176,6 +176,24 @@ llvm::Expected<Checkpoint> amp::loadSafetensors(llvm::StringRef path,
     if (!dtype || !shape || !offsets || offsets->size() != 2)
       return fail("bad header entry for '" + key.str() + "'");
     auto kind = dtypeKind(*dtype);
+    // A PyTorch state_dict's I64 scalar (num_batches_tracked) is read as an
+    // f32 count where exact: the step keeps a momentum=None batch norm's
+    // count in f32.
+    if (!kind && skipUnsupported && *dtype == "I64" && shape->empty()) {
+      auto begin = (*offsets)[0].getAsInteger();
+      auto end = (*offsets)[1].getAsInteger();
+      int64_t count = 0;
+      if (begin && end && *begin >= 0 && *end - *begin == 8 &&
+          uint64_t(*end) <= data.size()) {
+        std::memcpy(&count, data.data() + *begin, 8);
+        if (count >= 0 && count <= (int64_t(1) << 24)) {
+          found.emplace_back(*begin, key.str(),
+                             HostTensor::fromFloats(ElementKind::F32, {},
+                                                    {float(count)}));
+          continue;
+        }
+      }
+    }
     if (!kind && skipUnsupported) {
       checkpoint.skipped.push_back(key.str());
       continue;

@@ -82,8 +82,11 @@ LogicalResult amp::addLogitsFunction(ModuleOp module, func::FuncOp forward) {
   ret.erase();
   clone.setType(FunctionType::get(module.getContext(), clone.getArgumentTypes(),
                                   logits.getType()));
+  // Batch norm on its running statistics (a module that tracks none keeps
+  // normalizing by the batch's, as PyTorch's eval does).
   for (auto bn : llvm::to_vector(clone.getOps<train::BatchNormOp>()))
-    toInferenceBatchNorm(bn);
+    if (bn.getTrackRunningStats())
+      toInferenceBatchNorm(bn);
   // Evaluation keeps every element: dropout is the identity.
   for (auto dropout : llvm::to_vector(clone.getOps<train::DropoutOp>()))
     dropout.getResult().replaceAllUsesWith(dropout.getInput());

@@ -186,6 +186,10 @@ class Step:
         """Sets the step's parameters (and f32 masters) and buffers from ``model``."""
         values = self._model_tensors(model)
         masters = self._masters()
+        # num_batches_tracked (counted here): the model's count less the
+        # calls so far, so that copy_to writes this plus the calls.
+        self._counted_from = {name: int(values[name]) - self._calls
+                              for name in self._imported.counters}
         for index, argument in enumerate(self._imported.arguments):
             if argument.kind not in ("param", "frozen", "state"):
                 continue
@@ -321,7 +325,7 @@ class Step:
                 target = tensors[argument.name]
                 target.copy_(value.to(target.dtype))
             for name in self._imported.counters:
-                tensors[name].add_(self._calls)
+                tensors[name].fill_(self._counted_from[name] + self._calls)
 
 
 def to_mlir(model: torch.nn.Module, loss_fn: Callable,

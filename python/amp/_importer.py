@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import operator
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -191,6 +191,8 @@ class _Emitter:
         self.dropouts = 0  # dropout ops so far (each one's seed)
         self.argument_count = 0  # the model's arguments, once known
         self.counter_argument: Optional[str] = None  # the step counter's SSA name
+        # num_batches_tracked of each momentum=None batch norm: its current value.
+        self.counts: Dict[str, Tuple[str, Tuple[int, ...], str]] = {}
 
     def step_counter(self) -> str:
         """The step-counter argument dropout masks are keyed by: made on
@@ -729,10 +731,12 @@ def _pairs(*values: Any) -> List[List[int]]:
             ([int(v[0])] * 2 if len(v) == 1 else [int(u) for u in v]) for v in values]
 
 
-def _pool_extent(size: int, kernel: int, stride: int, pad: int, ceil: bool) -> Tuple[int, int]:
+def _pool_extent(size: int, kernel: int, stride: int, pad: int, ceil: bool,
+                 dilation: int = 1) -> Tuple[int, int]:
     """PyTorch's pooling output size along one axis, and the positions to add
-    after the input so that windows of `kernel` with symmetric `pad` give it
-    (ceil_mode's last, partial window)."""
+    after the input so that windows of `kernel` taps `dilation` apart with
+    symmetric `pad` give it (ceil_mode's last, partial window)."""
+    kernel = dilation * (kernel - 1) + 1  # the window's span
     span = size + 2 * pad - kernel
     out = (-(-span // stride) if ceil else span // stride) + 1
     if ceil and (out - 1) * stride >= size + pad:
@@ -740,10 +744,15 @@ def _pool_extent(size: int, kernel: int, stride: int, pad: int, ceil: bool) -> T
     return out, max(0, (out - 1) * stride + kernel - (size + 2 * pad))
 
 
-def _extend(em: _Emitter, x: Value, extra: Sequence[int], zero: bool) -> Value:
+_NEGATIVE_INFINITY = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}
+
+
+def _extend(em: _Emitter, x: Value, extra: Sequence[int], zero: bool,
+            lowest: bool = False) -> Value:
     """``x`` [N, C, H, W] with ``extra`` rows and columns after it: copies of
     its last row / column (they never change a max: every window reaching
-    them also covers the original), or zeros (an average's)."""
+    them also covers the original), zeros (an average's), or with ``lowest``
+    -inf (a dilated max's windows may skip the original)."""
     for axis, count in ((2, extra[0]), (3, extra[1])):
         if count == 0:
             continue
@@ -752,7 +761,10 @@ def _extend(em: _Emitter, x: Value, extra: Sequence[int], zero: bool) -> Value:
         sizes = list(x[1])
         sizes[axis] = 1
         edge = _slice(em, x, offsets, sizes)
-        if zero:  # x * 0 keeps x's type under autocast (a rank-0 constant)
+        if lowest:
+            edge = (em.op(f"train.constant dense<{_NEGATIVE_INFINITY[x[2]]}> : "
+                          f"{tensor_type(sizes, x[2])}"), tuple(sizes), x[2])
+        elif zero:  # x * 0 keeps x's type under autocast (a rank-0 constant)
             edge = _emit(em, "mul", edge, _constant(em, 0.0, (), x[2]))
         pieces = [x] + [edge] * count
         shape = list(x[1])
@@ -764,12 +776,13 @@ def _extend(em: _Emitter, x: Value, extra: Sequence[int], zero: bool) -> Value:
     return x
 
 
-def _pool_geometry(x: Value, kernel, stride, padding, ceil_mode) -> Tuple[List[int], List[int]]:
+def _pool_geometry(x: Value, kernel, stride, padding, ceil_mode,
+                   dilation=(1, 1)) -> Tuple[List[int], List[int]]:
     """(output size, positions added at the end) per spatial axis."""
     sizes, extras = [], []
     for axis in range(2):
         out, extra = _pool_extent(x[1][2 + axis], kernel[axis], stride[axis],
-                                  padding[axis], ceil_mode)
+                                  padding[axis], ceil_mode, dilation[axis])
         sizes.append(out)
         extras.append(extra)
     for axis in range(2):
@@ -781,19 +794,19 @@ def _pool_geometry(x: Value, kernel, stride, padding, ceil_mode) -> Tuple[List[i
 def _max_pool2d(em: _Emitter, node: torch.fx.Node) -> str:
     """aten.max_pool2d(x, kernel, stride=kernel, padding=0, dilation=1,
     ceil_mode=False); ceil_mode's partial windows by repeating the last row
-    and column."""
+    and column (-inf ones when dilated)."""
     x_arg, kernel, stride, padding, dilation, ceil_mode = _node_args(
         node, ["self", "kernel_size", "stride", "padding", "dilation", "ceil_mode"],
         [None, None, None, 0, 1, False])
     x = _operand(em, x_arg)
     kernel, padding, dilation = _pairs(kernel, padding, dilation)
     stride = _pairs(stride)[0] if stride else kernel
-    if dilation != [1, 1]:
-        raise _Unsupported("dilation != 1")
-    _, extra = _pool_geometry(x, kernel, stride, padding, bool(ceil_mode))
-    x = _extend(em, x, extra, zero=False)
+    _, extra = _pool_geometry(x, kernel, stride, padding, bool(ceil_mode), dilation)
+    x = _extend(em, x, extra, zero=False, lowest=dilation != [1, 1])
     shape, element = _shape(node), _element(node)
     pad = f" padding {padding}" if padding != [0, 0] else ""
+    if dilation != [1, 1]:
+        pad += f" dilation {dilation}"
     return em.op(f"train.max_pool2d {x[0]} kernel {kernel} strides {stride}{pad} : "
                  f"{tensor_type(x[1], x[2])} -> {tensor_type(shape, element)}")
 
@@ -1172,13 +1185,32 @@ def capture(model: torch.nn.Module, loss_fn: Callable,
         raise ValueError("example_inputs must be a tuple (inputs..., target) "
                          "with at least one input and the target")
     modes = [(m, m.training) for m in model.modules()]
+    # momentum=None (a cumulative average) makes batch norm compute its factor
+    # 1 / num_batches_tracked from the buffer's value, which export cannot
+    # trace: captured with a number instead (the importer emits the average
+    # for these modules: _cumulative_batch_norms), then restored.
+    cumulative = [m for m in model.modules()
+                  if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
+                  m.momentum is None and m.track_running_stats]
     try:
         model.train()
+        for m in cumulative:
+            m.momentum = 0.0
         return torch.export.export(_LossModule(model, loss_fn), example_inputs,
                                    strict=False)
     finally:
         for m, mode in modes:
             m.training = mode
+        for m in cumulative:
+            m.momentum = None
+
+
+def _cumulative_batch_norms(model: torch.nn.Module) -> Set[str]:
+    """The names (with a trailing '.') of the batch-norm modules whose running
+    statistics are a cumulative average (momentum=None)."""
+    return {(name + ".") if name else "" for name, m in model.named_modules()
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
+            m.momentum is None and m.track_running_stats}
 
 
 @dataclasses.dataclass
@@ -1221,6 +1253,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     graph = program.graph
     caller = _caller()
     em = _Emitter()
+    cumulative = _cumulative_batch_norms(model)
     arguments: List[Argument] = []
     problems: List[UnsupportedNode] = []
 
@@ -1263,6 +1296,15 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             if spec.kind == torch.export.graph_signature.InputKind.PARAMETER:
                 kind = "param" if name in training.groups else "frozen"
                 group, decay = training.groups.get(name, (0, None))
+            elif name.endswith("num_batches_tracked") and \
+                    name[:-len("num_batches_tracked")] in cumulative:
+                # momentum=None: the step counts (in f32, exact to 2^24) and
+                # averages with 1 / count.
+                arguments.append(Argument(name, "state", (), "f32"))
+                em.values[n] = (f"%a{len(arguments) - 1}", (), "f32")
+                argument_of[name] = em.values[n]
+                em.counts[name] = em.values[n]
+                continue
             elif name.endswith("num_batches_tracked"):
                 counters.append(name)
                 em.values[n] = ("<counter>", shape, element)
@@ -1297,8 +1339,10 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         nodes.append(record)
         try:
             if target is torch.ops.aten.add_.Tensor and node.args and \
-                    em.values.get(node.args[0], ("",))[0] == "<counter>":
-                continue  # num_batches_tracked += 1: counted in Python
+                    node.args[0] in em.values and \
+                    (em.values[node.args[0]][0] == "<counter>" or
+                     em.values[node.args[0]] in em.counts.values()):
+                continue  # num_batches_tracked += 1: counted in Python or by batch norm
             if target in _IDENTITY:
                 em.values[node] = _operand(em, node.args[0])
                 continue
@@ -1338,6 +1382,10 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         if not strict:
             return ImportedModel("", arguments, counters, nodes, problems)
         raise UnsupportedModelError(problems)
+    for name, value in em.counts.items():  # each cumulative average's count
+        index = next(i for i, a in enumerate(arguments) if a.name == name)
+        if value[0] != f"%a{index}":
+            state_updates.append((index, value[0]))
 
     if em.counter_argument is not None:  # the dropout masks' step counter
         arguments.append(Argument("amp.dropout_step", "counter", (), "i32"))
@@ -1381,15 +1429,23 @@ def _emit_batch_norm(em: _Emitter, node: torch.fx.Node, arguments: List[Argument
     x = _operand(em, node.args[0])
     weight, bias, mean, var = node.args[1:5]
     training, momentum, eps = node.args[5:8]
-    if mean is None or var is None:
-        raise _Unsupported("track_running_stats=False")
     if not training:
         raise _Unsupported("batch norm in eval mode inside a training step")
-    if momentum is None:
-        raise _Unsupported("momentum=None (cumulative average)")
-    m, v = _operand(em, mean), _operand(em, var)
-    # affine=False: the identity affine (constants, so nothing is trained).
     channels = (x[1][1],)
+    tracked = mean is not None and var is not None
+    if tracked:
+        m, v = _operand(em, mean), _operand(em, var)
+    else:  # track_running_stats=False: placeholders the op returns unchanged
+        parameter = weight if weight is not None else bias
+        element = _operand(em, parameter)[2] if parameter is not None else "f32"
+        m, v = _constant(em, 0.0, channels, element), _constant(em, 1.0, channels, element)
+    # momentum=None: the batch statistics (momentum 1), averaged below.
+    count_name = (arguments[int(m[0][2:])].name[:-len("running_mean")] +
+                  "num_batches_tracked") if tracked else ""
+    cumulative = count_name in em.counts
+    if cumulative and m[2] != "f32":
+        raise _Unsupported(f"momentum=None with {m[2]} running statistics (f32 only)")
+    # affine=False: the identity affine (constants, so nothing is trained).
     g = _operand(em, weight) if weight is not None else _constant(em, 1.0, channels, m[2])
     b = _operand(em, bias) if bias is not None else _constant(em, 0.0, channels, m[2])
     em.counter += 1
@@ -1398,12 +1454,30 @@ def _emit_batch_norm(em: _Emitter, node: torch.fx.Node, arguments: List[Argument
     attrs = ""
     if eps != 1e-5:
         attrs += f" epsilon {float_literal(eps)}"
-    if momentum != 0.1:
+    if not tracked:
+        attrs += " track_running_stats false"
+    elif cumulative:
+        attrs += " momentum 1.0"
+    elif momentum != 0.1:
         attrs += f" momentum {float_literal(momentum)}"
     em.lines.append(
         f"  {base}:3 = train.batch_norm {x[0]}, {g[0]}, {b[0]}, {m[0]}, {v[0]}{attrs} : "
         f"{tensor_type(shape, element)}, {tensor_type(g[1], g[2])} {em.location}")
-    for arg_name, result in ((m[0], f"{base}#1"), (v[0], f"{base}#2")):
+    if not tracked:
+        return (f"{base}#0", shape, element)
+    new_mean, new_var = (f"{base}#1", m[1], m[2]), (f"{base}#2", v[1], v[2])
+    if cumulative:
+        # PyTorch: num_batches_tracked += 1, factor = 1 / num_batches_tracked,
+        # new = factor * batch + (1 - factor) * running.
+        one = _constant(em, 1.0, (), "f32")
+        count = _emit(em, "add", em.counts[count_name], one)
+        em.counts[count_name] = count
+        factor = _emit(em, "div", one, count)
+        keep = _emit(em, "sub", one, factor)
+        new_mean, new_var = (
+            _emit(em, "add", _emit(em, "mul", batch, factor), _emit(em, "mul", running, keep))
+            for batch, running in ((new_mean, m), (new_var, v)))
+    for arg_name, result in ((m[0], new_mean[0]), (v[0], new_var[0])):
         index = int(arg_name[2:])
         state_updates.append((index, result))
     return (f"{base}#0", shape, element)

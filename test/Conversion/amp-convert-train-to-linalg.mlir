@@ -127,6 +127,40 @@ func.func @max_pool_padded(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
+// A dilated max pool is linalg's pooling with dilations; its gradient finds
+// each window's first maximum at rows 2*oh + 2*kh, then gathers (2x2 windows
+// with stride 2 tile nothing when dilated).
+// CHECK-DAG: #[[$DILATED:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4 * 2, d3 * 2 + d5 * 2)>
+// CHECK-LABEL: func.func @max_pool_dilated(
+// CHECK: linalg.pooling_nchw_max {dilations = dense<[2, 1]> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK-LABEL: func.func @max_pool_dilated_grad
+// CHECK: linalg.generic {indexing_maps = [#[[$DILATED]],
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+func.func @max_pool_dilated(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x3x4xf32> {
+  %r = train.max_pool2d %x kernel [2, 2] strides [2, 2] dilation [2, 1] : tensor<1x1x8x8xf32> -> tensor<1x1x3x4xf32>
+  return %r : tensor<1x1x3x4xf32>
+}
+func.func @max_pool_dilated_grad(%dy: tensor<1x1x3x3xf32>, %x: tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32> {
+  %r = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] dilation [2, 2] : tensor<1x1x3x3xf32>, tensor<1x1x8x8xf32>
+  return %r : tensor<1x1x8x8xf32>
+}
+
+// -----
+
+// Batch norm without running statistics returns them unchanged: only the
+// output's elementwise pass follows the statistics' reductions.
+// CHECK-LABEL: func.func @batch_norm_untracked
+// CHECK-SAME: %[[M:arg[0-9]+]]: tensor<3xf32>, %[[V:arg[0-9]+]]: tensor<3xf32>)
+// CHECK: linalg.generic
+// CHECK: return %{{.*}}, %[[M]], %[[V]]
+func.func @batch_norm_untracked(%x: tensor<2x3x4x4xf32>, %g: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %r:3 = train.batch_norm %x, %g, %g, %m, %v track_running_stats false : tensor<2x3x4x4xf32>, tensor<3xf32>
+  return %r#0, %r#1, %r#2 : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
 // Max-pooling windows that tile the input (stride = kernel, no padding): the
 // window's first maximum is found once per window, then each input position
 // takes its window's gradient where it is that maximum - element-wise, read

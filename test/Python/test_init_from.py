@@ -119,3 +119,29 @@ def test_a_tensor_of_another_type_is_named_as_such(tmp_path):
     assert run.returncode == 1
     assert "has no tensor 'conv.weight' (of a type amp does not read: F32, F16, BF16 or " \
            "I32)" in run.stderr
+
+
+class CumulativeNet(nn.Module):
+    """A batch norm with momentum=None: its count is the step's f32 state."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, stride=3)
+        self.bn = nn.BatchNorm2d(4, momentum=None)
+        self.fc = nn.Linear(4 * 81, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+def test_a_cumulative_batch_norm_count_comes_from_the_state_dict(tmp_path):
+    """PyTorch's int64 num_batches_tracked seeds the f32 count amp keeps for a
+    momentum=None batch norm (the average continues from it)."""
+    torch.manual_seed(0)
+    model = CumulativeNet()
+    model.bn.num_batches_tracked.fill_(12345)
+    params, states = write_model(tmp_path, model)
+    assert states == ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    save_file(model.state_dict(), str(tmp_path / "model.safetensors"))
+    started = start(tmp_path, tmp_path / "model.safetensors")
+    assert started["state.2"].dtype == torch.float32 and started["state.2"].item() == 12345

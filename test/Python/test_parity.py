@@ -384,7 +384,8 @@ class Activations(nn.Module):
 
 class PoolingNorms(nn.Module):
     """GroupNorm; MaxPool2d and AvgPool2d with padding and ceil_mode (partial
-    last windows), count_include_pad=False; torch.maximum / minimum; a
+    last windows), count_include_pad=False; a dilated MaxPool2d (with a
+    partial window); torch.maximum / minimum; a
     torch.zeros_like / ones operand; a convolution with padding='same' and
     even (asymmetric) windows."""
 
@@ -411,6 +412,7 @@ class PoolingNorms(nn.Module):
         m = torch.maximum(a, b) + torch.minimum(a, torch.zeros_like(a)) * torch.ones(15)
         p = nn.MaxPool2d(4, stride=4, ceil_mode=True)(m) + \
             nn.functional.avg_pool2d(m, 4, stride=4, ceil_mode=True)                # 4 x 4
+        p = p + nn.MaxPool2d(3, stride=5, padding=1, dilation=(2, 1), ceil_mode=True)(m)  # 4 x 4
         q = nn.functional.avg_pool2d(c, 4)                                          # 3 x 3
         q = torch.maximum(3 * q, q * self.c)
         return self.fc(torch.cat([p.flatten(1), q.flatten(1)], 1))
@@ -418,22 +420,25 @@ class PoolingNorms(nn.Module):
 
 class BatchNorms(nn.Module):
     """BatchNorm1d over [N, C] and [N, C, L] inputs, affine=False (1d and
-    2d), a momentum and eps other than the defaults."""
+    2d), a momentum and eps other than the defaults, momentum=None (the
+    cumulative average), track_running_stats=False (batch statistics in
+    eval too)."""
 
     def __init__(self):
         super().__init__()
         self.fc1 = nn.Linear(784, 32)
-        self.bn1 = nn.BatchNorm1d(32)
+        self.bn1 = nn.BatchNorm1d(32, momentum=None)
         self.conv = nn.Conv2d(1, 4, 3, stride=3)
         self.bn2 = nn.BatchNorm2d(4, affine=False, momentum=0.3, eps=1e-3)
         self.bn3 = nn.BatchNorm1d(4, affine=False)
+        self.bn4 = nn.BatchNorm2d(4, track_running_stats=False)
         self.fc2 = nn.Linear(32 + 4 * 81, 10)
 
     def forward(self, x):
         h = torch.relu(self.bn1(self.fc1(x.flatten(1))))
         c = torch.relu(self.bn2(self.conv(x)))              # [B, 4, 9, 9]
-        c = self.bn3(c.flatten(2)).flatten(1)               # BatchNorm1d of [B, 4, 81]
-        return self.fc2(torch.cat([h, c], 1))
+        c = self.bn4(c) + self.bn3(c.flatten(2)).view(-1, 4, 9, 9)  # BatchNorm1d of [B, 4, 81]
+        return self.fc2(torch.cat([h, c.flatten(1)], 1))
 
 
 @pytest.mark.parametrize("make", [Activations, TensorOps, PoolingNorms, BatchNorms],
@@ -600,9 +605,11 @@ def test_learning_rate_is_read_every_call():
     ("O1", torch.float16, 1e-2),
     ("O1", torch.bfloat16, 5e-2),
 ])
-def test_predict_is_the_models_eval_output(opt_level, dtype, tolerance):
+@pytest.mark.parametrize("make", [Net, BatchNorms], ids=["net", "batch-norms"])
+def test_predict_is_the_models_eval_output(make, opt_level, dtype, tolerance):
+    """bn4 of BatchNorms tracks no statistics: eval normalizes by the batch's."""
     torch.manual_seed(0)
-    model = Net()
+    model = make()
     data = batches(4)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
@@ -619,3 +626,23 @@ def test_predict_is_the_models_eval_output(opt_level, dtype, tolerance):
     assert (got - want).abs().max() <= tolerance * want.abs().max()
     with pytest.raises(ValueError, match="input: expected shape"):
         step.predict(x[:3])
+
+
+def test_num_batches_tracked_counts_the_steps_once():
+    """copy_to writes the model's count plus the steps taken, however often
+    it is called; momentum=None's count is the step's own state."""
+    torch.manual_seed(0)
+    model = BatchNorms()
+    model.bn2.num_batches_tracked.fill_(7)
+    model.bn1.num_batches_tracked.fill_(3)
+    data = batches(3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
+                       opt_level="O0")
+    for x, y in data:
+        step(x, y)
+    step.copy_to(model)
+    step.copy_to(model)
+    assert model.bn2.num_batches_tracked.item() == 10
+    assert model.bn1.num_batches_tracked.item() == 6
+    assert model.bn1.num_batches_tracked.dtype == torch.int64

@@ -123,16 +123,30 @@ TEST(Conv2d, Errors) {
 }
 
 TEST(Pool2d, Shapes) {
-  EXPECT_EQ(
-      shapeOf(inferPool2dShape({128, 32, 28, 28}, {2, 2}, {2, 2}, {0, 0})),
-      (std::vector<int64_t>{128, 32, 14, 14}));
+  EXPECT_EQ(shapeOf(inferPool2dShape({128, 32, 28, 28}, {2, 2}, {2, 2},
+                                     {0, 0}, {1, 1})),
+            (std::vector<int64_t>{128, 32, 14, 14}));
   // Odd size, floor: (7 - 2) / 2 + 1 = 3.
-  EXPECT_EQ(shapeOf(inferPool2dShape({1, 1, 7, 7}, {2, 2}, {2, 2}, {0, 0})),
-            (std::vector<int64_t>{1, 1, 3, 3}));
-  expectError(inferPool2dShape({1, 1, 7, 7}, {2, 2}, {2, 2}, {2, 0}),
-              "padding 2 is more than half the kernel 2");
-  expectError(inferPool2dShape({1, 1, 1, 7}, {2, 2}, {2, 2}, {0, 0}),
-              "kernel 2 exceeds padded input 1 in dimension H");
+  EXPECT_EQ(
+      shapeOf(inferPool2dShape({1, 1, 7, 7}, {2, 2}, {2, 2}, {0, 0}, {1, 1})),
+      (std::vector<int64_t>{1, 1, 3, 3}));
+  // Dilation 2 spans 2*(3-1)+1 = 5: (9 + 2 - 5) / 1 + 1 = 7 rows; 3 columns
+  // of dilation 1 span 3: (9 + 2 - 3) / 2 + 1 = 5.
+  EXPECT_EQ(
+      shapeOf(inferPool2dShape({1, 1, 9, 9}, {3, 3}, {1, 2}, {1, 1}, {2, 1})),
+      (std::vector<int64_t>{1, 1, 7, 5}));
+  expectError(
+      inferPool2dShape({1, 1, 7, 7}, {2, 2}, {2, 2}, {2, 0}, {1, 1}),
+      "padding 2 is more than half the kernel 2");
+  expectError(
+      inferPool2dShape({1, 1, 1, 7}, {2, 2}, {2, 2}, {0, 0}, {1, 1}),
+      "kernel 2 exceeds padded input 1 in dimension H");
+  expectError(
+      inferPool2dShape({1, 1, 4, 7}, {3, 3}, {1, 1}, {0, 0}, {2, 1}),
+      "window 5 (kernel 3, dilation 2) exceeds padded input 4 in dimension H");
+  expectError(
+      inferPool2dShape({1, 1, 4, 7}, {3, 3}, {1, 1}, {0, 0}, {0, 1}),
+      "dilation values must be >= 1, got [0, 1]");
 }
 
 TEST(Transpose, Shapes) {

@@ -48,8 +48,9 @@ llvm::Error saveSafetensors(llvm::StringRef path, const Checkpoint &checkpoint);
 /// Reads a safetensors file; errors name the file and what is wrong
 /// (truncation, a bad header, an unsupported dtype, overlapping data).
 /// `skipUnsupported`: a tensor of another dtype than F32, F16, BF16, I32
-/// and BOOL (a PyTorch state_dict's I64 num_batches_tracked) is left out and
-/// named in `skipped` instead of failing the load.
+/// and BOOL is left out and named in `skipped` instead of failing the load,
+/// except an I64 scalar of at most 2^24 (a PyTorch state_dict's
+/// num_batches_tracked), read as an F32 count.
 llvm::Expected<Checkpoint> loadSafetensors(llvm::StringRef path,
                                            bool skipUnsupported = false);
 

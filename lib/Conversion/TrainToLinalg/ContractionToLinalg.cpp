@@ -423,7 +423,8 @@ struct Pool2dToLinalg : OpRewritePattern<OpTy> {
     SmallVector<NamedAttribute> attrs = {
         rewriter.getNamedAttr("strides",
                               rewriter.getI64TensorAttr(op.getStrides())),
-        rewriter.getNamedAttr("dilations", rewriter.getI64TensorAttr({1, 1}))};
+        rewriter.getNamedAttr("dilations",
+                              rewriter.getI64TensorAttr(op.getDilation()))};
     auto pool = LinalgPoolOp::create(rewriter, loc, TypeRange{init.getType()},
                                      ValueRange{input, window},
                                      ValueRange{init}, attrs);
@@ -537,7 +538,7 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
     auto type = cast<RankedTensorType>(op.getType());
     auto dyType = cast<RankedTensorType>(op.getGrad().getType());
     ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(),
-                      p = op.getPadding();
+                      p = op.getPadding(), dil = op.getDilation();
     Type f32 = rewriter.getF32Type();
     Type i64 = rewriter.getI64Type();
     int64_t paddedW = type.getDimSize(3) + 2 * p[1];
@@ -566,7 +567,10 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
                           .getResult(0);
       SmallVector<AffineMap> maps = {
           AffineMap::get(
-              6, 0, {d(0), d(1), d(2) * s[0] + d(4), d(3) * s[1] + d(5)}, ctx),
+              6, 0,
+              {d(0), d(1), d(2) * s[0] + d(4) * dil[0],
+               d(3) * s[1] + d(5) * dil[1]},
+              ctx),
           window, out4, out4};
       auto generic = linalg::GenericOp::create(
           rewriter, loc, TypeRange{maxInit.getType(), idxInit.getType()},
@@ -574,8 +578,10 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
           iterators, [&](OpBuilder &b, Location l, ValueRange args) {
             IndexMath m{b, l};
             Value v = convertFloat(b, l, args[0], f32);
-            Value row = m.add(m.mul(m.index(2), s[0]), m.index(4));
-            Value col = m.add(m.mul(m.index(3), s[1]), m.index(5));
+            Value row = m.add(m.mul(m.index(2), s[0]),
+                              m.mul(m.index(4), dil[0]));
+            Value col = m.add(m.mul(m.index(3), s[1]),
+                              m.mul(m.index(5), dil[1]));
             Value pos = arith::IndexCastOp::create(
                 b, l, i64, m.add(m.mul(row, paddedW), col));
             Value better = arith::CmpFOp::create(
@@ -596,6 +602,7 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
     // position lies in exactly one window, so its gradient is element-wise,
     // read from the window's gradient at (h / kh, w / kw).
     if (k[0] == s[0] && k[1] == s[1] && p[0] == 0 && p[1] == 0 &&
+        dil[0] == 1 && dil[1] == 1 &&
         type.getDimSize(2) == k[0] * dyType.getDimSize(2) &&
         type.getDimSize(3) == k[1] * dyType.getDimSize(3)) {
       AffineMap ident = AffineMap::getMultiDimIdentityMap(4, ctx);
@@ -646,9 +653,9 @@ struct Pool2dGradToLinalg : OpRewritePattern<Pool2dGradOp> {
           IndexMath m{b, l};
           Value h = m.index(2), w = m.index(3);
           auto [validH, oh] =
-              m.outputOf(h, m.index(4), s[0], 1, p[0], dyType.getDimSize(2));
+              m.outputOf(h, m.index(4), s[0], dil[0], p[0], dyType.getDimSize(2));
           auto [validW, ow] =
-              m.outputOf(w, m.index(5), s[1], 1, p[1], dyType.getDimSize(3));
+              m.outputOf(w, m.index(5), s[1], dil[1], p[1], dyType.getDimSize(3));
           Value valid = m.both(validH, validW);
           SmallVector<Value, 4> at = {m.index(0), m.index(1), oh, ow};
           Value g =

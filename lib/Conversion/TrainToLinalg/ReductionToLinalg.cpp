@@ -392,6 +392,10 @@ struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
         rewriter.getF32Type(), [&](OpBuilder &b, Location l, ValueRange in) {
           return normalize(b, l, in, double(count), eps);
         });
+    if (!op.getTrackRunningStats()) { // nothing tracked: returned unchanged
+      rewriter.replaceOp(op, {output, op.getRunningMean(), op.getRunningVar()});
+      return success();
+    }
     // Running statistics: (1 - m) * running + m * batch statistic, with the
     // unbiased variance (PyTorch).
     double m = op.getMomentum().convertToDouble();

@@ -288,6 +288,32 @@ func.func @pool_padding(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x4x4xf32> {
 
 // -----
 
+func.func @pool_dilated_window_too_big(%x: tensor<1x1x4x8xf32>) -> tensor<1x1x1x3xf32> {
+  // expected-error @+2 {{'train.max_pool2d' op window 5 (kernel 3, dilation 2) exceeds padded input 4 in dimension H}}
+  // expected-error @+1 {{'train.max_pool2d' op failed to infer returned types}}
+  %0 = train.max_pool2d %x kernel [3, 3] strides [1, 1] dilation [2, 1] : tensor<1x1x4x8xf32> -> tensor<1x1x1x3xf32>
+  return %0 : tensor<1x1x1x3xf32>
+}
+
+// -----
+
+func.func @pool_zero_dilation(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+2 {{'train.max_pool2d' op dilation values must be >= 1, got [1, 0]}}
+  // expected-error @+1 {{'train.max_pool2d' op failed to infer returned types}}
+  %0 = train.max_pool2d %x kernel [2, 2] strides [2, 2] dilation [1, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @pool_grad_dilation(%dy: tensor<1x1x4x4xf32>, %x: tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32> {
+  // expected-error @+1 {{'train.pool2d_grad' op gradient 'tensor<1x1x4x4xf32>' does not match the pooling output of 'tensor<1x1x8x8xf32>', [1, 1, 3, 3] of 'f32'}}
+  %0 = train.pool2d_grad %dy, %x max kernel [2, 2] strides [2, 2] dilation [2, 2] : tensor<1x1x4x4xf32>, tensor<1x1x8x8xf32>
+  return %0 : tensor<1x1x8x8xf32>
+}
+
+// -----
+
 func.func @pool_kernel_too_big(%x: tensor<1x1x8x2xf32>) -> tensor<1x1x4x1xf32> {
   // expected-error @+2 {{'train.avg_pool2d' op kernel 3 exceeds padded input 2 in dimension W}}
   // expected-error @+1 {{'train.avg_pool2d' op failed to infer returned types}}

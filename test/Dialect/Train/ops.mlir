@@ -83,6 +83,11 @@ func.func @conv_and_pool(%x: tensor<2x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) ->
   %b = train.constant dense<0.5> : tensor<16xf32>
   %cb = train.conv2d %x, %w, %b padding [1, 1] : tensor<2x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<2x16x32x32xf32>
   %5 = train.avg_pool2d %4 kernel [2, 2] strides [2, 2] padding [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x17x17xf32>
+  // A dilated window (MaxPool2d's dilation): 3 taps 2 apart span 5 rows.
+  // CHECK: train.max_pool2d %{{.*}} kernel [3, 3] strides [2, 2] padding [1, 1] dilation [2, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x15x16xf32>
+  %6 = train.max_pool2d %0 kernel [3, 3] strides [2, 2] padding [1, 1] dilation [2, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x15x16xf32>
+  // CHECK: train.max_pool2d %{{.*}} kernel [2, 2] strides [2, 2] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
+  %7 = train.max_pool2d %0 kernel [2, 2] strides [2, 2] dilation [1, 1] : tensor<2x16x32x32xf32> -> tensor<2x16x16x16xf32>
   return %0, %1, %2, %5 : tensor<2x16x32x32xf32>, tensor<2x16x15x15xf32>, tensor<2x16x16x16xf32>, tensor<2x16x17x17xf32>
 }
 
@@ -101,6 +106,10 @@ func.func @normalization(%x: tensor<4x10xf32>, %sq: tensor<4x10x10xf32>, %y: ten
   // Mixed precision batch norm: f16 activations, f32 parameters and statistics.
   // CHECK: train.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} momentum 1.000000e-02 : tensor<8x32x4x4xf16>, tensor<32xf32>
   %3:3 = train.batch_norm %img, %s, %s, %m, %v momentum 0.01 : tensor<8x32x4x4xf16>, tensor<32xf32>
+  // CHECK: train.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} track_running_stats false : tensor<8x32x4x4xf16>, tensor<32xf32>
+  %u:3 = train.batch_norm %img, %s, %s, %m, %v track_running_stats false : tensor<8x32x4x4xf16>, tensor<32xf32>
+  // CHECK: train.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x32x4x4xf16>, tensor<32xf32>
+  %t:3 = train.batch_norm %img, %s, %s, %m, %v track_running_stats true : tensor<8x32x4x4xf16>, tensor<32xf32>
   return %0, %1, %2, %3#0, %3#1, %3#2 : tensor<4x10xf32>, tensor<4x10xf32>, tensor<8x16x256xf32>, tensor<8x32x4x4xf16>, tensor<32xf32>, tensor<32xf32>
 }
 
@@ -269,6 +278,8 @@ func.func @backward_helpers(%dy: tensor<2x4x6x6xf16>, %x: tensor<2x3x8x8xf16>, %
   %6 = train.conv2d_grad_filter %dy, %x : tensor<2x4x6x6xf16>, tensor<2x3x8x8xf16> -> tensor<4x3x3x3xf16>
   // CHECK: train.pool2d_grad %{{.*}}, %{{.*}} max kernel [2, 2] strides [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
   %7 = train.pool2d_grad %p, %px max kernel [2, 2] strides [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
+  // CHECK: train.pool2d_grad %{{.*}}, %{{.*}} max kernel [2, 2] strides [2, 2] padding [1, 1] dilation [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
+  %dilated = train.pool2d_grad %p, %px max kernel [2, 2] strides [2, 2] padding [1, 1] dilation [2, 2] : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
   // CHECK: train.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x10xf32>, tensor<10xf32>
   %8:3 = train.layer_norm_grad %g, %y, %l10 : tensor<4x10xf32>, tensor<10xf32>
   // CHECK: train.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3x8x8xf32>, tensor<3xf32>

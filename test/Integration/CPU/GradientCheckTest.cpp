@@ -835,16 +835,19 @@ TEST_F(GradientCheck, Pooling) {
   for (bool isMax : {true, false}) {
     // Windows that overlap, pad, or leave a column out (the gather lowering),
     // and windows that tile the input exactly (the element-wise one).
-    for (auto [xs, kernel, strides, padding] :
+    // Dilated windows (MaxPool2d's dilation) take the gather too.
+    for (auto [xs, kernel, strides, padding, dilation] :
          {std::make_tuple(Shape{2, 2, 6, 5}, Shape{2, 2}, Shape{2, 2},
-                          Shape{0, 0}),
+                          Shape{0, 0}, Shape{1, 1}),
           std::make_tuple(Shape{2, 2, 6, 5}, Shape{3, 3}, Shape{2, 1},
-                          Shape{1, 1}),
+                          Shape{1, 1}, Shape{1, 1}),
           std::make_tuple(Shape{2, 2, 6, 6}, Shape{2, 3}, Shape{2, 3},
-                          Shape{0, 0})}) {
+                          Shape{0, 0}, Shape{1, 1}),
+          std::make_tuple(Shape{2, 2, 7, 6}, Shape{3, 2}, Shape{1, 2},
+                          Shape{1, 1}, Shape{2, 3})}) {
       Shape out;
       ref::pool2d(Values(ref::numElements(xs)), xs, kernel, strides, padding,
-                  isMax, out);
+                  isMax, out, dilation);
       auto attr = [](const Shape &v) {
         return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
       };
@@ -852,18 +855,19 @@ TEST_F(GradientCheck, Pooling) {
       GradCase c{{xs},
                  out,
                  "  %y = " + op + " %p0 kernel " + attr(kernel) + " strides " +
-                     attr(strides) + " padding " + attr(padding) + " : " +
-                     f32(xs) + " -> " + f32(out),
+                     attr(strides) + " padding " + attr(padding) +
+                     " dilation " + attr(dilation) + " : " + f32(xs) + " -> " +
+                     f32(out),
                  [=](const std::vector<Values> &p) {
                    Shape o;
                    return ref::pool2d(p[0], xs, kernel, strides, padding, isMax,
-                                      o);
+                                      o, dilation);
                  },
                  -2,
                  2,
                  0,
                  {}};
-      check(c, op + " kernel " + attr(kernel));
+      check(c, op + " kernel " + attr(kernel) + " dilation " + attr(dilation));
     }
   }
 }

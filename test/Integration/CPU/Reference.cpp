@@ -106,10 +106,12 @@ Values amp::ref::conv2d(const Values &x, const Shape &xs, const Values &w,
 
 Values amp::ref::pool2d(const Values &x, const Shape &xs, const Shape &kernel,
                         const Shape &strides, const Shape &padding, bool isMax,
-                        Shape &outShape) {
+                        Shape &outShape, const Shape &dilation) {
   int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
-  int64_t oh = (h + 2 * padding[0] - kernel[0]) / strides[0] + 1;
-  int64_t ow = (w + 2 * padding[1] - kernel[1]) / strides[1] + 1;
+  int64_t oh =
+      (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) / strides[0] + 1;
+  int64_t ow =
+      (w + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) / strides[1] + 1;
   outShape = {n, c, oh, ow};
   Values r(n * c * oh * ow);
   for (int64_t p = 0; p < n * c; ++p)
@@ -118,8 +120,8 @@ Values amp::ref::pool2d(const Values &x, const Shape &xs, const Shape &kernel,
         double acc = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
         for (int64_t i = 0; i < kernel[0]; ++i)
           for (int64_t j = 0; j < kernel[1]; ++j) {
-            int64_t iy = y * strides[0] + i - padding[0];
-            int64_t ix = z * strides[1] + j - padding[1];
+            int64_t iy = y * strides[0] + i * dilation[0] - padding[0];
+            int64_t ix = z * strides[1] + j * dilation[1] - padding[1];
             if (iy < 0 || iy >= h || ix < 0 || ix >= w)
               continue; // padding: never the max, zero in the sum
             double v = x[(p * h + iy) * w + ix];

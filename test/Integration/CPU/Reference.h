@@ -39,10 +39,11 @@ Values conv2d(const Values &x, const Shape &xs, const Values &w,
               const Shape &ws, const Shape &strides, const Shape &padding,
               const Shape &dilation, Shape &outShape);
 
-/// NCHW pooling; `isMax` else average over the full (padded) window.
+/// NCHW pooling; `isMax` else average over the full (padded) window, whose
+/// taps are `dilation` apart.
 Values pool2d(const Values &x, const Shape &xs, const Shape &kernel,
               const Shape &strides, const Shape &padding, bool isMax,
-              Shape &outShape);
+              Shape &outShape, const Shape &dilation = {1, 1});
 
 /// Softmax (or log-softmax) along `axis`; `causal` masks column > row over
 /// the two trailing dimensions.

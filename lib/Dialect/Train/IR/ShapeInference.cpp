@@ -175,13 +175,15 @@ ShapeOrError amp::train::inferConv2dShape(ArrayRef<int64_t> input,
 ShapeOrError amp::train::inferPool2dShape(ArrayRef<int64_t> input,
                                           ArrayRef<int64_t> kernel,
                                           ArrayRef<int64_t> strides,
-                                          ArrayRef<int64_t> padding) {
+                                          ArrayRef<int64_t> padding,
+                                          ArrayRef<int64_t> dilation) {
   if (input.size() != 4)
     return ShapeOrError::error(
         msg("input must be rank 4 (NCHW), got ", formatShape(input)));
   for (auto [name, values, min] : {std::make_tuple("kernel", kernel, 1),
                                    std::make_tuple("strides", strides, 1),
-                                   std::make_tuple("padding", padding, 0)})
+                                   std::make_tuple("padding", padding, 0),
+                                   std::make_tuple("dilation", dilation, 1)})
     if (std::string err = checkPair(name, values, min); !err.empty())
       return ShapeOrError::error(err);
   SmallVector<int64_t, 4> result = {input[0], input[1], 0, 0};
@@ -191,11 +193,16 @@ ShapeOrError amp::train::inferPool2dShape(ArrayRef<int64_t> input,
           msg("padding ", padding[d], " is more than half the kernel ",
               kernel[d], " in dimension ", d == 0 ? "H" : "W"));
     int64_t padded = input[2 + d] + 2 * padding[d];
-    if (kernel[d] > padded)
-      return ShapeOrError::error(msg("kernel ", kernel[d],
-                                     " exceeds padded input ", padded,
-                                     " in dimension ", d == 0 ? "H" : "W"));
-    result[2 + d] = (padded - kernel[d]) / strides[d] + 1;
+    int64_t window = dilation[d] * (kernel[d] - 1) + 1;
+    if (window > padded)
+      return ShapeOrError::error(
+          dilation[d] == 1
+              ? msg("kernel ", kernel[d], " exceeds padded input ", padded,
+                    " in dimension ", d == 0 ? "H" : "W")
+              : msg("window ", window, " (kernel ", kernel[d], ", dilation ",
+                    dilation[d], ") exceeds padded input ", padded,
+                    " in dimension ", d == 0 ? "H" : "W"));
+    result[2 + d] = (padded - window) / strides[d] + 1;
   }
   return ShapeOrError::shape(result);
 }

@@ -93,13 +93,14 @@ LogicalResult amp::train::inferBroadcastResult(StringRef opName,
 LogicalResult amp::train::inferPool2dResult(
     StringRef opName, std::optional<Location> location, Type inputType,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-    ArrayRef<int64_t> padding, SmallVectorImpl<Type> &results) {
+    ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+    SmallVectorImpl<Type> &results) {
   auto input = asTensor(inputType);
   if (!input)
     return failure();
   return pushResult(
       location, opName,
-      inferPool2dShape(input.getShape(), kernel, strides, padding),
+      inferPool2dShape(input.getShape(), kernel, strides, padding, dilation),
       input.getElementType(), results);
 }
 
@@ -596,8 +597,8 @@ LogicalResult Conv2dGradFilterOp::verify() {
 
 LogicalResult Pool2dGradOp::verify() {
   auto input = getInput().getType(), grad = getGrad().getType();
-  ShapeOrError forward = inferPool2dShape(input.getShape(), getKernel(),
-                                          getStrides(), getPadding());
+  ShapeOrError forward = inferPool2dShape(
+      input.getShape(), getKernel(), getStrides(), getPadding(), getDilation());
   if (!forward.ok())
     return emitOpError(forward.getError());
   if (forward.getShape() != grad.getShape() ||

@@ -465,7 +465,8 @@ template <typename OpT>
 static Value poolGrad(OpT op, OpBuilder &b, Value dy, bool isMax) {
   return Pool2dGradOp::create(
       b, op.getLoc(), dy, op.getInput(), isMax ? b.getUnitAttr() : UnitAttr(),
-      op.getKernelAttr(), op.getStridesAttr(), op.getPaddingAttr());
+      op.getKernelAttr(), op.getStridesAttr(), op.getPaddingAttr(),
+      op.getDilationAttr());
 }
 
 LogicalResult MaxPool2dOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,

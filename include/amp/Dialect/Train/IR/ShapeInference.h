@@ -90,12 +90,13 @@ ShapeOrError inferConv2dShape(llvm::ArrayRef<int64_t> input,
                               int64_t groups = 1);
 
 /// NCHW pooling: input [N, C, H, W] -> [N, C, OH, OW] with
-/// OH = (H + 2*padH - KH) / strideH + 1. Padding may be at most half the
-/// kernel.
+/// OH = (H + 2*padH - dilH*(KH-1) - 1) / strideH + 1. Padding may be at most
+/// half the kernel.
 ShapeOrError inferPool2dShape(llvm::ArrayRef<int64_t> input,
                               llvm::ArrayRef<int64_t> kernel,
                               llvm::ArrayRef<int64_t> strides,
-                              llvm::ArrayRef<int64_t> padding);
+                              llvm::ArrayRef<int64_t> padding,
+                              llvm::ArrayRef<int64_t> dilation);
 
 /// Permutes the dimensions: result[i] = input[permutation[i]].
 ShapeOrError inferTransposeShape(llvm::ArrayRef<int64_t> input,

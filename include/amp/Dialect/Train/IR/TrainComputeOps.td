@@ -385,9 +385,11 @@ class Train_Pool2dOp<string mnemonic, string reduction>
   let description = [{
     Takes the }] # reduction # [{ of each `kernel` window of an `[N, C, H, W]`
     input, moving by `strides`, giving `[N, C, OH, OW]` with
-    `OH = (H + 2*padding[0] - kernel[0]) / strides[0] + 1`. `padding` defaults
-    to `[0, 0]` and may be at most half the kernel; padded positions never win
-    a max and count as zeros in an average (PyTorch's `count_include_pad`).
+    `OH = (H + 2*padding[0] - dilation[0]*(kernel[0]-1) - 1) / strides[0] + 1`.
+    `padding` defaults to `[0, 0]` and may be at most half the kernel; padded
+    positions never win a max and count as zeros in an average (PyTorch's
+    `count_include_pad`). `dilation` (default `[1, 1]`) spaces a window's
+    elements, as MaxPool2d's.
 
     ```mlir
     %y = train.}] # mnemonic # [{ %x kernel [2, 2] strides [2, 2] : tensor<128x32x28x28xf32> -> tensor<128x32x14x14xf32>
@@ -395,11 +397,12 @@ class Train_Pool2dOp<string mnemonic, string reduction>
   }];
   let arguments = (ins Train_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
     DenseI64ArrayAttr:$strides,
-    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $input `kernel` $kernel `strides` $strides (`padding` $padding^)?
-    attr-dict `:` type($input) `->` type($result)
+    (`dilation` $dilation^)? attr-dict `:` type($input) `->` type($result)
   }];
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
@@ -408,7 +411,8 @@ class Train_Pool2dOp<string mnemonic, string reduction>
       return inferPool2dResult(getOperationName(), location,
                                adaptor.getInput().getType(),
                                adaptor.getKernel(), adaptor.getStrides(),
-                               adaptor.getPadding(), results);
+                               adaptor.getPadding(), adaptor.getDilation(),
+                               results);
     }
   }];
 }
@@ -521,8 +525,15 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<
     autocast produces at O1 (only the input follows the arriving precision). `epsilon`
     defaults to 1e-5, `momentum` to 0.1.
 
+    `track_running_stats false` is PyTorch's module option of that name: the
+    running statistics are returned unchanged (`momentum` is unused) and
+    evaluation also normalizes by the batch's statistics, not the running
+    ones; the running operands are placeholders (a `[C]` zeros and ones).
+
     ```mlir
     %y, %rm, %rv = train.batch_norm %x, %g, %b, %m, %v
+        : tensor<128x32x28x28xf16>, tensor<32xf32>
+    %z, %m2, %v2 = train.batch_norm %x, %g, %b, %zeros, %ones track_running_stats false
         : tensor<128x32x28x28xf16>, tensor<32xf32>
     ```
   }];
@@ -530,12 +541,14 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<
     Train_FloatTensor:$bias, Train_FloatTensor:$running_mean,
     Train_FloatTensor:$running_var,
     DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon,
-    DefaultValuedOptionalAttr<F64Attr, "0.1">:$momentum);
+    DefaultValuedOptionalAttr<F64Attr, "0.1">:$momentum,
+    DefaultValuedOptionalAttr<BoolAttr, "true">:$track_running_stats);
   let results = (outs Train_FloatTensor:$output,
     Train_FloatTensor:$new_running_mean, Train_FloatTensor:$new_running_var);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $running_mean `,` $running_var
     (`epsilon` $epsilon^)? (`momentum` $momentum^)?
+    (`track_running_stats` $track_running_stats^)?
     attr-dict `:` type($input) `,` type($scale)
   }];
   let hasVerifier = 1;

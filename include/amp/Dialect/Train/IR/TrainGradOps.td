@@ -190,11 +190,12 @@ def Train_Pool2dGradOp : Train_Op<"pool2d_grad", [Pure,
   }];
   let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$input,
     UnitAttr:$max, DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
-    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation);
   let results = (outs Train_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $input (`max` $max^)? `kernel` $kernel `strides` $strides
-    (`padding` $padding^)? attr-dict `:` type($grad) `,` type($input)
+    (`padding` $padding^)? (`dilation` $dilation^)? attr-dict `:` type($grad) `,` type($input)
   }];
   let hasVerifier = 1;
 }

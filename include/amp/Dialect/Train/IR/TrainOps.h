@@ -34,7 +34,7 @@ llvm::LogicalResult inferPool2dResult(
     llvm::StringRef opName, std::optional<mlir::Location> location,
     mlir::Type input, llvm::ArrayRef<int64_t> kernel,
     llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> padding,
-    llvm::SmallVectorImpl<mlir::Type> &results);
+    llvm::ArrayRef<int64_t> dilation, llvm::SmallVectorImpl<mlir::Type> &results);
 
 /// Infers the result type of a reduction op named `opName`.
 llvm::LogicalResult

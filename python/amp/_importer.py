@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import operator
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -510,38 +511,20 @@ def _rsqrt(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 def _pow(em: _Emitter, node: torch.fx.Node) -> str:
-    """x ** c for a number c: products for integers, sqrt for +-0.5."""
+    """x ** c for a number c: train.pow (f32 under autocast, as PyTorch's
+    fp32-listed pow; lowered with PyTorch's CPU special cases)."""
     x = _operand(em, node.args[0])
     exponent = node.args[1]
-    if exponent == 1:
-        return x[0]
-    if exponent == 2:
-        return _emit(em, "mul", x, x)[0]
-    if exponent == 3:
-        return _emit(em, "mul", _emit(em, "mul", x, x), x)[0]
-    if exponent == 0.5:
-        return _emit(em, "sqrt", x)[0]
-    if exponent == -0.5:
-        return _reciprocal(em, _emit(em, "sqrt", x))[0]
-    if exponent == -1:
-        return _reciprocal(em, x)[0]
     if isinstance(exponent, torch.fx.Node):
         raise _Unsupported("a tensor exponent (numbers are mapped)")
+    if exponent == 1:
+        return x[0]
     if exponent == 0:  # ones, with no gradient (PyTorch's x ** 0)
         return _constant(em, 1.0, x[1], x[2])[0]
-    if float(exponent).is_integer():
-        # Square-and-multiply, then 1 / x^|n| for a negative n.
-        n, result, power = abs(int(exponent)), None, x
-        while n:
-            if n & 1:
-                result = power if result is None else _emit(em, "mul", result, power)
-            n >>= 1
-            if n:
-                power = _emit(em, "mul", power, power)
-        return (_reciprocal(em, result) if exponent < 0 else result)[0]
-    # exp(c log x) would have a NaN gradient at x = 0 (0 * (1 / 0)) where
-    # PyTorch's is c x^(c-1): not mapped until pow has its own op.
-    raise _Unsupported(f"exponent {exponent!r} (integers and +-0.5 are mapped)")
+    if not math.isfinite(exponent):
+        raise _Unsupported(f"exponent {exponent!r} (finite numbers are mapped)")
+    return em.op(f"train.pow {x[0]} exponent {float_literal(exponent)} : "
+                 f"{tensor_type(x[1], x[2])}")
 
 
 def _clamp(em: _Emitter, node: torch.fx.Node) -> str:

@@ -131,15 +131,16 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<3xf32>, tensor<2x1x4xf32
 
 // (grouped train.conv2d and its gradients: @grouped_conv)
 // train.embedding train.dropout (with and without a step) train.increment
-// train.clamp
+// train.clamp train.pow
 func.func @embedding_dropout(%table: tensor<10x4xf32>, %ids: tensor<2x3xi32>, %count: tensor<i32>)
     -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>) {
   %0 = train.embedding %table, %ids padding_idx 0 : tensor<10x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
   %1 = train.dropout %0 rate 0.1 seed 42 : tensor<2x3x4xf32>
   %2 = train.dropout %0 rate 0.1 seed 43 step %count : tensor<2x3x4xf32>
   %c = train.clamp %2 min 0.0 max 6.0 : tensor<2x3x4xf32>
+  %p = train.pow %c exponent 1.5 : tensor<2x3x4xf32>
   %3 = train.increment %count : tensor<i32>
-  return %0, %1, %c, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>
+  return %0, %1, %p, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<i32>
 }
 
 // train.reshape train.transpose train.broadcast train.constant train.concat

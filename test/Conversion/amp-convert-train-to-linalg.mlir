@@ -333,6 +333,26 @@ func.func @dropout_step(%x: tensor<4x8xf32>, %count: tensor<i32>) -> (tensor<4x8
 
 // -----
 
+// pow: PyTorch's CPU special cases as products and reciprocals, powf
+// otherwise.
+// CHECK-LABEL: func.func @pow
+// CHECK: linalg.generic
+// CHECK: %[[SQ:.*]] = arith.mulf %[[X:.*]], %[[X]] : f32
+// CHECK-NEXT: arith.mulf %[[SQ]], %[[X]] : f32
+// CHECK: linalg.generic
+// CHECK: %[[S:.*]] = math.sqrt
+// CHECK: arith.divf %{{.*}}, %[[S]] : f32
+// CHECK: linalg.generic
+// CHECK: math.powf %{{.*}}, %{{.*}} : f32
+func.func @pow(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = train.pow %x exponent 3.0 : tensor<4x8xf32>
+  %1 = train.pow %x exponent -0.5 : tensor<4x8xf32>
+  %2 = train.pow %x exponent 1.5 : tensor<4x8xf32>
+  return %0, %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // clamp: minimumf with max, then maximumf with min (NaN kept).
 // CHECK-LABEL: func.func @clamp
 // CHECK: linalg.generic

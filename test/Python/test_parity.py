@@ -378,7 +378,7 @@ class Activations(nn.Module):
         mixed = mixed + h.pow(2) * 0.01 + torch.clamp(h, -1, 1) + torch.clamp(h, min=0.5)
         positive = torch.sigmoid(h) + 0.5
         mixed = mixed + positive ** 6 + positive.pow(-0.5) * 0.1 + torch.tanh(h) ** 5 + \
-            positive ** -4 * 0.1 + h ** 0
+            positive ** -4 * 0.1 + h ** 0 + positive ** 1.5 + torch.pow(positive, -0.7) * 0.1
         return self.fc2(mixed)
 
 

@@ -173,3 +173,26 @@ func.func @padded_embedding(%ids: tensor<6xi32>, %labels: tensor<6xi32>, %t: ten
   %l = train.cross_entropy %e, %labels ignore_index -100 : tensor<6x4xf32>, tensor<6xi32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// pow: dy * (c * x ** (c - 1)), itself a pow; at O1 pow is fp32 (PyTorch's
+// CUDA autocast list), so an f16 matmul's output is widened for it.
+// CHECK-LABEL: func.func @pow_grad(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>
+// CHECK: %[[Y:.*]] = train.matmul %[[X]]
+// CHECK: train.pow %[[Y]] exponent 1.500000e+00
+// CHECK: %[[P:.*]] = train.pow %[[Y]] exponent 5.000000e-01
+// CHECK: %[[C:.*]] = train.constant dense<1.500000e+00> : tensor<f32>
+// CHECK: %[[D:.*]] = train.mul %[[P]], %[[C]]
+// CHECK: train.mul %{{.*}}, %[[D]]
+// O1-LABEL: func.func @pow_grad(
+// O1: %[[Y16:.*]] = train.matmul {{.*}} -> tensor<4x4xf16>
+// O1: %[[Y:.*]] = train.cast %[[Y16]] : tensor<4x4xf16> to tensor<4x4xf32>
+// O1: train.pow %[[Y]] exponent 1.500000e+00 {{.*}}: tensor<4x4xf32>
+func.func @pow(%x: tensor<4x8xf32>, %labels: tensor<4xi32>, %w: tensor<8x4xf32> {train.param}) -> tensor<f32> {
+  %y = train.matmul %x, %w : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  %p = train.pow %y exponent 1.5 : tensor<4x4xf32>
+  %l = train.cross_entropy %p, %labels : tensor<4x4xf32>, tensor<4xi32> -> tensor<f32>
+  return %l : tensor<f32>
+}

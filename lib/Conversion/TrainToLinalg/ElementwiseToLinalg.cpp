@@ -122,6 +122,47 @@ struct ClampToLinalg : OpRewritePattern<ClampOp> {
   }
 };
 
+/// pow with PyTorch's CPU special cases (exact products, sqrt, reciprocals),
+/// math.powf otherwise; in the compute type.
+struct PowToLinalg : OpRewritePattern<PowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PowOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    Type compute = getComputeType(type.getElementType());
+    double c = op.getExponent().convertToDouble();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), type,
+        {{op.getInput(), identityMap(op.getContext(), type.getRank())}},
+        compute, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value x = args[0];
+          auto one = [&]() { return scalarConstant(b, l, compute, 1.0); };
+          auto square = [&]() { return arith::MulFOp::create(b, l, x, x); };
+          if (c == 0.0)
+            return one();
+          if (c == 1.0)
+            return x;
+          if (c == 2.0)
+            return square();
+          if (c == 3.0)
+            return arith::MulFOp::create(b, l, square(), x);
+          if (c == 0.5)
+            return math::SqrtOp::create(b, l, x);
+          if (c == -0.5)
+            return arith::DivFOp::create(b, l, one(),
+                                         math::SqrtOp::create(b, l, x));
+          if (c == -1.0)
+            return arith::DivFOp::create(b, l, one(), x);
+          if (c == -2.0)
+            return arith::DivFOp::create(b, l, one(), square());
+          return math::PowFOp::create(b, l, x,
+                                      scalarConstant(b, l, compute, c));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct CastToLinalg : OpRewritePattern<CastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CastOp op,
@@ -336,7 +377,8 @@ struct IncrementToLinalg : OpRewritePattern<IncrementOp> {
 void amp::populateTrainElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseToLinalg, GeluToLinalg, ClampToLinalg, CastToLinalg,
+  patterns.add<ElementwiseToLinalg, GeluToLinalg, ClampToLinalg, PowToLinalg,
+               CastToLinalg,
                BroadcastToLinalg, DropoutToLinalg, IncrementToLinalg,
                ReluGradToLinalg, GeluGradToLinalg>(ctx);
 }

@@ -1360,6 +1360,14 @@ func.func @maximum_shapes(%a: tensor<4x3xf32>, %b: tensor<5xf32>) -> tensor<4x3x
 
 // -----
 
+func.func @pow_infinite_exponent(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.pow' op exponent must be finite, got INF}}
+  %0 = train.pow %x exponent 0x7FF0000000000000 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 func.func @clamp_bounds(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'train.clamp' op min 6.000000e+00 must be below max 0.000000e+00}}
   %0 = train.clamp %x min 6.0 max 0.0 : tensor<4xf32>

@@ -133,6 +133,13 @@ func.func @embedding_dropout(%table: tensor<1000x64xf32>, %ids: tensor<8x16xi32>
   return %1 : tensor<8x16x64xf32>
 }
 
+// CHECK-LABEL: func.func @pow
+func.func @pow(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: train.pow %{{.*}} exponent 1.500000e+00 : tensor<2x4xf32>
+  %0 = train.pow %x exponent 1.5 : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
 // CHECK-LABEL: func.func @clamp_and_groups
 func.func @clamp_and_groups(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>, %dy: tensor<2x4x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>) {
   // CHECK: train.clamp %{{.*}} min 0.000000e+00 max 6.000000e+00 : tensor<2x4x8x8xf32>

@@ -521,6 +521,32 @@ TEST_F(GradientCheck, Clamp) {
         "clamp");
 }
 
+// pow: each special case of the lowering (products, sqrt, reciprocals) and
+// powf, on positive inputs (a negative base with a non-integer exponent is
+// NaN); the forward against std::pow in f64.
+TEST_F(GradientCheck, Pow) {
+  Shape s = {3, 5};
+  for (double c : {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5, -0.7, 4.0}) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.6e", c);
+    check({{s},
+           s,
+           "  %y = train.pow %p0 exponent " + std::string(text) + " : " +
+               f32(s),
+           [c](const std::vector<Values> &p) {
+             Values y = p[0];
+             for (double &v : y)
+               v = std::pow(v, c);
+             return y;
+           },
+           0.5,
+           2,
+           0,
+           {}},
+          "pow " + std::string(text));
+  }
+}
+
 TEST_F(GradientCheck, Dropout) {
   Shape s = {6, 5};
   check({{s},

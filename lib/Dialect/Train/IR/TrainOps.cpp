@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -344,6 +345,13 @@ PrecisionCategory DivOp::getDefaultPrecision() {
   return cast<RankedTensorType>(getLhs().getType()).getRank() == 0
              ? PrecisionCategory::fp32
              : kDefaultPrecision;
+}
+
+LogicalResult PowOp::verify() {
+  if (!std::isfinite(getExponent().convertToDouble()))
+    return emitOpError("exponent must be finite, got ")
+           << getExponent().convertToDouble();
+  return success();
 }
 
 LogicalResult ClampOp::verify() {

@@ -119,6 +119,30 @@ LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                          });
 }
 
+LogicalResult PowOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  return singleResultVJP(
+      *this, resultGrads, operandGrads,
+      [&](Value dy, MutableArrayRef<Value> grads) {
+        Location loc = getLoc();
+        double c = getExponent().convertToDouble();
+        auto type = cast<RankedTensorType>(dy.getType());
+        if (c == 0.0) { // x ** 0 is constant: no gradient, as PyTorch's
+          grads[0] = ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(
+                  type, b.getFloatAttr(type.getElementType(), 0.0)));
+          return;
+        }
+        // dy * (c * x ** (c - 1))
+        Value power = c == 1.0 ? getInput()
+                               : Value(PowOp::create(b, loc, getInput(),
+                                                     b.getF64FloatAttr(c - 1.0)));
+        grads[0] = MulOp::create(
+            b, loc, dy, MulOp::create(b, loc, power, scalarLike(b, loc, power, c)));
+      });
+}
+
 LogicalResult ClampOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                 SmallVectorImpl<Value> &operandGrads) {
   return singleResultVJP(

@@ -109,6 +109,7 @@ const ListEntry kEntries[] = {
     {"train.minimum", kPromotion, "none", "torch.minimum"},
     {"train.mul", kPromotion, "CASTS: mul", ""},
     {"train.pool2d_grad", kBackward, "", ""},
+    {"train.pow", "fp32: pow", "FP32_FUNCS: pow, __pow__", ""},
     {"train.reduce_mean",
      "none: mean follows its input (accumulating in f32 inside)",
      "none (FP32_FUNCS before torch 1.1)",

@@ -147,6 +147,29 @@ def Train_ClampOp : Train_Op<"clamp",
   let hasVerifier = 1;
 }
 
+def Train_PowOp : Train_Op<"pow",
+    !listconcat(Train_Fp32, [Pure, SameOperandsAndResultType,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
+  let summary = "element-wise x ** exponent";
+  let description = [{
+    Raises each element to a constant `exponent` (PyTorch's
+    `pow(Tensor, Scalar)`), in f32 under autocast (PyTorch's CUDA autocast
+    lists pow as fp32). Computed as PyTorch's CPU kernel does: `x*x` for 2,
+    `x*x*x` for 3, `sqrt` for 0.5, `1/sqrt` for -0.5, `1/x` for -1,
+    `1/(x*x)` for -2, `powf` otherwise (a negative base with a non-integer
+    exponent is NaN). The gradient is `dy * exponent * x ** (exponent - 1)`,
+    PyTorch's (zero for exponent 0).
+
+    ```mlir
+    %y = train.pow %x exponent 1.500000e+00 : tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, F64Attr:$exponent);
+  let results = (outs Train_FloatTensor:$result);
+  let assemblyFormat = "$input `exponent` $exponent attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Element-wise binary ops with broadcasting
 //===----------------------------------------------------------------------===//

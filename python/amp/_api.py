@@ -158,10 +158,11 @@ class Step:
         # What a batch tensor must be to be read in place (the fast path of
         # __call__): (shape, dtypes) of each. Integer tensors may also be
         # int64 (narrowed to i32 by the step's binding).
+        # A bool input (a mask) is always converted: the step reads f32 0 / 1.
         self._fast = []
-        for shape, element in self._arguments[:self._data]:
-            dtypes = (torch.int32, torch.int64) if element == "i32" else \
-                (_TORCH_OF[element],)
+        for argument, (shape, element) in zip(imported.arguments, self._arguments[:self._data]):
+            dtypes = () if argument.boolean else \
+                (torch.int32, torch.int64) if element == "i32" else (_TORCH_OF[element],)
             self._fast.append((torch.Size(shape), dtypes))
         self._rates: Optional[List[float]] = None  # the learning rates last set
         self._calls = 0
@@ -205,6 +206,10 @@ class Step:
             raise ValueError(f"{name}: expected shape {list(expected)}, given "
                              f"{list(tensor.shape)} (the step is compiled for the "
                              "example_inputs' shapes)")
+        if self._imported.arguments[index].boolean:
+            if tensor.dtype != torch.bool:
+                raise ValueError(f"{name}: expected a bool tensor (a mask), given {tensor.dtype}")
+            return
         integer = self._arguments[index][1] == "i32"
         if tensor.is_complex() or tensor.dtype == torch.bool or \
                 tensor.is_floating_point() == integer:

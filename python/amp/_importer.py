@@ -65,6 +65,7 @@ class Argument:
     element: str
     group: int = 0  # the optimizer's param group (parameters)
     weight_decay: Optional[float] = None  # the group's, where groups differ
+    boolean: bool = False  # a bool model input (a mask), passed as f32 0 / 1
 
 
 @dataclasses.dataclass
@@ -192,6 +193,8 @@ class _Emitter:
         self.dropouts = 0  # dropout ops so far (each one's seed)
         self.argument_count = 0  # the model's arguments, once known
         self.counter_argument: Optional[str] = None  # the step counter's SSA name
+        # The SSA names of bool model inputs (0 / 1 in f32).
+        self.masks: Set[str] = set()
         # num_batches_tracked of each momentum=None batch norm: its current value.
         self.counts: Dict[str, Tuple[str, Tuple[int, ...], str]] = {}
 
@@ -525,6 +528,33 @@ def _pow(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported(f"exponent {exponent!r} (finite numbers are mapped)")
     return em.op(f"train.pow {x[0]} exponent {float_literal(exponent)} : "
                  f"{tensor_type(x[1], x[2])}")
+
+
+def _masked_fill(em: _Emitter, node: torch.fx.Node) -> str:
+    """x.masked_fill(mask, value) with a bool model input as the mask (0 / 1
+    in the step) and a number: x*(1-m) + v*m, exact for m in {0, 1} and
+    finite x and v; for v = -inf (the additive attention mask PyTorch
+    builds from a bool one) x + log(1 - m), which is x or -inf exactly
+    (+inf: x - log(1 - m)). No gradient reaches the mask."""
+    x, mask = _operand(em, node.args[0]), _operand(em, node.args[1])
+    value = node.args[2]
+    if mask[0] not in em.masks:
+        raise _Unsupported("a mask that is not a bool model input (a mask computed in the "
+                           "model is not mapped)")
+    if isinstance(value, torch.fx.Node) or value != value:
+        raise _Unsupported("a tensor or NaN fill value")
+    shape, element = _shape(node), _element(node)
+    one = _constant(em, 1.0, (), mask[2])
+    kept = _emit(em, "sub", one, mask)  # 1 - m
+
+    def binary(op: str, a: Value, b: Value) -> Value:
+        return (em.op(f"train.{op} {a[0]}, {b[0]} : {tensor_type(a[1], a[2])}, "
+                      f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}"),
+                tuple(shape), element)
+    if math.isinf(value):
+        return binary("add" if value < 0 else "sub", x, _emit(em, "log", kept))[0]
+    filled = _emit(em, "mul", mask, _constant(em, float(value), (), mask[2]))
+    return binary("add", binary("mul", x, kept), filled)[0]
 
 
 def _clamp(em: _Emitter, node: torch.fx.Node) -> str:
@@ -1095,6 +1125,7 @@ _HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.rsqrt.default: _rsqrt,
     torch.ops.aten.pow.Tensor_Scalar: _pow,
     torch.ops.aten.clamp.default: _clamp,
+    torch.ops.aten.masked_fill.Scalar: _masked_fill,
     torch.ops.aten.maximum.default: _binary("maximum"),
     torch.ops.aten.expand.default: _expand,
     torch.ops.aten.zeros.default: _filled(0.0),
@@ -1147,6 +1178,7 @@ _IN_PLACE = {
     torch.ops.aten.hardswish_.default: torch.ops.aten.hardswish.default,
     torch.ops.aten.hardsigmoid_.default: torch.ops.aten.hardsigmoid.default,
     torch.ops.aten.clamp_.default: torch.ops.aten.clamp.default,
+    torch.ops.aten.masked_fill_.Scalar: torch.ops.aten.masked_fill.Scalar,
 }
 
 # Ops that change nothing the step computes.
@@ -1269,6 +1301,13 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         if n in user_inputs:
             kind = "labels" if n is user_inputs[-1] else "input"
             name = n.name
+            if kind == "input" and n.meta["val"].dtype == torch.bool:
+                # A mask (key_padding_mask, attn_mask): f32 0 / 1 in the
+                # step; masked_fill reads it exactly (_masked_fill).
+                arguments.append(Argument(name, kind, shape, "f32", boolean=True))
+                em.values[n] = (f"%a{len(arguments) - 1}", shape, "f32")
+                em.masks.add(em.values[n][0])
+                continue
         else:
             name = _unwrapped(spec.target)
             if name in named:

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Checks too slow for CI (test/Python/slow): vgg11_bn's O1-f16 loss curve
+# against PyTorch's f16 autocast (about 12 minutes on 2 cores). Needs the
+# build (scripts/test.sh or scripts/configure.sh && ninja -C build).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=$("$root/scripts/setup.sh" --print-python)
+cd "$root/test/Python"
+PYTHONPATH="$root/build/python:$root/test/Python" AMP_COMPILE="$root/build/bin/amp-compile" \
+  exec "$python" -m pytest -q -s -p no:cacheprovider slow "$@"

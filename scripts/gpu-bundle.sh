@@ -35,12 +35,16 @@ data=/usr/share/datasets/fashion-mnist
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/artifacts" "$out/reference" "$out/data"
 cp "$build/bin/amp-train" "$out/bin/"
-# The runtime's device tests and the OpenBLAS their CPU reference links
-# (xz-compressed: 40 -> 5 MB, the device tool carries at most 64 MiB).
+# The runtime's device tests and the OpenBLAS their CPU reference loads
+# (with dlopen, from the library path; xz-compressed: 40 -> 5 MB, the device
+# tool carries at most 64 MiB).
 device_tests="$build/test/Integration/CUDA/AMPCudaDeviceTests"
 [ -x "$device_tests" ] || { echo "gpu-bundle: build first (no $device_tests)" >&2; exit 1; }
 cp "$device_tests" "$out/bin/"
-ldd "$device_tests" | awk '/libopenblas|libgfortran|libquadmath/ {print $3}' |
+openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 / {print $NF; exit}')
+[ -n "$openblas" ] || { echo "gpu-bundle: no libopenblas.so.0 (scripts/setup.sh installs it)" >&2; exit 1; }
+cp -L "$openblas" "$out/lib/libopenblas.so.0"
+ldd "$openblas" | awk '/libgfortran|libquadmath/ {print $3}' |
   xargs -r cp -L -t "$out/lib/"
 xz -T0 -6 "$out"/lib/*
 cp "$data"/*.gz "$out/data/"

@@ -11,17 +11,22 @@
 // 1e-5 relative to the sum of |terms|. Convolutions against a direct f64
 // convolution, with strides, padding and dilation, in enough images to take
 // the chunked path (several GEMMs) and its remainder; the two gradients
-// against the direct f64 sums that define them.
+// against the direct f64 sums that define them. OpenBLAS's kernel family:
+// chosen by the CPU's features, and the one loaded.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Blas.h"
+#include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/Float16.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace amp;
@@ -190,5 +195,52 @@ INSTANTIATE_TEST_SUITE_P(
         // A column matrix of 72 x 4096 floats per image: 3 images per GEMM,
         // so 5 images take a full chunk and a remainder.
         Geometry{5, 8, 64, 64, 3, 3, 3, 1, 1, 1, 1, 1, 1}));
+
+/// A CPU with the features of one vendor and these extension levels.
+CpuFeatures cpu(bool intel, bool avx, bool avx2, bool avx512,
+                bool avx512bf16 = false) {
+  CpuFeatures f;
+  f.intel = intel;
+  f.amd = !intel;
+  f.avx = avx;
+  f.avx2 = f.fma = f.f16c = avx2;
+  f.avx512f = f.avx512cd = f.avx512dq = f.avx512bw = f.avx512vl = avx512;
+  f.avx512bf16 = avx512bf16;
+  return f;
+}
+
+TEST(Blas, ChoosesOpenBlasKernelsByTheCpusExtensions) {
+  // Sapphire Rapids (AVX-512 BF16, which OpenBLAS 0.3.21 sends to its SSE3
+  // kernels), Skylake-SP, Haswell, Sandy Bridge.
+  EXPECT_STREQ(chooseOpenBlasCore(cpu(true, true, true, true, true)),
+               "SkylakeX");
+  EXPECT_STREQ(chooseOpenBlasCore(cpu(true, true, true, true)), "SkylakeX");
+  EXPECT_STREQ(chooseOpenBlasCore(cpu(true, true, true, false)), "Haswell");
+  EXPECT_STREQ(chooseOpenBlasCore(cpu(true, true, false, false)),
+               "Sandybridge");
+  // AVX-512F alone (Knights Landing) is not Skylake-SP's subset.
+  CpuFeatures knl = cpu(true, true, true, false);
+  knl.avx512f = knl.avx512cd = true;
+  EXPECT_STREQ(chooseOpenBlasCore(knl), "Haswell");
+  // No AVX, and AMD CPUs: OpenBLAS's own detection.
+  EXPECT_EQ(chooseOpenBlasCore(cpu(true, false, false, false)), nullptr);
+  EXPECT_EQ(chooseOpenBlasCore(cpu(false, true, true, true)), nullptr);
+}
+
+TEST(Blas, LoadsTheKernelsChosenForThisCpu) {
+  const BlasLibrary &blas = getBlas();
+  ASSERT_NE(blas.sgemm, nullptr);
+  std::string core = blas.coreName();
+  const char *user = std::getenv("OPENBLAS_CORETYPE");
+  const char *chosen = chooseOpenBlasCore(getCpuFeatures());
+  if (chosen && (!user || std::string(user) == chosen)) {
+    EXPECT_EQ(core, chosen) << getCpuFeatures().describe();
+  }
+  // Whatever chose them, a CPU with AVX2 never runs the SSE3 kernels.
+  if (getCpuFeatures().avx2) {
+    EXPECT_NE(core, "Prescott") << getCpuFeatures().describe();
+  }
+  EXPECT_NE(describeBlas().find(core + " kernels"), std::string::npos);
+}
 
 } // namespace

@@ -5,9 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Blas.h"
 #include "amp/Runtime/Float16.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <array>
@@ -86,7 +85,7 @@ void sgemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
       std::fill(c, c + m * n, 0.0f);
     return;
   }
-  cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
+  getBlas().sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
               blasint(k), 1.0f, a, blasint(transposeA ? m : k), b,
               blasint(transposeB ? k : n), beta, c, blasint(n));

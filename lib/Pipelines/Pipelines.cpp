@@ -19,10 +19,14 @@
 using namespace mlir;
 
 /// The target-independent middle of both lowerings: train -> linalg on
-/// tensors, cleaned up and with element-wise chains fused ...
-static constexpr const char *kToLinalg =
-    "amp-convert-train-to-linalg,canonicalize,cse,"
-    "linalg-fuse-elementwise-ops,canonicalize,";
+/// tensors (normalization statistics accumulated in `normStatistics`),
+/// cleaned up and with element-wise chains fused ...
+static std::string toLinalg(const char *normStatistics) {
+  return std::string("amp-convert-train-to-linalg{norm-statistics=") +
+         normStatistics +
+         "},canonicalize,cse,"
+         "linalg-fuse-elementwise-ops,canonicalize,";
+}
 /// ... then tensors -> buffers. Function results become out-parameters the
 /// caller allocates, so a compiled step writes into given memory.
 static std::string bufferizePipeline(bool copyBeforeWrite) {
@@ -53,7 +57,8 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
              : options.convAsGemm
                  ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
                  : "amp-convert-train-to-cpu-runtime,") +
-         kToLinalg + (options.splitReductions ? kSplitReductions : "") +
+         // A CPU sums a batch-norm channel's values in one sequence: in f64.
+         toLinalg("f64") + (options.splitReductions ? kSplitReductions : "") +
          // Loops LLVM can vectorize: contiguous dimensions merged, sums
          // reassociable.
          "func.func(amp-collapse-loop-dims,amp-reassociate-reductions),"
@@ -88,7 +93,7 @@ std::string amp::getDefaultLibdevicePath() {
 std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
       // GEMMs -> cuBLASLt calls, then the shared middle.
-      std::string("amp-convert-train-to-cuda-runtime,") + kToLinalg +
+      std::string("amp-convert-train-to-cuda-runtime,") + toLinalg("f32") +
       kSplitReductions + bufferizePipeline(options.copyBeforeWrite) +
       // One kernel per linalg op, device buffers; then the passes of
       // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into

@@ -1,4 +1,7 @@
 // RUN: amp-opt %s -amp-convert-train-to-linalg -split-input-file | FileCheck %s
+// RUN: amp-opt %s -amp-convert-train-to-linalg="norm-statistics=f64" -split-input-file | FileCheck %s --check-prefix=F64
+// RUN: not amp-opt %s -amp-convert-train-to-linalg="norm-statistics=f16" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: amp-convert-train-to-linalg: norm-statistics must be f32 or f64, got 'f16'
 
 // The numerics of every lowering are checked through the JIT in
 // test/Integration/CPU; these tests pin the structure: f32 accumulation,
@@ -376,4 +379,37 @@ func.func @clamp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 func.func @depthwise(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<2x4x8x8xf32> {
   %0 = train.conv2d %x, %w padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
   return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// Batch norm's statistics and its gradient's sums in the accumulator asked
+// for: f32 by default, f64 with norm-statistics=f64 (the input widened in the
+// sum); normalizing stays in f32, reading the sums rounded once.
+// CHECK-LABEL: func.func @batch_norm_statistics
+// CHECK-NOT: f64
+// CHECK: return
+// F64-LABEL: func.func @batch_norm_statistics
+// F64: linalg.generic {{.*}} ins(%arg0 : tensor<2x3x4x4xf16>) outs(%{{.*}} : tensor<3xf64>)
+// F64: arith.extf %{{.*}} : f16 to f64
+// F64: arith.addf %{{.*}} : f64
+// F64: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %{{.*}}, %{{.*}}, %arg1, %arg1 : tensor<2x3x4x4xf16>, tensor<3xf64>, tensor<3xf64>, tensor<3xf32>, tensor<3xf32>)
+// F64: arith.truncf %{{.*}} : f64 to f32
+// F64: math.sqrt %{{.*}} : f32
+// F64-LABEL: func.func @batch_norm_grad_statistics
+// F64: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<3xf64>, tensor<3xf64>)
+// F64: math.sqrt %{{.*}} : f64
+// F64-LABEL: func.func @layer_norm_statistics
+// F64: outs(%{{.*}} : tensor<4xf64>)
+func.func @batch_norm_statistics(%x: tensor<2x3x4x4xf16>, %g: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4x4xf16>, tensor<3xf32>, tensor<3xf32>) {
+  %r:3 = train.batch_norm %x, %g, %g, %m, %v : tensor<2x3x4x4xf16>, tensor<3xf32>
+  return %r#0, %r#1, %r#2 : tensor<2x3x4x4xf16>, tensor<3xf32>, tensor<3xf32>
+}
+func.func @batch_norm_grad_statistics(%dy: tensor<2x3x4x4xf32>, %x: tensor<2x3x4x4xf32>, %g: tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %r:3 = train.batch_norm_grad %dy, %x, %g : tensor<2x3x4x4xf32>, tensor<3xf32>
+  return %r#0, %r#1, %r#2 : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>
+}
+func.func @layer_norm_statistics(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  %r = train.layer_norm %x, %g, %g : tensor<4x8xf32>, tensor<8xf32>
+  return %r : tensor<4x8xf32>
 }

@@ -26,14 +26,26 @@ def ConvertTrainToLinalgPass : Pass<"amp-convert-train-to-linalg"> {
       in f32 and accumulate in f32, rounding once at the end (Tensor Core
       semantics);
     - every reduction (softmax, norms, reduce_sum/mean, losses, average pooling)
-      accumulates in f32; softmax subtracts the row maximum first.
+      accumulates in f32; softmax subtracts the row maximum first;
+    - but the statistics of layer and batch norm (sum, sum of squared
+      deviations) and the sums of their gradients accumulate in
+      `norm-statistics`: f32 by default and for CUDA (whose two-stage
+      reductions sum in short chunks), f64 on the CPU, where a batch-norm
+      channel's thousands of values are summed in one sequence (PyTorch's CPU
+      batch norm accumulates in double too). Normalizing and rounding stay f32.
 
     Any train op left unconverted is an error naming the op.
 
     ```
     amp-opt model.mlir --amp-convert-train-to-linalg
+    amp-opt model.mlir --amp-convert-train-to-linalg="norm-statistics=f64"
     ```
   }];
+  let options = [
+    Option<"normStatisticsType", "norm-statistics", "std::string", "\"f32\"",
+           "The accumulator of normalization statistics and of their "
+           "gradients' sums: f32 or f64">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",

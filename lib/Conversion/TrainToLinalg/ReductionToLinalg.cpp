@@ -5,8 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // softmax, log_softmax, layer_norm, batch_norm, reduce_sum/mean and the losses.
-// Every statistic accumulates in f32 whatever the element type; variances are
-// two-pass (sum of squared deviations from the mean), never E[x^2] - E[x]^2.
+// Every statistic accumulates in f32 whatever the element type, the
+// normalizations' in the accumulator type the target asks for (f32, or f64
+// on the CPU: as PyTorch's CPU batch norm); variances are two-pass (sum of
+// squared deviations from the mean), never E[x^2] - E[x]^2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -296,24 +298,25 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-/// Sum and sum of squared deviations over `dims` of `input` (two passes).
+/// Sum and sum of squared deviations over `dims` of `input` (two passes),
+/// accumulated in `accType`.
 std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
-                                        ArrayRef<int64_t> dims, int64_t count) {
+                                        ArrayRef<int64_t> dims, int64_t count,
+                                        FloatType accType) {
   auto type = cast<RankedTensorType>(input.getType());
   MLIRContext *ctx = b.getContext();
   unsigned rank = type.getRank();
-  Type f32 = b.getF32Type();
   GenericInput x = {input, identityMap(ctx, rank)};
   Value sum =
-      buildReduction(b, loc, type.getShape(), dims, {x}, f32, 0.0,
+      buildReduction(b, loc, type.getShape(), dims, {x}, accType, 0.0,
                      [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
                        return arith::AddFOp::create(nb, l, acc, in[0]);
                      });
   Value dev = buildReduction(
       b, loc, type.getShape(), dims, {x, reducedInput(ctx, sum, rank, dims)},
-      f32, 0.0, [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
+      accType, 0.0, [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
         Value mean = arith::DivFOp::create(
-            nb, l, in[1], scalarConstant(nb, l, f32, double(count)));
+            nb, l, in[1], scalarConstant(nb, l, accType, double(count)));
         Value d = arith::SubFOp::create(nb, l, in[0], mean);
         return arith::AddFOp::create(nb, l, acc,
                                      arith::MulFOp::create(nb, l, d, d));
@@ -337,8 +340,15 @@ Value normalize(OpBuilder &b, Location loc, ValueRange in, double count,
       b, loc, arith::MulFOp::create(b, loc, xhat, in[3]), in[4]);
 }
 
-struct LayerNormToLinalg : OpRewritePattern<LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// A normalization's lowering, with the accumulator type of its statistics.
+template <typename Op> struct NormPattern : OpRewritePattern<Op> {
+  NormPattern(MLIRContext *ctx, FloatType statistics)
+      : OpRewritePattern<Op>(ctx), statistics(statistics) {}
+  FloatType statistics;
+};
+
+struct LayerNormToLinalg : NormPattern<LayerNormOp> {
+  using NormPattern::NormPattern;
   LogicalResult matchAndRewrite(LayerNormOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -348,7 +358,7 @@ struct LayerNormToLinalg : OpRewritePattern<LayerNormOp> {
     SmallVector<int64_t> dims = dimRange(rank - normRank, rank);
     int64_t count = countOf(type.getShape(), dims);
     auto [sum, dev] =
-        sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
+        sumAndDeviation(rewriter, loc, op.getInput(), dims, count, statistics);
     MLIRContext *ctx = op.getContext();
     double eps = op.getEpsilon().convertToDouble();
     Value result = buildElementwise(
@@ -366,8 +376,8 @@ struct LayerNormToLinalg : OpRewritePattern<LayerNormOp> {
   }
 };
 
-struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct BatchNormToLinalg : NormPattern<BatchNormOp> {
+  using NormPattern::NormPattern;
   LogicalResult matchAndRewrite(BatchNormOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -379,7 +389,7 @@ struct BatchNormToLinalg : OpRewritePattern<BatchNormOp> {
     llvm::append_range(dims, dimRange(2, rank));
     int64_t count = countOf(type.getShape(), dims);
     auto [sum, dev] =
-        sumAndDeviation(rewriter, loc, op.getInput(), dims, count);
+        sumAndDeviation(rewriter, loc, op.getInput(), dims, count, statistics);
     double eps = op.getEpsilon().convertToDouble();
     auto perChannel = [&](Value v) { return reducedInput(ctx, v, rank, dims); };
     Value output = buildElementwise(
@@ -432,26 +442,29 @@ Value scaleAndRound(OpBuilder &b, Location loc, Value acc,
 ///   dscale = sum(dy * xhat), dbias = sum(dy)                  (over paramDims)
 SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
                              Value scale, ArrayRef<int64_t> statDims,
-                             ArrayRef<int64_t> paramDims, double epsilon) {
+                             ArrayRef<int64_t> paramDims, double epsilon,
+                             FloatType accType) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   auto scaleType = cast<RankedTensorType>(scale.getType());
   unsigned rank = type.getRank();
   int64_t count = countOf(type.getShape(), statDims);
   Type f32 = b.getF32Type();
-  auto [sum, dev] = sumAndDeviation(b, loc, x, statDims, count);
+  auto [sum, dev] = sumAndDeviation(b, loc, x, statDims, count, accType);
   AffineMap id = identityMap(ctx, rank);
   GenericInput sumIn = reducedInput(ctx, sum, rank, statDims);
   GenericInput devIn = reducedInput(ctx, dev, rank, statDims);
   GenericInput scaleIn = reducedInput(ctx, scale, rank, paramDims);
-  // xhat from (x, sum, dev).
+  // xhat from (x, sum, dev), in their type (the accumulator's in the
+  // reductions, f32 in dx).
   auto xhat = [&](OpBuilder &nb, Location l, Value xv, Value s, Value d) {
-    Value n = scalarConstant(nb, l, f32, double(count));
+    Type t = xv.getType();
+    Value n = scalarConstant(nb, l, t, double(count));
     Value mean = arith::DivFOp::create(nb, l, s, n);
     Value var = arith::DivFOp::create(nb, l, d, n);
     Value rstd = invSqrt(
         nb, l,
-        arith::AddFOp::create(nb, l, var, scalarConstant(nb, l, f32, epsilon)));
+        arith::AddFOp::create(nb, l, var, scalarConstant(nb, l, t, epsilon)));
     return std::make_pair(
         arith::MulFOp::create(nb, l, arith::SubFOp::create(nb, l, xv, mean),
                               rstd)
@@ -468,7 +481,7 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
     // computes both parameter gradients, one more dx:
     //   dx = rstd * scale * (dy - dbias / n - xhat * dscale / n).
     SmallVector<Value> sums = buildReductions(
-        b, loc, type.getShape(), paramDims, all, f32, 2, 0.0,
+        b, loc, type.getShape(), paramDims, all, accType, 2, 0.0,
         [&](OpBuilder &nb, Location l, ValueRange acc, ValueRange in) {
           Value xh = xhat(nb, l, in[1], in[2], in[3]).first;
           return SmallVector<Value>{
@@ -497,13 +510,13 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
   }
   // mean(dyg) and mean(dyg * xhat) over the statistics dimensions (as sums).
   Value sumDyg = buildReduction(
-      b, loc, type.getShape(), statDims, all, f32, 0.0,
+      b, loc, type.getShape(), statDims, all, accType, 0.0,
       [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
         return arith::AddFOp::create(
             nb, l, acc, arith::MulFOp::create(nb, l, in[0], in[4]));
       });
   Value sumDygXhat =
-      buildReduction(b, loc, type.getShape(), statDims, all, f32, 0.0,
+      buildReduction(b, loc, type.getShape(), statDims, all, accType, 0.0,
                      [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
                        Value dyg = arith::MulFOp::create(nb, l, in[0], in[4]);
                        Value xh = xhat(nb, l, in[1], in[2], in[3]).first;
@@ -529,14 +542,15 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
       });
   // Parameter gradients, summed over the dimensions the scale does not span.
   Value dscale =
-      buildReduction(b, loc, type.getShape(), paramDims, all, f32, 0.0,
+      buildReduction(b, loc, type.getShape(), paramDims, all, accType, 0.0,
                      [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
                        Value xh = xhat(nb, l, in[1], in[2], in[3]).first;
                        return arith::AddFOp::create(
                            nb, l, acc, arith::MulFOp::create(nb, l, in[0], xh));
                      });
   Value dbias =
-      buildReduction(b, loc, type.getShape(), paramDims, {{dy, id}}, f32, 0.0,
+      buildReduction(b, loc, type.getShape(), paramDims, {{dy, id}}, accType,
+                     0.0,
                      [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
                        return arith::AddFOp::create(nb, l, acc, in[0]);
                      });
@@ -592,8 +606,8 @@ struct ReduceToLinalg : OpRewritePattern<OpTy> {
   }
 };
 
-struct LayerNormGradToLinalg : OpRewritePattern<LayerNormGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct LayerNormGradToLinalg : NormPattern<LayerNormGradOp> {
+  using NormPattern::NormPattern;
   LogicalResult matchAndRewrite(LayerNormGradOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getInput().getType());
@@ -604,13 +618,14 @@ struct LayerNormGradToLinalg : OpRewritePattern<LayerNormGradOp> {
                                      op.getInput(), op.getScale(),
                                      dimRange(rank - normRank, rank),
                                      dimRange(0, rank - normRank),
-                                     op.getEpsilon().convertToDouble()));
+                                     op.getEpsilon().convertToDouble(),
+                                     statistics));
     return success();
   }
 };
 
-struct BatchNormGradToLinalg : OpRewritePattern<BatchNormGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct BatchNormGradToLinalg : NormPattern<BatchNormGradOp> {
+  using NormPattern::NormPattern;
   LogicalResult matchAndRewrite(BatchNormGradOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getInput().getType());
@@ -618,7 +633,8 @@ struct BatchNormGradToLinalg : OpRewritePattern<BatchNormGradOp> {
     llvm::append_range(dims, dimRange(2, type.getRank()));
     rewriter.replaceOp(op, normGrads(rewriter, op.getLoc(), op.getGrad(),
                                      op.getInput(), op.getScale(), dims, dims,
-                                     op.getEpsilon().convertToDouble()));
+                                     op.getEpsilon().convertToDouble(),
+                                     statistics));
     return success();
   }
 };
@@ -779,16 +795,18 @@ struct MeanLossToLinalg : OpRewritePattern<Op> {
 
 } // namespace
 
-void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns) {
+void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns,
+                                                 FloatType normStatistics) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg, LayerNormToLinalg,
-               BatchNormToLinalg, ReduceToLinalg<ReduceSumOp, false>,
+  patterns.add<LayerNormToLinalg, BatchNormToLinalg, LayerNormGradToLinalg,
+               BatchNormGradToLinalg>(ctx, normStatistics);
+  patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg,
+               ReduceToLinalg<ReduceSumOp, false>,
                ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,
                MeanLossToLinalg<MseLossOp>, MeanLossToLinalg<L1LossOp>,
                MeanLossToLinalg<SmoothL1LossOp>,
                MeanLossToLinalg<BceWithLogitsLossOp>,
                SoftmaxGradToLinalg<SoftmaxGradOp, false>,
                SoftmaxGradToLinalg<LogSoftmaxGradOp, true>,
-               CrossEntropyGradToLinalg, LayerNormGradToLinalg,
-               BatchNormGradToLinalg>(ctx);
+               CrossEntropyGradToLinalg>(ctx);
 }

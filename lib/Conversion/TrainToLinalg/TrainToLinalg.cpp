@@ -10,6 +10,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace amp {
@@ -20,10 +21,11 @@ namespace amp {
 using namespace mlir;
 using namespace amp;
 
-void amp::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
+void amp::populateTrainToLinalgPatterns(RewritePatternSet &patterns,
+                                        FloatType normStatistics) {
   populateTrainElementwiseToLinalgPatterns(patterns);
   populateTrainContractionToLinalgPatterns(patterns);
-  populateTrainReductionToLinalgPatterns(patterns);
+  populateTrainReductionToLinalgPatterns(patterns, normStatistics);
   populateTrainShapeToLinalgPatterns(patterns);
   populateTrainOptimizerToLinalgPatterns(patterns);
 }
@@ -31,6 +33,7 @@ void amp::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
 namespace {
 struct ConvertTrainToLinalgPass
     : public amp::impl::ConvertTrainToLinalgPassBase<ConvertTrainToLinalgPass> {
+  using ConvertTrainToLinalgPassBase::ConvertTrainToLinalgPassBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -39,8 +42,20 @@ struct ConvertTrainToLinalgPass
     // Backend runtime calls stay until bufferization.
     target.addLegalOp<train::RuntimeCallOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    FloatType normStatistics;
+    if (normStatisticsType == "f32")
+      normStatistics = Float32Type::get(ctx);
+    else if (normStatisticsType == "f64")
+      normStatistics = Float64Type::get(ctx);
+    else {
+      emitError(getOperation()->getLoc())
+          << "amp-convert-train-to-linalg: norm-statistics must be f32 or "
+             "f64, got '"
+          << normStatisticsType << "'";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(ctx);
-    populateTrainToLinalgPatterns(patterns);
+    populateTrainToLinalgPatterns(patterns, normStatistics);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

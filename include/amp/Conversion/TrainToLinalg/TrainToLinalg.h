@@ -12,6 +12,7 @@
 #define AMP_CONVERSION_TRAINTOLINALG_TRAINTOLINALG_H
 
 namespace mlir {
+class FloatType;
 class RewritePatternSet;
 } // namespace mlir
 
@@ -39,8 +40,12 @@ void populateBatchMatmulToRank3Patterns(mlir::RewritePatternSet &patterns);
 void populateTrainContractionToLinalgPatterns(
     mlir::RewritePatternSet &patterns);
 
-/// Softmax, normalizations, pooling, reductions and losses (f32 accumulation).
-void populateTrainReductionToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// Softmax, normalizations, pooling, reductions and losses: f32
+/// accumulation, but for the statistics of layer and batch norm and the
+/// sums of their gradients, which accumulate in `normStatistics` (f32 or
+/// f64).
+void populateTrainReductionToLinalgPatterns(mlir::RewritePatternSet &patterns,
+                                            mlir::FloatType normStatistics);
 
 /// constant, reshape, transpose, concat and embedding.
 void populateTrainShapeToLinalgPatterns(mlir::RewritePatternSet &patterns);
@@ -50,7 +55,8 @@ void populateTrainShapeToLinalgPatterns(mlir::RewritePatternSet &patterns);
 void populateTrainOptimizerToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
 /// All of the above.
-void populateTrainToLinalgPatterns(mlir::RewritePatternSet &patterns);
+void populateTrainToLinalgPatterns(mlir::RewritePatternSet &patterns,
+                                   mlir::FloatType normStatistics);
 
 } // namespace amp
 

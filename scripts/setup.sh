@@ -25,7 +25,7 @@ PACKAGES=(
   # Build tools.
   cmake ninja-build ccache g++ pkg-config
   # Tests and runtime libraries.
-  libgtest-dev libopenblas-dev zlib1g-dev python3
+  libgtest-dev libopenblas-dev libopenblas0-openmp zlib1g-dev python3
   # A virtual environment for the PyTorch frontend (python/amp), and the
   # headers its extension builds against when python3 is Debian's.
   python3-venv python3-dev

@@ -569,6 +569,14 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
     if (auto init =
             reinterpret_cast<void (*)()>(dlsym(handle, "amp_cpu_runtime_init")))
       init();
+    artifact->setCpuThreads = reinterpret_cast<void (*)(int64_t)>(
+        dlsym(handle, "amp_cpu_set_num_threads"));
+    artifact->getCpuThreads = reinterpret_cast<int64_t (*)()>(
+        dlsym(handle, "amp_cpu_get_num_threads"));
+    artifact->cpuMemoryStats = reinterpret_cast<void (*)(uint64_t *, uint64_t *)>(
+        dlsym(handle, "amp_cpu_memory_stats"));
+    artifact->resetCpuMemoryPeak = reinterpret_cast<void (*)()>(
+        dlsym(handle, "amp_cpu_memory_reset_peak"));
     artifact->step = std::make_unique<HostArtifactFunction>(m.step, stepEntry);
     artifact->logits =
         std::make_unique<HostArtifactFunction>(m.logits, logitsEntry);
@@ -609,6 +617,10 @@ CompiledStep Artifact::getCompiledStep() {
   compiled.logits = logits.get();
   compiled.abi = manifest.abi;
   compiled.inits = manifest.inits;
+  compiled.setCpuThreads = setCpuThreads;
+  compiled.getCpuThreads = getCpuThreads;
+  compiled.cpuMemoryStats = cpuMemoryStats;
+  compiled.resetCpuMemoryPeak = resetCpuMemoryPeak;
   if (manifest.backend == "cuda" && step)
     compiled.openSession = [this]() {
       return static_cast<CudaArtifactFunction &>(*step).openSession(

@@ -196,9 +196,11 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   llvmModule->setDataLayout(machine->createDataLayout());
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return error("the artifact's LLVM IR does not verify");
-  if (!cuda)
+  if (!cuda) {
     markEntryArgumentsNoAlias(*llvmModule,
                               {manifest.step.name, manifest.logits.name});
+    routeStepAllocations(*llvmModule);
+  }
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get()))
     return e;

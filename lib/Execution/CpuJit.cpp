@@ -16,6 +16,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Attributes.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/TargetSelect.h"
@@ -198,6 +199,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   // must outlive ExecutionEngine::create.
   auto transform = [&](llvm::Module *m) {
     markEntryArgumentsNoAlias(*m, {entryName});
+    routeStepAllocations(*m);
     return optimize(m);
   };
   engineOptions.transformer = transform;
@@ -230,6 +232,38 @@ void amp::markEntryArgumentsNoAlias(llvm::Module &module,
       if (arg.getType()->isPointerTy())
         arg.addAttr(llvm::Attribute::NoAlias);
   }
+}
+
+void amp::routeStepAllocations(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  auto route = [&](llvm::StringRef from, llvm::StringRef to,
+                   llvm::AllocFnKind kind, std::optional<unsigned> size) {
+    llvm::Function *f = module.getFunction(from);
+    if (!f || !f->isDeclaration() || module.getFunction(to))
+      return;
+    f->setName(to);
+    // What LLVM knows of the C functions by their names, said explicitly:
+    // a new allocation aliases nothing (the loops' alias analysis rests on
+    // it); a free releases one.
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("alloc-family", "amp_cpu");
+    f->addFnAttr(llvm::Attribute::get(ctx, llvm::Attribute::AllocKind,
+                                      uint64_t(kind)));
+    if (size) {
+      f->addRetAttr(llvm::Attribute::NoAlias);
+      f->addFnAttr(llvm::Attribute::getWithAllocSizeArgs(ctx, *size,
+                                                         std::nullopt));
+    } else {
+      f->addParamAttr(0, llvm::Attribute::AllocatedPointer);
+    }
+  };
+  route("aligned_alloc", "amp_cpu_aligned_alloc",
+        llvm::AllocFnKind::Alloc | llvm::AllocFnKind::Aligned |
+            llvm::AllocFnKind::Uninitialized,
+        1);
+  route("malloc", "amp_cpu_malloc",
+        llvm::AllocFnKind::Alloc | llvm::AllocFnKind::Uninitialized, 0);
+  route("free", "amp_cpu_free", llvm::AllocFnKind::Free, std::nullopt);
 }
 
 llvm::Expected<std::vector<HostTensor>>

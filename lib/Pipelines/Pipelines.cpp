@@ -64,6 +64,10 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          "func.func(amp-collapse-loop-dims,amp-reassociate-reductions),"
          "canonicalize," +
          bufferizePipeline(options.copyBeforeWrite) +
+         // Threads: large loops become tasks of the runtime's thread pool.
+         (options.parallel
+              ? "func.func(amp-parallelize-loops),amp-outline-parallel-loops,"
+              : "") +
          // Loops, then the LLVM dialect. Transcendentals call libm (accurate
          // to an ulp); f16/bf16 conversions are expanded or called out. The
          // loops become a CFG last loop first (upstream's order made each
@@ -79,7 +83,8 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          "finalize-memref-to-llvm{use-aligned-alloc=true},convert-math-to-llvm,"
          "func.func(amp-split-entry-block),convert-to-llvm{allow-pattern-"
          "rollback=false},"
-         "reconcile-unrealized-casts";
+         "reconcile-unrealized-casts" +
+         (options.parallel ? ",amp-lower-parallel-launches" : "");
 }
 
 std::string amp::getDefaultLibdevicePath() {

@@ -77,7 +77,15 @@ int amp::runBenchmark(const TrainingConfig &config,
   std::vector<double> times;
   int64_t skipped = 0;
   double loss = NAN, scale = 1.0;
+  // The step's working memory: the most its buffers held over the timed
+  // steps, above what the runtime held before them.
+  bool countsMemory = compiled.cpuMemoryStats && compiled.resetCpuMemoryPeak;
+  uint64_t heldBefore = 0, stepPeak = 0;
   for (int64_t s = 0; s < config.benchWarmup + config.benchSteps; ++s) {
+    if (countsMemory && s == config.benchWarmup) {
+      compiled.cpuMemoryStats(&heldBefore, nullptr);
+      compiled.resetCpuMemoryPeak();
+    }
     auto t0 = std::chrono::steady_clock::now();
     auto out = session->step(routes);
     double ms = std::chrono::duration<double, std::milli>(
@@ -94,6 +102,11 @@ int amp::runBenchmark(const TrainingConfig &config,
       skipped += scalars.skipped;
     }
   }
+  if (countsMemory) {
+    uint64_t peak = 0;
+    compiled.cpuMemoryStats(nullptr, &peak);
+    stepPeak = peak > heldBefore ? peak - heldBefore : 0;
+  }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
@@ -101,7 +114,12 @@ int amp::runBenchmark(const TrainingConfig &config,
 
   llvm::outs() << config.tool << ": benchmark of " << config.model << " at "
                << precisionLabel(config) << ", "
-               << config.optimizer << " (" << config.backend << "), batch "
+               << config.optimizer << " (" << config.backend;
+  if (compiled.getCpuThreads) {
+    int64_t threads = compiled.getCpuThreads();
+    llvm::outs() << ", " << threads << (threads == 1 ? " thread" : " threads");
+  }
+  llvm::outs() << "), batch "
                << batch << ": " << config.benchSteps << " steps after "
                << config.benchWarmup << " warm-up\n"
                << "median step " << llvm::format("%.3f", median) << " ms (min "
@@ -114,6 +132,9 @@ int amp::runBenchmark(const TrainingConfig &config,
                  << " MiB in use ("
                  << llvm::format("%.1f", memory->peakHeld / 1048576.0)
                  << " MiB held)";
+  if (countsMemory)
+    llvm::outs() << ", peak step memory "
+                 << llvm::format("%.1f", stepPeak / 1048576.0) << " MiB";
   llvm::outs() << "; last loss " << llvm::format("%.4f", loss) << ", "
                << skipped << " skipped\n";
   if (!std::isfinite(loss) && !hasFound)
@@ -143,6 +164,9 @@ int amp::runBenchmark(const TrainingConfig &config,
       {"steps_per_s", 1000.0 / median},
       {"peak_bytes_in_use", bytes(memory ? memory->peakInUse : 0)},
       {"peak_bytes_held", bytes(memory ? memory->peakHeld : 0)},
+      // A CPU step's own buffers at their peak (null for CUDA steps).
+      {"peak_step_bytes", countsMemory ? llvm::json::Value(int64_t(stepPeak))
+                                       : llvm::json::Value(nullptr)},
       {"last_loss", std::isfinite(loss) ? llvm::json::Value(loss)
                                         : llvm::json::Value(nullptr)},
       // As amp-run's metrics: null without a dynamic loss scale.

@@ -57,6 +57,8 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
     return err("--bench-steps and --bench-warmup must not be negative");
   if (config.maxConsecutiveSkips < 1)
     return err("--max-consecutive-skips must be at least 1");
+  if (config.threads < 0)
+    return err("--threads must not be negative (0: the cores available)");
   if (!config.initFromPath.empty() && !config.loadPath.empty())
     return err("--init-from and --load exclude each other: --load resumes "
                "a run of the same configuration exactly, --init-from starts "
@@ -319,6 +321,8 @@ int amp::runTraining(const TrainingConfig &config,
   };
   if (llvm::Error e = validateConfig(config))
     return fail(llvm::toString(std::move(e)));
+  if (compiled.setCpuThreads)
+    compiled.setCpuThreads(config.threads);
   if (config.benchSteps > 0)
     return runBenchmark(config, compiled);
   const StepAbi *abi = &compiled.abi;
@@ -616,6 +620,10 @@ int amp::runTraining(const TrainingConfig &config,
   if (compileSeconds > 0)
     llvm::outs() << ", compiled in " << llvm::format("%.2f", compileSeconds)
                  << " s";
+  if (compiled.getCpuThreads) {
+    int64_t threads = compiled.getCpuThreads();
+    llvm::outs() << ", " << threads << (threads == 1 ? " thread" : " threads");
+  }
   llvm::outs() << "\n";
   // A resumed run replays the shuffles of the epochs begun before it.
   if (shuffle)
@@ -794,6 +802,9 @@ int amp::runTraining(const TrainingConfig &config,
                                       {"opt_level", optLevel},
                                       {"dtype", dtype},
                                       {"backend", config.backend},
+                                      {"threads", compiled.getCpuThreads
+                                                      ? compiled.getCpuThreads()
+                                                      : 0},
                                       {"optimizer", optimizer},
                                       {"lr", learningRate},
                                       {"lr_schedule", config.lrSchedule},

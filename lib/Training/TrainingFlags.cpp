@@ -105,6 +105,27 @@ cl::opt<int64_t>
                         cl::desc("Stop with an error after this many skipped "
                                  "steps in a row (default: 20)"),
                         cl::init(20), cl::cat(trainingCategory));
+/// --threads. libLLVM registers an int option of this name (ThinLTO's code
+/// generator's thread count, which amp's tools never run); where it is
+/// registered, amp adopts it (describes it and puts it in this category),
+/// else defines it.
+cl::opt<int> &threadsOption() {
+  static cl::opt<int> *option = []() {
+    auto options = cl::getRegisteredOptions();
+    auto found = options.find("threads");
+    auto *opt = found != options.end()
+                    ? static_cast<cl::opt<int> *>(found->second)
+                    : new cl::opt<int>("threads", cl::init(0));
+    opt->setDescription("Threads of a CPU step: its loops, copies and BLAS "
+                        "(0: the cores available to the process, or "
+                        "OMP_NUM_THREADS) (default: 0)");
+    opt->addCategory(trainingCategory);
+    return opt;
+  }();
+  return *option;
+}
+// Registered (or adopted) before the command line is parsed.
+[[maybe_unused]] cl::opt<int> &threads = threadsOption();
 cl::opt<int64_t>
     logEvery("log-every",
              cl::desc("Print the loss every N steps (default: 100)"),
@@ -146,6 +167,7 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.injectNonfinite.assign(injectNonfinite.begin(), injectNonfinite.end());
   config.maxConsecutiveSkips = maxConsecutiveSkips;
   config.logEvery = logEvery;
+  config.threads = threadsOption();
   config.benchSteps = benchSteps;
   config.benchWarmup = benchWarmup;
   return config;

@@ -14,7 +14,7 @@ docs/Python.md is the guide.
 
 from __future__ import annotations
 
-from ._api import Step, StepResult, compile, to_mlir
+from ._api import Step, StepResult, compile, get_num_threads, set_num_threads, to_mlir
 from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
                       UnsupportedNode)
 from ._explain import Report, explain
@@ -22,6 +22,8 @@ from ._explain import Report, explain
 __all__ = [
     "compile",
     "to_mlir",
+    "set_num_threads",
+    "get_num_threads",
     "explain",
     "Report",
     "Step",

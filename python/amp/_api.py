@@ -19,6 +19,29 @@ _TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
              "i32": torch.int32}
 
 
+def set_num_threads(threads: int) -> None:
+    """Sets the threads compiled CPU steps run on: their loops, copies and
+    BLAS calls (as ``torch.set_num_threads`` does for PyTorch's CPU ops),
+    in this process, for the calling thread's calls: every step that exists
+    and those compiled later. The default is the cores available to the
+    process (or ``OMP_NUM_THREADS``).
+    A step's results do not depend on it: each output is computed by one
+    thread, in the same order. Raises ``ValueError`` unless ``threads`` is a
+    positive integer."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"set_num_threads needs a positive integer, given {threads!r}")
+    from . import _native
+    _native.set_num_threads(threads)
+
+
+def get_num_threads() -> int:
+    """The threads compiled CPU steps run on (``torch.get_num_threads``'s
+    counterpart): what ``set_num_threads`` set, else the cores available to
+    the process (or ``OMP_NUM_THREADS``)."""
+    from . import _native
+    return _native.get_num_threads()
+
+
 class StepResult(NamedTuple):
     """What one call of a Step returns."""
 

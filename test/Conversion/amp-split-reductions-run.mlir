@@ -3,8 +3,8 @@
 // the CPU. Exact sums (f64): 2709504, 9081856, 15454208, 21826560. The
 // chunked sums print as the exact values (to 6 digits); one sequential f32
 // sum of 100 352 terms drifts past 2^24 (2.18204e+07, 3e-4 low).
-// RUN: amp-opt %s --amp-lower-cpu="blas=false split-reductions=true" | mlir-runner -e main --entry-point-result=void --shared-libs=%llvm_lib_dir/libmlir_runner_utils%shlibext,%llvm_lib_dir/libmlir_c_runner_utils%shlibext | FileCheck %s --check-prefix=SPLIT
-// RUN: amp-opt %s --amp-lower-cpu="blas=false" | mlir-runner -e main --entry-point-result=void --shared-libs=%llvm_lib_dir/libmlir_runner_utils%shlibext,%llvm_lib_dir/libmlir_c_runner_utils%shlibext | FileCheck %s --check-prefix=SEQUENTIAL
+// RUN: amp-opt %s --amp-lower-cpu="blas=false split-reductions=true parallel=false" | mlir-runner -e main --entry-point-result=void --shared-libs=%llvm_lib_dir/libmlir_runner_utils%shlibext,%llvm_lib_dir/libmlir_c_runner_utils%shlibext | FileCheck %s --check-prefix=SPLIT
+// RUN: amp-opt %s --amp-lower-cpu="blas=false parallel=false" | mlir-runner -e main --entry-point-result=void --shared-libs=%llvm_lib_dir/libmlir_runner_utils%shlibext,%llvm_lib_dir/libmlir_c_runner_utils%shlibext | FileCheck %s --check-prefix=SEQUENTIAL
 // SPLIT: [2.7095e+06,  9.08186e+06,  1.54542e+07,  2.18266e+07]
 // SEQUENTIAL: [2.7095e+06,  9.08186e+06,  1.54542e+07,  2.18204e+07]
 func.func @main() {

@@ -243,4 +243,58 @@ TEST(Blas, LoadsTheKernelsChosenForThisCpu) {
   EXPECT_NE(describeBlas().find(core + " kernels"), std::string::npos);
 }
 
+// The counted heap: what it hands out is in use until freed, the peak is
+// the most ever in use since a reset, and a reset starts from what is in
+// use now.
+TEST(CpuMemory, CountsTheBytesInUseAndThePeak) {
+  uint64_t before = 0, peak = 0, now = 0;
+  amp_cpu_memory_stats(&before, nullptr);
+  void *big = amp_cpu_aligned_alloc(64, 1 << 20);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % 64, 0u);
+  // An odd size and a small alignment are rounded as aligned_alloc needs.
+  void *odd = amp_cpu_aligned_alloc(4, 1001);
+  void *small = amp_cpu_malloc(1000);
+  ASSERT_NE(odd, nullptr);
+  ASSERT_NE(small, nullptr);
+  amp_cpu_memory_stats(&now, &peak);
+  EXPECT_GE(now, before + (1 << 20) + 2000);
+  EXPECT_LT(now, before + (1 << 20) + 2000 + 4096);
+  EXPECT_GE(peak, now);
+  amp_cpu_free(big);
+  amp_cpu_memory_stats(&now, &peak);
+  EXPECT_LT(now, before + 4096);
+  EXPECT_GE(peak, before + (1 << 20));
+  amp_cpu_memory_reset_peak();
+  amp_cpu_memory_stats(&now, &peak);
+  EXPECT_EQ(peak, now);
+  amp_cpu_free(odd);
+  amp_cpu_free(small);
+  amp_cpu_free(nullptr);
+  amp_cpu_memory_stats(&now, &peak);
+  EXPECT_EQ(now, before);
+}
+
+// The runtime's scratch is counted: an f16 convolution widens its operands
+// and builds column matrices, all freed when it returns.
+TEST(CpuMemory, CountsTheRuntimesScratch) {
+  std::mt19937 rng(5);
+  RuntimeDType dtype = RuntimeDType::F16;
+  auto t = static_cast<int64_t>(dtype);
+  int64_t n = 4, c = 3, h = 8, w = 8, f = 5;
+  Operand x = randomOperand(n * c * h * w, dtype, rng);
+  Operand filter = randomOperand(f * c * 9, dtype, rng);
+  std::vector<float> y(n * f * h * w);
+  uint64_t before = 0, peak = 0, after = 0;
+  amp_cpu_memory_reset_peak();
+  amp_cpu_memory_stats(&before, nullptr);
+  amp_cpu_conv2d(x.address(dtype), filter.address(dtype),
+                 reinterpret_cast<intptr_t>(y.data()), t, t, n, c, h, w, f, 3,
+                 3, h, w, 1, 1, 1, 1, 1, 1);
+  amp_cpu_memory_stats(&after, &peak);
+  EXPECT_EQ(after, before);
+  // At least the widened input and filter (f32 copies).
+  EXPECT_GE(peak - before, (x.value.size() + filter.value.size()) * 4);
+}
+
 } // namespace

@@ -15,6 +15,7 @@
 #include "amp/Execution/ArtifactCompiler.h"
 #include "amp/Execution/CpuJit.h"
 #include "amp/InitAll.h"
+#include "amp/Runtime/CpuRuntime.h"
 #include "amp/Training/CompileFlags.h"
 #include "amp/Training/TrainingFlags.h"
 #include "amp/Training/TrainingModule.h"
@@ -124,6 +125,10 @@ int main(int argc, char **argv) {
     compiled.logits = logits.get();
     compiled.abi = training->abi;
     compiled.inits = training->inits;
+    compiled.setCpuThreads = &amp_cpu_set_num_threads;
+    compiled.getCpuThreads = &amp_cpu_get_num_threads;
+    compiled.cpuMemoryStats = &amp_cpu_memory_stats;
+    compiled.resetCpuMemoryPeak = &amp_cpu_memory_reset_peak;
   }
   config.compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)

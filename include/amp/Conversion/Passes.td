@@ -255,6 +255,104 @@ def ReassociateReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def ParallelizeLoopsPass
+    : Pass<"amp-parallelize-loops", "::mlir::func::FuncOp"> {
+  let summary = "Split each large linalg op on buffers into independent tasks";
+  let description = [{
+    The CPU lowering's threading, first half: after bufferization, every
+    linalg op on buffers of at least `min-work` iterations is tiled along one
+    parallel dimension into an `scf.forall` of at most `max-tasks` tasks
+    (upstream's `scf::tileUsingSCF`); `amp-outline-parallel-loops` turns each
+    into a call of the runtime's thread pool. The dimension is the outermost
+    parallel one with at least two tiles; an innermost (contiguous) one is
+    tiled in multiples of 16 elements, so each task's inner loop keeps whole
+    vectors. The tile divides the dimension when it can (static subview
+    shapes); the remainder tile is dynamic otherwise.
+
+    Each task computes a disjoint part of the op's outputs with the op's own
+    loop order inside, so every output element is computed by one task in
+    the same order as without threads: results are bit-identical for any
+    number of threads. An op whose outputs have no parallel dimension (a
+    full reduction to a scalar) stays sequential.
+
+    ```
+    amp-opt step.bufferized.mlir --pass-pipeline='builtin.module(func.func(amp-parallelize-loops{min-work=65536 max-tasks=64}))'
+    ```
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"65536",
+           "Split only ops of at least this many loop iterations">,
+    Option<"maxTasks", "max-tasks", "int64_t", /*default=*/"64",
+           "The most tasks an op is split into">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def OutlineParallelLoopsPass
+    : Pass<"amp-outline-parallel-loops", "::mlir::ModuleOp"> {
+  let summary = "Turn each one-dimensional scf.forall on buffers into a thread-pool call";
+  let description = [{
+    The CPU lowering's threading, second half (with
+    `amp-lower-parallel-launches`). Each `scf.forall` with one induction
+    variable, no results and constant bounds (from `amp-parallelize-loops`)
+    becomes, with task t standing for iteration `lower + t * step`:
+    - a private function `@<function>_task<N>(%first: index, %last: index,
+      <captured values>...)` running the loop's body for the tasks
+      [first, last) in order. When each of its memref arguments views
+      (through subviews, reshapes and casts) a different allocation, global
+      or argument of a public function (an entry point, whose buffers are
+      distinct), so their contents do not overlap, its
+      `amp.noalias_pointers` lists the positions of their allocated and
+      aligned pointers in the LLVM signature (`%first`, `%last`: 0, 1; a
+      memref of rank r: two pointers, an offset, r sizes, r strides; other
+      values one each), because convert-to-llvm drops a memref argument's
+      attributes. Where any memref argument's memory is not known so
+      (another op's result, a private function's argument), there is none;
+    - a call of a private declaration `@<function>_task<N>_launch(%tasks,
+      <captured values>...)` carrying `amp.parallel_task = @<function>_task<N>`,
+      which `amp-lower-parallel-launches` replaces with a call of the
+      runtime's `amp_cpu_parallel_for` once the module is in the LLVM dialect.
+    Constants the body uses are cloned into the task function; other values
+    defined outside the loop are passed.
+
+    ```
+    amp-opt step.forall.mlir --amp-outline-parallel-loops
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def LowerParallelLaunchesPass
+    : Pass<"amp-lower-parallel-launches", "::mlir::ModuleOp"> {
+  let summary = "Launch outlined tasks through the CPU runtime's thread pool (LLVM dialect)";
+  let description = [{
+    Runs on the LLVM dialect, after `convert-to-llvm`. Each call of a
+    declaration carrying `amp.parallel_task = @task` (made by
+    `amp-outline-parallel-loops`) becomes: the call's arguments (after the
+    task count) stored into a stack struct, and
+    `amp_cpu_parallel_for(@task_run, &struct, tasks)`, where the new
+    internal function `@task_run(ptr, i64 first, i64 last)` loads the
+    arguments and calls `@task(first, last, ...)`. The task function's
+    parameters listed in its `amp.noalias_pointers` get `llvm.noalias`, so
+    LLVM vectorizes its loops without run-time alias checks, as it does the
+    entry functions'. The declarations are erased.
+
+    ```
+    amp-opt step.llvm.mlir --amp-lower-parallel-launches
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def FreeAfterLastUsePass
     : Pass<"amp-free-after-last-use", "::mlir::func::FuncOp"> {
   let summary = "Free each temporary buffer right after its last use";

@@ -79,6 +79,11 @@ private:
   void *handle = nullptr;
   ArtifactManifest manifest;
   std::unique_ptr<CompiledFunction> step, logits;
+  /// The thread count of the CPU runtime the artifact links (CPU artifacts).
+  void (*setCpuThreads)(int64_t) = nullptr;
+  int64_t (*getCpuThreads)() = nullptr;
+  void (*cpuMemoryStats)(uint64_t *, uint64_t *) = nullptr;
+  void (*resetCpuMemoryPeak)() = nullptr;
 };
 
 } // namespace amp

@@ -75,6 +75,17 @@ struct CompiledStep {
   /// Where the run keeps the step's arguments; null: in host memory
   /// (openHostSession).
   std::function<llvm::Expected<std::unique_ptr<StepSession>>()> openSession;
+  /// A CPU step's thread count: set (0: the cores available to the process)
+  /// and read through the CPU runtime that runs it (the JIT's, or the one
+  /// an artifact links). Null for CUDA steps.
+  void (*setCpuThreads)(int64_t) = nullptr;
+  int64_t (*getCpuThreads)() = nullptr;
+  /// A CPU step's working memory, through the same runtime: the bytes its
+  /// buffers and the runtime's scratch hold now and at most since the last
+  /// reset (amp_cpu_memory_stats, amp_cpu_memory_reset_peak). Null for CUDA
+  /// steps.
+  void (*cpuMemoryStats)(uint64_t *inUse, uint64_t *peak) = nullptr;
+  void (*resetCpuMemoryPeak)() = nullptr;
 };
 
 } // namespace amp

@@ -68,6 +68,13 @@ llvm::Error readFunctionSpecs(mlir::func::FuncOp func,
 void markEntryArgumentsNoAlias(llvm::Module &module,
                                llvm::ArrayRef<std::string> entries);
 
+/// Sends the allocations of a lowered CPU step (its calls of aligned_alloc,
+/// malloc and free, from memref-to-llvm) to the CPU runtime's counted heap
+/// (amp_cpu_aligned_alloc, amp_cpu_malloc, amp_cpu_free), with the
+/// attributes that tell LLVM they allocate and free as the C functions do.
+/// Run before optimization, as the JIT and the artifact compiler do.
+void routeStepAllocations(llvm::Module &module);
+
 /// Readies a module copy for lowering with the functions `entries` as entry
 /// points: erases the function definitions that are not entries and that
 /// nothing calls, drops the train.* argument attributes, gives the entries

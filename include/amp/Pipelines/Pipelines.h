@@ -174,6 +174,12 @@ struct CpuLoweringOptions
   Option<bool> copyBeforeWrite{*this, "copy-before-write",
                                llvm::cl::desc(kCopyBeforeWriteDescription),
                                llvm::cl::init(false)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Split large loops into tasks for the runtime's thread "
+                     "pool (amp-parallelize-loops); false: every loop "
+                     "sequential"),
+      llvm::cl::init(true)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no

@@ -34,6 +34,8 @@ struct BlasLibrary {
   decltype(&openblas_get_num_threads) getNumThreads = nullptr;
   /// The library file's name as loaded.
   std::string file;
+  /// Whether it is OpenBLAS's OpenMP build (threads from OpenMP's pool).
+  bool openmp = false;
 };
 
 /// OpenBLAS, loaded on the first call (thread-safe). A library that cannot
@@ -51,6 +53,11 @@ const char *chooseOpenBlasCore(const CpuFeatures &features);
 
 /// "OpenBLAS (SkylakeX kernels, 2 threads)": for logs and benchmark tables.
 std::string describeBlas();
+
+/// Gives OpenBLAS the thread count of OpenMP's pool (which every other part
+/// of a step uses) if it changed since the last call; returns it. Called
+/// before each GEMM.
+int syncBlasThreads();
 
 } // namespace amp
 

@@ -26,6 +26,38 @@ extern "C" {
 /// Process set-up a loader of CPU artifacts calls once: retainFreedMemory.
 void amp_cpu_runtime_init(void);
 
+/// Runs fn(context, first, last) over tasks [0, tasks) on the process's
+/// thread pool (OpenMP's, which OpenBLAS's OpenMP build and oneDNN share):
+/// each thread takes one contiguous range of tasks, in order. With one
+/// thread, inside another parallel region, or for a single task, the caller
+/// runs fn(context, 0, tasks) itself. amp-lower-parallel-launches' calls.
+void amp_cpu_parallel_for(void (*fn)(void *, int64_t, int64_t), void *context,
+                          int64_t tasks);
+
+/// The threads compiled steps use from now on (the generated loops, the
+/// runtime's copies and BLAS); n < 1 means the cores available to the
+/// process (OMP_NUM_THREADS when set).
+void amp_cpu_set_num_threads(int64_t n);
+
+/// The threads compiled steps use.
+int64_t amp_cpu_get_num_threads(void);
+
+/// The C heap with a count of the bytes it hands out (Memory.cpp): a
+/// compiled step's buffers (routeStepAllocations sends its aligned_alloc,
+/// malloc and free here) and the runtime's scratch. Same contracts as the
+/// C functions; amp_cpu_free takes what the other two return.
+void *amp_cpu_malloc(uint64_t size);
+void *amp_cpu_aligned_alloc(uint64_t alignment, uint64_t size);
+void amp_cpu_free(void *p);
+
+/// The bytes amp_cpu_malloc / amp_cpu_aligned_alloc hold now and the most
+/// they held since the last amp_cpu_memory_reset_peak (or the start). Null
+/// pointers are skipped. 0 where the C library cannot tell a block's size.
+void amp_cpu_memory_stats(uint64_t *bytesInUse, uint64_t *peakBytes);
+
+/// Starts a new peak: the peak becomes the bytes in use now.
+void amp_cpu_memory_reset_peak(void);
+
 /// c[i] = op(a[i]) x op(b[i]) for each of `batch` matrices: op(a) is m x k,
 /// op(b) is k x n, c is m x n f32. Element-type codes: amp::RuntimeDType.
 void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c, int64_t dtypeA,

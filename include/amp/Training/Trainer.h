@@ -55,6 +55,9 @@ struct TrainingConfig {
   std::vector<int64_t> injectNonfinite;
   int64_t maxConsecutiveSkips = 20;
   int64_t logEvery = 100;
+  /// Threads of a CPU step (its loops, copies and BLAS); 0: the cores
+  /// available to the process (or OMP_NUM_THREADS).
+  int64_t threads = 0;
   double compileSeconds = 0.0;
   /// Benchmark mode (> 0): this many timed steps on one fixed random batch
   /// after `benchWarmup` untimed ones; no data set, evaluation or checkpoint.

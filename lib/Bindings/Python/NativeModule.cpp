@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/Artifact.h"
+
+#include <omp.h>
 #include "amp/Execution/CompiledStep.h"
 #include "amp/Training/Trainer.h"
 
@@ -199,6 +201,14 @@ std::vector<unsigned> indices(llvm::ArrayRef<unsigned> list) {
 
 NB_MODULE(_native, m) {
   m.doc() = "amp's compiled training steps (python/amp uses this module)";
+  // CPU steps run on OpenMP's pool, which the artifacts' runtimes share with
+  // this module (one libgomp per process); their BLAS follows its count.
+  m.def(
+      "set_num_threads", [](int threads) { omp_set_num_threads(threads); },
+      nb::arg("threads"), "The threads of compiled CPU steps from now on.");
+  m.def(
+      "get_num_threads", []() { return omp_get_max_threads(); },
+      "The threads compiled CPU steps run on.");
   nb::class_<NativeStep>(m, "NativeStep")
       .def(nb::init<const std::string &>(), nb::arg("artifact"),
            "Loads an artifact of amp-compile and opens a session of its step.")
@@ -206,6 +216,7 @@ NB_MODULE(_native, m) {
                    "(shape, element type) of each argument of the step.")
       .def_prop_ro("backend",
                    [](const NativeStep &s) { return s.manifest().backend; })
+
       .def_prop_ro("params",
                    [](const NativeStep &s) { return indices(s.abi().params); })
       .def_prop_ro("masters",

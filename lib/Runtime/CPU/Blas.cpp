@@ -15,9 +15,18 @@ using namespace amp;
 
 namespace {
 
-/// The shared library the runtime loads: the variant Debian's alternatives
-/// system selects (libopenblas0-pthread by default).
-constexpr const char *kOpenBlasFile = "libopenblas.so.0";
+/// The shared libraries the runtime loads, the first found: Debian's OpenMP
+/// build of OpenBLAS (libopenblas0-openmp), whose threads are OpenMP's pool
+/// the rest of a step runs on, else whichever variant the alternatives
+/// system selects (libopenblas0-pthread by default): its own threads spin
+/// for a while after each call and compete with the pool's for the cores.
+constexpr const char *kOpenBlasFiles[] = {
+#if defined(__x86_64__)
+    "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#elif defined(__aarch64__)
+    "/usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#endif
+    "libopenblas.so.0"};
 
 [[noreturn]] void fail(const std::string &what) {
   std::fprintf(stderr,
@@ -27,10 +36,11 @@ constexpr const char *kOpenBlasFile = "libopenblas.so.0";
   std::abort();
 }
 
-template <typename T> void resolve(void *handle, const char *name, T &out) {
+template <typename T>
+void resolve(void *handle, const std::string &file, const char *name, T &out) {
   out = reinterpret_cast<T>(dlsym(handle, name));
   if (!out)
-    fail(std::string("cannot find ") + name + " in " + kOpenBlasFile);
+    fail(std::string("cannot find ") + name + " in " + file);
 }
 
 BlasLibrary load() {
@@ -38,15 +48,24 @@ BlasLibrary load() {
   if (!std::getenv("OPENBLAS_CORETYPE"))
     if (const char *core = chooseOpenBlasCore(getCpuFeatures()))
       setenv("OPENBLAS_CORETYPE", core, /*overwrite=*/0);
-  void *handle = dlopen(kOpenBlasFile, RTLD_NOW | RTLD_LOCAL);
+  void *handle = nullptr;
+  std::string file, errors;
+  for (const char *candidate : kOpenBlasFiles) {
+    if ((handle = dlopen(candidate, RTLD_NOW | RTLD_LOCAL))) {
+      file = candidate;
+      break;
+    }
+    errors += std::string("\n  ") + dlerror();
+  }
   if (!handle)
-    fail(std::string("cannot load ") + kOpenBlasFile + ": " + dlerror());
+    fail("cannot load OpenBLAS:" + errors);
   BlasLibrary blas;
-  blas.file = kOpenBlasFile;
-  resolve(handle, "cblas_sgemm", blas.sgemm);
-  resolve(handle, "openblas_get_corename", blas.coreName);
-  resolve(handle, "openblas_set_num_threads", blas.setNumThreads);
-  resolve(handle, "openblas_get_num_threads", blas.getNumThreads);
+  blas.file = file;
+  resolve(handle, file, "cblas_sgemm", blas.sgemm);
+  resolve(handle, file, "openblas_get_corename", blas.coreName);
+  resolve(handle, file, "openblas_set_num_threads", blas.setNumThreads);
+  resolve(handle, file, "openblas_get_num_threads", blas.getNumThreads);
+  blas.openmp = file.find("openblas-openmp") != std::string::npos;
   return blas;
 }
 
@@ -73,5 +92,6 @@ const char *amp::chooseOpenBlasCore(const CpuFeatures &f) {
 std::string amp::describeBlas() {
   const BlasLibrary &blas = getBlas();
   return std::string("OpenBLAS (") + blas.coreName() + " kernels, " +
-         std::to_string(blas.getNumThreads()) + " threads)";
+         std::to_string(blas.getNumThreads()) +
+         (blas.openmp ? " OpenMP threads)" : " threads)");
 }

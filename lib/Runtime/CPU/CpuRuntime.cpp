@@ -24,6 +24,9 @@ using namespace amp;
 
 namespace {
 
+/// Elements from which a copy or conversion is split across the threads.
+constexpr int64_t kParallelCopy = 1 << 16;
+
 /// All 65536 f16 values as f32: widening is one load per element.
 const float *halfTable() {
   static const std::unique_ptr<float[]> table = [] {
@@ -33,6 +36,17 @@ const float *halfTable() {
     return t;
   }();
   return table.get();
+}
+
+/// Scratch floats from the runtime's counted heap (amp_cpu_malloc): they
+/// are part of a step's working memory.
+struct CountedFree {
+  void operator()(float *p) const { amp_cpu_free(p); }
+};
+using Scratch = std::unique_ptr<float[], CountedFree>;
+Scratch scratch(int64_t count) {
+  return Scratch(static_cast<float *>(
+      amp_cpu_malloc(uint64_t(std::max<int64_t>(count, 1)) * sizeof(float))));
 }
 
 /// An operand as f32: the buffer itself, or an exact widened copy.
@@ -53,16 +67,20 @@ public:
     case RuntimeDType::F16: {
       const float *table = halfTable();
       const auto *bits = reinterpret_cast<const uint16_t *>(address);
-      copy.reset(new float[std::max<int64_t>(count, 1)]);
+      copy = scratch(count);
+      float *out = copy.get();
+#pragma omp parallel for schedule(static) if (count >= kParallelCopy)
       for (int64_t i = 0; i < count; ++i)
-        copy[i] = table[bits[i]];
+        out[i] = table[bits[i]];
       break;
     }
     case RuntimeDType::BF16: {
       const auto *bits = reinterpret_cast<const uint16_t *>(address);
-      copy.reset(new float[std::max<int64_t>(count, 1)]);
+      copy = scratch(count);
+      float *out = copy.get();
+#pragma omp parallel for schedule(static) if (count >= kParallelCopy)
       for (int64_t i = 0; i < count; ++i)
-        copy[i] = bfloatToFloat(bits[i]);
+        out[i] = bfloatToFloat(bits[i]);
       break;
     }
     }
@@ -71,7 +89,7 @@ public:
   const float *get() const { return data; }
 
 private:
-  std::unique_ptr<float[]> copy;
+  Scratch copy;
   const float *data = nullptr;
 };
 
@@ -85,6 +103,7 @@ void sgemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
       std::fill(c, c + m * n, 0.0f);
     return;
   }
+  syncBlasThreads();
   getBlas().sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
               blasint(k), 1.0f, a, blasint(transposeA ? m : k), b,
@@ -238,6 +257,7 @@ int64_t imagesPerChunk(const ConvGeometry &g) {
 /// a [rows, count * pixels] matrix (image-major columns), or back.
 void packImages(const float *tensor, float *matrix, int64_t first,
                 int64_t count, int64_t rows, int64_t pixels) {
+#pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < count; ++j)
     for (int64_t r = 0; r < rows; ++r)
       std::copy_n(tensor + ((first + j) * rows + r) * pixels, pixels,
@@ -245,6 +265,7 @@ void packImages(const float *tensor, float *matrix, int64_t first,
 }
 void unpackImages(const float *matrix, float *tensor, int64_t first,
                   int64_t count, int64_t rows, int64_t pixels) {
+#pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < count; ++j)
     for (int64_t r = 0; r < rows; ++r)
       std::copy_n(matrix + r * count * pixels + j * pixels, pixels,
@@ -258,8 +279,8 @@ void unpackImages(const float *matrix, float *tensor, int64_t first,
 struct ImageChunks {
   explicit ImageChunks(const ConvGeometry &g)
       : g(g), chunk(imagesPerChunk(g)),
-        col(new float[g.patch() * chunk * g.pixels() + 1]),
-        rows(new float[g.f * chunk * g.pixels() + 1]) {}
+        col(scratch(g.patch() * chunk * g.pixels() + 1)),
+        rows(scratch(g.f * chunk * g.pixels() + 1)) {}
 
   /// Calls fn(first, count, ld) for each chunk of `count` images from
   /// `first`; ld = count * pixels.
@@ -273,6 +294,7 @@ struct ImageChunks {
   /// Fills `col` with the column matrices of images [first, first + count).
   void im2colChunk(const float *input, int64_t first, int64_t count,
                    int64_t ld) {
+#pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < count; ++j)
       im2col(g, input + (first + j) * g.inputSize(), col.get() + j * g.pixels(),
              ld);
@@ -280,7 +302,7 @@ struct ImageChunks {
 
   const ConvGeometry &g;
   int64_t chunk;
-  std::unique_ptr<float[]> col, rows;
+  Scratch col, rows;
 };
 
 } // namespace
@@ -371,6 +393,7 @@ extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
     // entry goes back to the input pixel it was read from.
     sgemm(true, false, g.patch(), ld, g.f, weights.get(), chunks.rows.get(),
           0.0f, chunks.col.get());
+#pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < count; ++j)
       col2im(g, chunks.col.get() + j * g.pixels(), ld,
              out + (first + j) * g.inputSize());
@@ -396,7 +419,12 @@ extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
   });
 }
 
-extern "C" void amp_cpu_runtime_init(void) { amp::retainFreedMemory(); }
+extern "C" void amp_cpu_runtime_init(void) {
+  amp::retainFreedMemory();
+  // Reads the default thread count before anyone changes it (and links the
+  // thread pool into every artifact, whose loader sets the count).
+  (void)amp_cpu_get_num_threads();
+}
 
 void amp::retainFreedMemory() {
 #if defined(__GLIBC__)
@@ -420,5 +448,10 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
        reinterpret_cast<void *>(&amp_cpu_conv2d_grad_input)},
       {"amp_cpu_conv2d_grad_filter",
        reinterpret_cast<void *>(&amp_cpu_conv2d_grad_filter)},
+      {"amp_cpu_parallel_for", reinterpret_cast<void *>(&amp_cpu_parallel_for)},
+      {"amp_cpu_malloc", reinterpret_cast<void *>(&amp_cpu_malloc)},
+      {"amp_cpu_aligned_alloc",
+       reinterpret_cast<void *>(&amp_cpu_aligned_alloc)},
+      {"amp_cpu_free", reinterpret_cast<void *>(&amp_cpu_free)},
   };
 }

@@ -6,7 +6,7 @@
 #   bench/accuracy.sh MODEL [EPOCHS] [JOBS] [CONFIG...]
 #     MODEL    mlp or cnn (examples/MODEL.mlir)
 #     EPOCHS   default 10
-#     JOBS     runs in parallel, default 2 (each then uses one BLAS thread)
+#     JOBS     runs in parallel, default 2 (each then uses one thread)
 #     CONFIG   "LEVEL DTYPE" pairs; default "O0 f16" "O1 f16" "O2 f16" "O1 bf16"
 #
 # Writes bench/results/MODEL_accuracy.md (a table; the first config is the
@@ -25,13 +25,16 @@ out="$root/bench/results"
 mkdir -p "$out"
 [ -x "$run" ] || { echo "build first: scripts/test.sh or ninja -C build" >&2; exit 1; }
 [ -f "$root/examples/$model.mlir" ] || { echo "no examples/$model.mlir" >&2; exit 1; }
-# Parallel runs share the cores: one BLAS thread each, no spinning workers.
-if [ "$jobs" -gt 1 ]; then export OPENBLAS_NUM_THREADS=1; fi
+# Parallel runs share the cores: one thread each (the step's loops and
+# BLAS), no spinning workers; one run at a time takes every core.
+threads=0
+if [ "$jobs" -gt 1 ]; then export OPENBLAS_NUM_THREADS=1; threads=1; fi
 
 for c in "${configs[@]}"; do echo "$c"; done | xargs -P "$jobs" -L 1 bash -c '
   level=$0; dtype=$1
   "'"$run"'" "'"$root"'/examples/'"$model"'.mlir" --opt-level=$level --dtype=$dtype \
     --epochs='"$epochs"' --lr=1e-3 --lr-schedule=cosine --seed=1 --log-every=0 \
+    --threads='"$threads"' \
     --metrics="'"$out"'/'"$model"'-$level-$dtype.json" \
     > "'"$out"'/'"$model"'-$level-$dtype.log" 2>&1
   echo "done: $level $dtype"'
@@ -50,7 +53,8 @@ for c in configs:
 path = os.path.join(out, f"{model}_accuracy.md")
 with open(path, "w") as f:
     f.write(f"examples/{model}.mlir, Fashion-MNIST, {epochs} epochs, Adam 1e-3 cosine, "
-            f"seed 1, batch 128, {jobs} run(s) at a time\n\n")
+            f"seed 1, batch 128, {jobs} run(s) at a time"
+            f"{' (one thread each)' if int(jobs) > 1 else ''}\n\n")
     f.write("| level | dtype | test accuracy (final epoch) | vs first | skipped steps | "
             "final scale | median step (ms) | compile (s) |\n")
     f.write("|---|---|---|---|---|---|---|---|\n")

@@ -236,10 +236,19 @@ void amp::markEntryArgumentsNoAlias(llvm::Module &module,
 
 void amp::routeStepAllocations(llvm::Module &module) {
   llvm::LLVMContext &ctx = module.getContext();
+  // All or none: a block from one heap must go back to the same one.
+  for (llvm::StringRef name : {"aligned_alloc", "malloc", "free"})
+    if (llvm::Function *f = module.getFunction(name);
+        f && !f->isDeclaration())
+      return;
+  for (llvm::StringRef name :
+       {"amp_cpu_aligned_alloc", "amp_cpu_malloc", "amp_cpu_free"})
+    if (module.getFunction(name))
+      return;
   auto route = [&](llvm::StringRef from, llvm::StringRef to,
                    llvm::AllocFnKind kind, std::optional<unsigned> size) {
     llvm::Function *f = module.getFunction(from);
-    if (!f || !f->isDeclaration() || module.getFunction(to))
+    if (!f)
       return;
     f->setName(to);
     // What LLVM knows of the C functions by their names, said explicitly:
@@ -251,6 +260,8 @@ void amp::routeStepAllocations(llvm::Module &module) {
                                       uint64_t(kind)));
     if (size) {
       f->addRetAttr(llvm::Attribute::NoAlias);
+      if ((kind & llvm::AllocFnKind::Aligned) != llvm::AllocFnKind::Unknown)
+        f->addParamAttr(0, llvm::Attribute::AllocAlign);
       f->addFnAttr(llvm::Attribute::getWithAllocSizeArgs(ctx, *size,
                                                          std::nullopt));
     } else {

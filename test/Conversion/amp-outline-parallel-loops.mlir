@@ -49,6 +49,14 @@ func.func @step(%x: memref<64xf32>, %y: memref<64xf32>) {
 // CHECK: func.func private @unknown_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) {
 // CHECK-LABEL: func.func @globals(
 // CHECK: func.func private @globals_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) attributes {amp.noalias_pointers = array<i64: 2, 3, 7, 8>}
+// A public function the module calls may get one buffer twice (@caller
+// passes %b as both): not an entry point, nothing is marked. A body that
+// reaches a global itself: nothing is marked either (the passed buffer
+// could be that global).
+// CHECK-LABEL: func.func @called(
+// CHECK: func.func private @called_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) {
+// CHECK-LABEL: func.func @inner_global(
+// CHECK: func.func private @inner_global_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>) {
 #v = affine_map<(d0) -> (d0)>
 func.func @views() {
   %m = memref.alloc() : memref<64xf32>
@@ -83,6 +91,26 @@ memref.global "private" constant @table : memref<8xf32> = dense<1.0>
 func.func @globals(%out: memref<8xf32>) {
   %a = memref.get_global @table : memref<8xf32>
   scf.forall (%t) in (8) {
+    %v = memref.load %a[%t] : memref<8xf32>
+    memref.store %v, %out[%t] : memref<8xf32>
+  }
+  return
+}
+func.func @called(%a: memref<8xf32>, %b: memref<8xf32>) {
+  scf.forall (%t) in (8) {
+    %v = memref.load %a[%t] : memref<8xf32>
+    memref.store %v, %b[%t] : memref<8xf32>
+  }
+  return
+}
+func.func @caller(%b: memref<8xf32>) {
+  call @called(%b, %b) : (memref<8xf32>, memref<8xf32>) -> ()
+  return
+}
+memref.global "private" @scratch : memref<8xf32> = dense<0.0>
+func.func @inner_global(%out: memref<8xf32>) {
+  scf.forall (%t) in (8) {
+    %a = memref.get_global @scratch : memref<8xf32>
     %v = memref.load %a[%t] : memref<8xf32>
     memref.store %v, %out[%t] : memref<8xf32>
   }

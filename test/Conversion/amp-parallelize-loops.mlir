@@ -58,6 +58,24 @@ func.func @bias_grad(%dy: memref<512x128xf32>, %db: memref<128xf32>) {
 
 // -----
 
+// A dimension marked parallel that an output does not vary along (legal
+// linalg: the last row wins) is not split, or the tasks would race on the
+// output: the next one is.
+// CHECK-LABEL: func.func @output_ignores_a_parallel_dim
+// CHECK: scf.forall (%[[F:.*]]) = (0) to (128) step (16) {
+// CHECK: memref.subview %{{.*}}[0, %[[F]]] [512, 16] [1, 1]
+#all = affine_map<(d0, d1) -> (d0, d1)>
+#last = affine_map<(d0, d1) -> (d1)>
+func.func @output_ignores_a_parallel_dim(%x: memref<512x128xf32>, %y: memref<128xf32>) {
+  linalg.generic {indexing_maps = [#all, #last], iterator_types = ["parallel", "parallel"]} ins(%x : memref<512x128xf32>) outs(%y : memref<128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+
+// -----
+
 // Below min-work, and a full reduction (no parallel dimension): sequential.
 // CHECK-LABEL: func.func @small_and_scalar
 // CHECK-NOT: scf.forall

@@ -264,7 +264,9 @@ def ParallelizeLoopsPass
     parallel dimension into an `scf.forall` of at most `max-tasks` tasks
     (upstream's `scf::tileUsingSCF`); `amp-outline-parallel-loops` turns each
     into a call of the runtime's thread pool. The dimension is the outermost
-    parallel one with at least two tiles; an innermost (contiguous) one is
+    parallel one with at least two tiles that every output's indexing map
+    uses (a parallel dimension an output ignores would have tasks write the
+    same elements); an innermost (contiguous) one is
     tiled in multiples of 16 elements, so each task's inner loop keeps whole
     vectors. The tile divides the dimension when it can (static subview
     shapes); the remainder tile is dynamic otherwise.
@@ -304,14 +306,17 @@ def OutlineParallelLoopsPass
       <captured values>...)` running the loop's body for the tasks
       [first, last) in order. When each of its memref arguments views
       (through subviews, reshapes and casts) a different allocation, global
-      or argument of a public function (an entry point, whose buffers are
-      distinct), so their contents do not overlap, its
+      or argument of an entry point (a public function nothing in the module
+      calls, whose buffers are distinct), so their contents do not overlap,
+      and the body reaches memory only through them (no globals, calls or
+      raw pointers of its own), its
       `amp.noalias_pointers` lists the positions of their allocated and
       aligned pointers in the LLVM signature (`%first`, `%last`: 0, 1; a
       memref of rank r: two pointers, an offset, r sizes, r strides; other
       values one each), because convert-to-llvm drops a memref argument's
       attributes. Where any memref argument's memory is not known so
-      (another op's result, a private function's argument), there is none;
+      (another op's result, the argument of a function the module calls),
+      there is none;
     - a call of a private declaration `@<function>_task<N>_launch(%tasks,
       <captured values>...)` carrying `amp.parallel_task = @<function>_task<N>`,
       which `amp-lower-parallel-launches` replaces with a call of the

@@ -118,6 +118,12 @@ struct ParallelizeLoopsPass
     for (auto [dim, iterator] : llvm::enumerate(iterators)) {
       if (iterator != utils::IteratorType::parallel)
         continue;
+      // Each task must write its own part of every output: a dimension some
+      // output does not vary along would have the tasks race on it.
+      if (llvm::any_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
+            return !op.getMatchingIndexingMap(&init).isFunctionOfDim(dim);
+          }))
+        continue;
       bool innermost = dim + 1 == ranges.size();
       Split split = splitDimension(
           ranges[dim], innermost ? kVectorQuantum : 1, std::max<int64_t>(maxTasks, 2));
@@ -145,14 +151,16 @@ struct ParallelizeLoopsPass
 
 /// What a memref value's memory belongs to, through view-like ops
 /// (subviews, reshapes, casts): an allocation, a global, or an argument of
-/// `parent` where that is public (an entry point: its buffers are the
-/// caller's, one each). Null where that is not known (another op's result,
-/// a private function's argument, which may be one buffer twice).
-const void *memoryRoot(Value value, func::FuncOp parent) {
+/// `parent` where that is an entry point (public, called by nothing in the
+/// module: its buffers are the caller's, one each). Null where that is not
+/// known (another op's result, a block argument, an argument of a function
+/// the module calls, which may be one buffer twice).
+const void *memoryRoot(Value value, func::FuncOp parent, bool isEntry) {
   while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
     value = view.getViewSource();
   if (auto arg = dyn_cast<BlockArgument>(value))
-    return arg.getOwner()->getParentOp() == parent && parent.isPublic()
+    return isEntry && arg.getOwner()->getParentOp() == parent &&
+                   arg.getOwner()->isEntryBlock()
                ? value.getAsOpaquePointer()
                : nullptr;
   Operation *def = value.getDefiningOp();
@@ -231,7 +239,8 @@ struct OutlineParallelLoopsPass
     std::string name;
     do {
       name = (parent.getSymName() + "_task" + llvm::Twine(counter++)).str();
-    } while (symbols.lookup(name) || symbols.lookup(name + "_launch"));
+    } while (symbols.lookup(name) || symbols.lookup(name + "_launch") ||
+             symbols.lookup(name + "_run"));
     builder.setInsertionPointAfter(parent);
     auto task = func::FuncOp::create(builder, loc, name,
                                      builder.getFunctionType(taskInputs, {}));
@@ -265,12 +274,23 @@ struct OutlineParallelLoopsPass
     // memref of rank r becomes those two pointers, an offset, r sizes and r
     // strides; any other argument one parameter), since convert-to-llvm
     // drops a memref argument's attributes.
+    // The body must reach memory only through the passed memrefs: no
+    // globals, calls or raw pointers of its own.
+    bool isEntry =
+        parent.isPublic() &&
+        SymbolTable::symbolKnownUseEmpty(parent, parent->getParentOp());
     DenseMap<const void *, unsigned> roots;
-    bool known = true;
+    bool known = !task.walk([](Operation *op) {
+                       return isa<memref::GetGlobalOp, CallOpInterface,
+                                  memref::ExtractAlignedPointerAsIndexOp>(op)
+                                  ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+                     })
+                      .wasInterrupted();
     for (Value value : passed) {
       if (!isa<BaseMemRefType>(value.getType()))
         continue;
-      const void *root = memoryRoot(value, parent);
+      const void *root = memoryRoot(value, parent, isEntry);
       known &= root != nullptr && isa<MemRefType>(value.getType());
       ++roots[root];
     }
@@ -282,7 +302,7 @@ struct OutlineParallelLoopsPass
         ++position;
         continue;
       }
-      if (known && roots[memoryRoot(value, parent)] == 1)
+      if (known && roots[memoryRoot(value, parent, isEntry)] == 1)
         noAlias.append({position, position + 1});
       position += 3 + 2 * memref.getRank();
     }

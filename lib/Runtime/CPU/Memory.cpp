@@ -57,6 +57,8 @@ extern "C" void *amp_cpu_aligned_alloc(uint64_t alignment, uint64_t size) {
   // aligned_alloc wants a power-of-two alignment of at least a pointer and
   // a size that is a multiple of it; memref-to-llvm already rounds the size.
   alignment = std::max<uint64_t>(alignment, sizeof(void *));
+  if (size > UINT64_MAX - alignment)
+    return nullptr;
   size = std::max<uint64_t>((size + alignment - 1) / alignment * alignment,
                             alignment);
   return counted(std::aligned_alloc(alignment, size));

@@ -66,5 +66,6 @@ int amp::syncBlasThreads() {
 }
 
 extern "C" int64_t amp_cpu_get_num_threads(void) {
+  (void)defaultThreads(); // the first call (amp_cpu_runtime_init) reads it
   return omp_get_max_threads();
 }

@@ -15,8 +15,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/Artifact.h"
-
-#include <omp.h>
 #include "amp/Execution/CompiledStep.h"
 #include "amp/Training/Trainer.h"
 
@@ -25,6 +23,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+
+#include <omp.h>
 
 #include <cstring>
 #include <memory>
@@ -216,7 +216,6 @@ NB_MODULE(_native, m) {
                    "(shape, element type) of each argument of the step.")
       .def_prop_ro("backend",
                    [](const NativeStep &s) { return s.manifest().backend; })
-
       .def_prop_ro("params",
                    [](const NativeStep &s) { return indices(s.abi().params); })
       .def_prop_ro("masters",

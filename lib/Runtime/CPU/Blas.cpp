@@ -81,7 +81,6 @@ const char *amp::chooseOpenBlasCore(const CpuFeatures &f) {
     return nullptr;
   if (f.hasAvx512Core())
     return "SkylakeX"; // its f32 kernels serve every later AVX-512 model
-
   if (f.avx2 && f.fma)
     return "Haswell";
   if (f.avx)

@@ -26,6 +26,8 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config
   # Tests and runtime libraries.
   libgtest-dev libopenblas-dev libopenblas0-openmp zlib1g-dev python3
+  # oneDNN: the CPU runtime's convolutions (lib/Runtime/CPU/Dnnl.cpp).
+  libdnnl-dev
   # A virtual environment for the PyTorch frontend (python/amp), and the
   # headers its extension builds against when python3 is Debian's.
   python3-venv python3-dev

@@ -151,8 +151,9 @@ def test_torchvision_vgg11_bn_o0_matches_pytorch():
     for parity): the 1x1 feature map pooled adaptively to 7x7 (windows of
     PyTorch's non-divisible form), the 25088-wide classifier; 5 steps.
 
-    SGD-momentum + weight decay (lr 1e-3): losses and state within 1e-4 of
-    PyTorch's loop (measured 3e-7 and 3e-6), except the convolutions' biases:
+    SGD-momentum + weight decay (lr 5e-4): losses and state within 1e-4 of
+    PyTorch's loop (measured 2e-7 from f64 at every step, through oneDNN's
+    convolutions or im2col), except the convolutions' biases:
     each conv feeds a batch norm, which removes any per-channel constant, so
     their gradient is exactly zero and both runs move them (from zero) by
     rounding noise only: checked to stay below 1e-3 of their conv's weights.
@@ -165,10 +166,21 @@ def test_torchvision_vgg11_bn_o0_matches_pytorch():
     and PyTorch's own f32 run ends up to 2e-3 (classifier.3.bias) from the
     f64 one. Each tensor of amp's must be within 1e-4, or within 3x of
     PyTorch's own f32 distance, of the f64 run (measured: at most 1.8x).
+
+    Not lr 1e-3 for SGD: there, in step 1, one unit of classifier.3's output
+    sits 2.4e-7 (of the layer's largest value) from its ReLU's kink in the
+    f64 run, so which side an f32 run lands on is luck - amp's f32 step
+    through oneDNN's input gradients, or through im2col's with a 1e-7
+    relative perturbation, lands on the other side, and its loss is 1.4e-4
+    from f64 by step 4 (PyTorch's f32 loop, on its three CPU paths, lands on
+    the f64 side). At 5e-4 every path and the perturbed one stay within 2e-7.
     """
     import torchvision  # pinned by scripts/setup.sh
     data = image_batches()
-    for name, make in TORCHVISION_OPTIMIZERS.items():
+    optimizers = dict(TORCHVISION_OPTIMIZERS)
+    optimizers["sgd-momentum"] = lambda p: torch.optim.SGD(
+        p, lr=5e-4, momentum=0.9, weight_decay=5e-4)
+    for name, make in optimizers.items():
         torch.manual_seed(0)
         model = torchvision.models.vgg11_bn(num_classes=10, dropout=0.0)
         convs = [c for c in model.features if isinstance(c, nn.Conv2d)]

@@ -11,7 +11,9 @@
 // 1e-5 relative to the sum of |terms|. Convolutions against a direct f64
 // convolution, with strides, padding and dilation, in enough images to take
 // the chunked path (several GEMMs) and its remainder; the two gradients
-// against the direct f64 sums that define them. OpenBLAS's kernel family:
+// against the direct f64 sums that define them - through im2col + OpenBLAS
+// and through oneDNN, with f32, f16 and bf16 operands (bf16 ones reach
+// oneDNN as bf16 on CPUs with AVX-512 BF16). OpenBLAS's kernel family:
 // chosen by the CPU's features, and the one loaded.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +21,7 @@
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/Blas.h"
 #include "amp/Runtime/CpuFeatures.h"
+#include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
 
 #include "gtest/gtest.h"
@@ -26,7 +29,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace amp;
@@ -63,10 +68,18 @@ Operand randomOperand(size_t n, RuntimeDType dtype, std::mt19937 &rng) {
   return op;
 }
 
-class Gemm : public ::testing::TestWithParam<RuntimeDType> {};
+/// Sets the runtime's bf16 GEMM path for one test and restores the default.
+struct ForcedGemmPath {
+  explicit ForcedGemmPath(GemmPath path) { setGemmPathOverride(path); }
+  ~ForcedGemmPath() { setGemmPathOverride(std::nullopt); }
+};
+
+class Gemm : public ::testing::TestWithParam<std::tuple<RuntimeDType, GemmPath>> {
+};
 
 TEST_P(Gemm, MatchesF64Reference) {
-  RuntimeDType dtype = GetParam();
+  auto [dtype, path] = GetParam();
+  ForcedGemmPath forced(path);
   std::mt19937 rng(3);
   const int64_t batch = 3, m = 17, n = 23, k = 300;
   for (int ta = 0; ta < 2; ++ta)
@@ -105,9 +118,23 @@ TEST_P(Gemm, MatchesF64Reference) {
       }
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, Gemm,
-                         ::testing::Values(RuntimeDType::F32, RuntimeDType::F16,
-                                           RuntimeDType::BF16));
+/// "bf16_onednn": the operands' type and the path of bf16 GEMMs (f32 and
+/// f16 ones are OpenBLAS's either way).
+std::string gemmTestName(
+    const ::testing::TestParamInfo<Gemm::ParamType> &info) {
+  const char *types[] = {"f32", "f16", "bf16"};
+  return std::string(types[int(std::get<0>(info.param))]) +
+         (std::get<1>(info.param) == GemmPath::OneDnn ? "_onednn"
+                                                      : "_openblas");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DTypes, Gemm,
+    ::testing::Values(std::make_tuple(RuntimeDType::F32, GemmPath::OpenBlas),
+                      std::make_tuple(RuntimeDType::F16, GemmPath::OpenBlas),
+                      std::make_tuple(RuntimeDType::BF16, GemmPath::OpenBlas),
+                      std::make_tuple(RuntimeDType::BF16, GemmPath::OneDnn)),
+    gemmTestName);
 
 struct Geometry {
   int64_t n, c, h, w, f, kh, kw, sh, sw, ph, pw, dh, dw;
@@ -115,13 +142,24 @@ struct Geometry {
   int64_t ow() const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
 };
 
-class Conv : public ::testing::TestWithParam<Geometry> {};
+/// Sets the runtime's convolution path for one test and restores the rule.
+struct ForcedConvPath {
+  explicit ForcedConvPath(ConvPath path) { setConvPathOverride(path); }
+  ~ForcedConvPath() { setConvPathOverride(std::nullopt); }
+};
+
+const char *pathName(ConvPath path) {
+  return path == ConvPath::OneDnn ? "onednn" : "im2col";
+}
+
+class Conv : public ::testing::TestWithParam<
+                 std::tuple<Geometry, RuntimeDType, ConvPath>> {};
 
 TEST_P(Conv, ForwardAndGradientsMatchF64Sums) {
-  Geometry g = GetParam();
+  auto [g, dtype, path] = GetParam();
+  ForcedConvPath forced(path);
   int64_t oh = g.oh(), ow = g.ow();
   std::mt19937 rng(9);
-  RuntimeDType dtype = RuntimeDType::F16;
   auto t = static_cast<int64_t>(dtype);
   Operand x = randomOperand(g.n * g.c * g.h * g.w, dtype, rng);
   Operand filter = randomOperand(g.f * g.c * g.kh * g.kw, dtype, rng);
@@ -177,9 +215,23 @@ TEST_P(Conv, ForwardAndGradientsMatchF64Sums) {
   expectClose(dfilter, dfRef, dfMag, "dfilter");
 }
 
+/// "2_3_9_9_4_3_3_1_1_1_1_1_1_bf16_onednn": the geometry, the operands'
+/// type and the path.
+std::string convTestName(
+    const ::testing::TestParamInfo<Conv::ParamType> &info) {
+  const Geometry &g = std::get<0>(info.param);
+  std::string name;
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.f, g.kh, g.kw, g.sh, g.sw, g.ph,
+                    g.pw, g.dh, g.dw})
+    name += std::to_string(v) + "_";
+  const char *types[] = {"f32", "f16", "bf16"};
+  return name + types[int(std::get<1>(info.param))] + "_" +
+         pathName(std::get<2>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Geometries, Conv,
-    ::testing::Values(
+    ::testing::Combine(::testing::Values(
         // n c h w f kh kw sh sw ph pw dh dw
         Geometry{2, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1},
         Geometry{3, 2, 11, 8, 5, 3, 2, 2, 3, 1, 0, 1, 1},
@@ -194,7 +246,66 @@ INSTANTIATE_TEST_SUITE_P(
         Geometry{2, 4, 7, 6, 3, 1, 1, 2, 2, 0, 0, 1, 1},
         // A column matrix of 72 x 4096 floats per image: 3 images per GEMM,
         // so 5 images take a full chunk and a remainder.
-        Geometry{5, 8, 64, 64, 3, 3, 3, 1, 1, 1, 1, 1, 1}));
+        Geometry{5, 8, 64, 64, 3, 3, 3, 1, 1, 1, 1, 1, 1},
+        // No right padding: h = 8, 3x3, stride 2, padding 0 gives 3 rows,
+        // the last of which ends a row before the image's end (oneDNN's
+        // right padding would be -1; the runtime takes the im2col path).
+        Geometry{2, 3, 8, 8, 4, 3, 3, 2, 2, 0, 0, 1, 1},
+        // The shapes where the rule takes im2col for some passes: small
+        // images with many channels, a 3-channel input, a 1x1 image whose
+        // 3x3 window reads only padding around the centre.
+        Geometry{8, 256, 2, 2, 512, 3, 3, 1, 1, 1, 1, 1, 1},
+        Geometry{8, 3, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1},
+        Geometry{8, 512, 1, 1, 512, 3, 3, 1, 1, 1, 1, 1, 1}),
+                       ::testing::Values(RuntimeDType::F32, RuntimeDType::F16,
+                                         RuntimeDType::BF16),
+                       ::testing::Values(ConvPath::Im2col, ConvPath::OneDnn)),
+    convTestName);
+
+// The measured rule: oneDNN for most shapes, im2col where oneDNN's blocked
+// layouts lose (small images' filter gradients, few-channel inputs' f32
+// input gradients); AMP_CPU_CONV's override wins over it.
+TEST(ConvPathRule, ChoosesPerShapeAndTypes) {
+  ConvGeometry wide{32, 64, 32, 32, 64, 3, 3, 32, 32, 1, 1, 1, 1, 1, 1};
+  ConvGeometry small{32, 512, 2, 2, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  ConvGeometry rgb{32, 3, 32, 32, 64, 3, 3, 32, 32, 1, 1, 1, 1, 1, 1};
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData,
+                        ConvPass::BackwardWeights})
+    for (bool bf16 : {false, true})
+      EXPECT_EQ(chooseConvPath(pass, wide, bf16), ConvPath::OneDnn);
+  EXPECT_EQ(chooseConvPath(ConvPass::BackwardWeights, small, false),
+            ConvPath::Im2col);
+  EXPECT_EQ(chooseConvPath(ConvPass::BackwardWeights, small, true),
+            ConvPath::Im2col);
+  EXPECT_EQ(chooseConvPath(ConvPass::Forward, small, true), ConvPath::OneDnn);
+  EXPECT_EQ(chooseConvPath(ConvPass::BackwardData, rgb, false),
+            ConvPath::Im2col);
+  EXPECT_EQ(chooseConvPath(ConvPass::BackwardData, rgb, true),
+            ConvPath::OneDnn);
+  {
+    ForcedConvPath forced(ConvPath::Im2col);
+    EXPECT_EQ(chooseConvPath(ConvPass::Forward, wide, false),
+              ConvPath::Im2col);
+  }
+  {
+    ForcedConvPath forced(ConvPath::OneDnn);
+    EXPECT_EQ(chooseConvPath(ConvPass::BackwardWeights, small, true),
+              ConvPath::OneDnn);
+  }
+}
+
+// A geometry oneDNN cannot express is declined without touching the output.
+TEST(ConvPathRule, OneDnnDeclinesNegativeRightPadding) {
+  ConvGeometry g{2, 3, 8, 8, 4, 3, 3, 3, 3, 2, 2, 0, 0, 1, 1};
+  std::vector<float> x(2 * 3 * 64, 1.0f), w(4 * 3 * 9, 1.0f),
+      y(2 * 4 * 9, 7.0f);
+  EXPECT_FALSE(runDnnlConvolution(ConvPass::Forward, g, x.data(), w.data(),
+                                  false, y.data()));
+  for (float v : y)
+    ASSERT_EQ(v, 7.0f);
+}
+
+
 
 /// A CPU with the features of one vendor and these extension levels.
 CpuFeatures cpu(bool intel, bool avx, bool avx2, bool avx512,
@@ -295,6 +406,29 @@ TEST(CpuMemory, CountsTheRuntimesScratch) {
   EXPECT_EQ(after, before);
   // At least the widened input and filter (f32 copies).
   EXPECT_GE(peak - before, (x.value.size() + filter.value.size()) * 4);
+}
+
+// oneDNN's blocked copies of the operands and its scratchpad come from the
+// counted heap too, and are freed when the call returns.
+TEST(CpuMemory, CountsOneDnnsBuffers) {
+  ForcedConvPath forced(ConvPath::OneDnn);
+  std::mt19937 rng(6);
+  int64_t n = 4, c = 32, h = 8, w = 8, f = 32;
+  Operand x = randomOperand(n * c * h * w, RuntimeDType::F32, rng);
+  Operand filter = randomOperand(f * c * 9, RuntimeDType::F32, rng);
+  std::vector<float> y(n * f * h * w);
+  uint64_t before = 0, peak = 0, after = 0;
+  amp_cpu_memory_reset_peak();
+  amp_cpu_memory_stats(&before, nullptr);
+  amp_cpu_conv2d(x.address(RuntimeDType::F32),
+                 filter.address(RuntimeDType::F32),
+                 reinterpret_cast<intptr_t>(y.data()), 0, 0, n, c, h, w, f, 3,
+                 3, h, w, 1, 1, 1, 1, 1, 1);
+  amp_cpu_memory_stats(&after, &peak);
+  EXPECT_EQ(after, before);
+  // The input in oneDNN's blocked layout (32 channels: a multiple of its
+  // blocks, so as large as the dense input) at least.
+  EXPECT_GE(peak - before, x.value.size() * 4);
 }
 
 } // namespace

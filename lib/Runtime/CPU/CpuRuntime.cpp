@@ -6,6 +6,7 @@
 
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/Blas.h"
+#include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
 
 #include <algorithm>
@@ -110,15 +111,6 @@ void sgemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
               blasint(transposeB ? k : n), beta, c, blasint(n));
 }
 
-struct ConvGeometry {
-  int64_t n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
-  /// Rows of an image's column matrix: one per (channel, kernel offset).
-  int64_t patch() const { return c * kh * kw; }
-  /// Columns of an image's column matrix: one per output pixel.
-  int64_t pixels() const { return oh * ow; }
-  int64_t inputSize() const { return c * h * w; }
-  int64_t outputSize() const { return f * oh * ow; }
-};
 
 /// Where one row of an image's column matrix (one (channel, kernel offset))
 /// reads the input: output rows [oy0, oy1) and, in each, output columns
@@ -313,6 +305,16 @@ namespace {
 void batchedGemm(intptr_t a, intptr_t b, float *out, float beta, int64_t dtypeA,
                  int64_t dtypeB, int64_t batch, int64_t m, int64_t n, int64_t k,
                  int64_t transposeA, int64_t transposeB) {
+  // bf16 operands on a CPU that multiplies them: oneDNN's bf16 matmul
+  // (AVX-512 BF16 / AMX), exact products summed in f32, as the widened
+  // OpenBLAS path computes them.
+  int64_t bf16 = int64_t(RuntimeDType::BF16);
+  if (dtypeA == bf16 && dtypeB == bf16 && dnnlNativeBf16() &&
+      chooseGemmPath() == GemmPath::OneDnn &&
+      runDnnlMatmul(reinterpret_cast<const void *>(a),
+                    reinterpret_cast<const void *>(b), out, true, beta != 0.0f,
+                    batch, m, n, k, transposeA, transposeB))
+    return;
   FloatOperand lhs(a, dtypeA, batch * m * k), rhs(b, dtypeB, batch * k * n);
   for (int64_t i = 0; i < batch; ++i)
     sgemm(transposeA, transposeB, m, n, k, lhs.get() + i * m * k,
@@ -358,6 +360,27 @@ extern "C" void amp_cpu_embedding_grad(intptr_t dy, intptr_t ids,
   }
 }
 
+namespace {
+/// Runs a convolution pass through oneDNN where chooseConvPath says so and
+/// oneDNN has a kernel: bf16 operands as they are on CPUs that multiply
+/// them natively, any other types widened to f32 first. False: the caller
+/// takes the im2col path.
+bool tryDnnl(ConvPass pass, const ConvGeometry &g, intptr_t a, int64_t dtypeA,
+             int64_t countA, intptr_t b, int64_t dtypeB, int64_t countB,
+             float *out) {
+  int64_t bf16 = int64_t(RuntimeDType::BF16);
+  bool native = dtypeA == bf16 && dtypeB == bf16 && dnnlNativeBf16();
+  if (chooseConvPath(pass, g, native) != ConvPath::OneDnn)
+    return false;
+  if (native &&
+      runDnnlConvolution(pass, g, reinterpret_cast<const void *>(a),
+                         reinterpret_cast<const void *>(b), true, out))
+    return true;
+  FloatOperand lhs(a, dtypeA, countA), rhs(b, dtypeB, countB);
+  return runDnnlConvolution(pass, g, lhs.get(), rhs.get(), false, out);
+}
+} // namespace
+
 #define AMP_CONV_GEOMETRY                                                      \
   ConvGeometry { n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw }
 
@@ -365,9 +388,12 @@ extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
                                int64_t dtypeX, int64_t dtypeFilter,
                                AMP_CONV_GEOMETRY_PARAMS) {
   ConvGeometry g = AMP_CONV_GEOMETRY;
+  auto *out = reinterpret_cast<float *>(y);
+  if (tryDnnl(ConvPass::Forward, g, x, dtypeX, g.n * g.inputSize(), filter,
+              dtypeFilter, g.f * g.patch(), out))
+    return;
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
-  auto *out = reinterpret_cast<float *>(y);
   ImageChunks chunks(g);
   chunks.forEach([&](int64_t first, int64_t count, int64_t ld) {
     chunks.im2colChunk(input.get(), first, count, ld);
@@ -383,9 +409,12 @@ extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
                                           int64_t dtypeFilter,
                                           AMP_CONV_GEOMETRY_PARAMS) {
   ConvGeometry g = AMP_CONV_GEOMETRY;
+  auto *out = reinterpret_cast<float *>(dx);
+  if (tryDnnl(ConvPass::BackwardData, g, dy, dtypeDy, g.n * g.outputSize(),
+              filter, dtypeFilter, g.f * g.patch(), out))
+    return;
   FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
-  auto *out = reinterpret_cast<float *>(dx);
   ImageChunks chunks(g);
   chunks.forEach([&](int64_t first, int64_t count, int64_t ld) {
     packImages(grad.get(), chunks.rows.get(), first, count, g.f, g.pixels());
@@ -405,9 +434,12 @@ extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
                                            int64_t dtypeX,
                                            AMP_CONV_GEOMETRY_PARAMS) {
   ConvGeometry g = AMP_CONV_GEOMETRY;
+  auto *out = reinterpret_cast<float *>(dfilter);
+  if (tryDnnl(ConvPass::BackwardWeights, g, dy, dtypeDy, g.n * g.outputSize(),
+              x, dtypeX, g.n * g.inputSize(), out))
+    return;
   FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
-  auto *out = reinterpret_cast<float *>(dfilter);
   std::fill(out, out + g.f * g.patch(), 0.0f);
   ImageChunks chunks(g);
   chunks.forEach([&](int64_t first, int64_t count, int64_t ld) {

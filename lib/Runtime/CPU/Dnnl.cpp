@@ -1,0 +1,420 @@
+//===- Dnnl.cpp - Convolutions through oneDNN -----------------------------===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// A plan per (pass, geometry, operand type, thread count): the oneDNN
+// primitive, built once (it is JIT-compiled code), the reorders between the
+// step's dense buffers and the layouts the primitive chose, and the size of
+// its scratchpad. Every buffer a call needs comes from the counted heap
+// (amp_cpu_malloc), so the step's peak memory includes them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/Dnnl.h"
+#include "amp/Runtime/CpuFeatures.h"
+#include "amp/Runtime/CpuRuntime.h"
+
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+using namespace amp;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+namespace {
+
+dnnl::engine &cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// A buffer from the counted heap.
+struct CountedBuffer {
+  explicit CountedBuffer(size_t bytes)
+      : data(amp_cpu_aligned_alloc(64, std::max<size_t>(bytes, 64))) {}
+  ~CountedBuffer() { amp_cpu_free(data); }
+  CountedBuffer(const CountedBuffer &) = delete;
+  CountedBuffer &operator=(const CountedBuffer &) = delete;
+  void *data;
+};
+
+/// One operand of a plan: its argument slot, the dense layout of the
+/// step's buffer, the primitive's layout, and the reorder between them
+/// (user -> primitive for an input, back for the output) where they differ.
+struct Operand {
+  int arg = 0;
+  dnnl::memory::desc user, inner;
+  std::optional<dnnl::reorder> reorder;
+};
+
+struct Plan {
+  dnnl::primitive primitive;
+  std::array<Operand, 3> operands; // two inputs, then the output
+  dnnl::memory::desc scratchpad;
+};
+
+using PlanKey = std::array<int64_t, 18>;
+
+/// Right padding that makes oneDNN's output size the op's: oneDNN wants
+/// (in - kernel_extent + l + r) / stride + 1 == out exactly.
+int64_t rightPadding(int64_t in, int64_t out, int64_t k, int64_t stride,
+                     int64_t dilation, int64_t left) {
+  return (out - 1) * stride + (k - 1) * dilation + 1 - in - left;
+}
+
+std::unique_ptr<Plan> makePlan(ConvPass pass, const ConvGeometry &g,
+                               bool bf16) {
+  using namespace dnnl;
+  int64_t pr = rightPadding(g.h, g.oh, g.kh, g.sh, g.dh, g.ph);
+  int64_t pb = rightPadding(g.w, g.ow, g.kw, g.sw, g.dw, g.pw);
+  if (pr < 0 || pb < 0 || g.n <= 0 || g.c <= 0 || g.f <= 0 || g.oh <= 0 ||
+      g.ow <= 0)
+    return nullptr;
+  dt in = bf16 ? dt::bf16 : dt::f32;
+  memory::dims src{g.n, g.c, g.h, g.w}, wei{g.f, g.c, g.kh, g.kw},
+      dst{g.n, g.f, g.oh, g.ow}, strides{g.sh, g.sw},
+      dilates{g.dh - 1, g.dw - 1}, left{g.ph, g.pw}, right{pr, pb};
+  // The primitive's operand types: 16-bit inputs, f32 results.
+  dt srcType = pass == ConvPass::BackwardData ? dt::f32 : in;
+  dt weiType = pass == ConvPass::BackwardWeights ? dt::f32 : in;
+  dt dstType = pass == ConvPass::Forward ? dt::f32 : in;
+  memory::desc srcAny(src, srcType, tag::any), weiAny(wei, weiType, tag::any),
+      dstAny(dst, dstType, tag::any);
+  primitive_attr attr;
+  attr.set_scratchpad_mode(scratchpad_mode::user);
+  // The forward convolution, as the step runs it: the passes of training
+  // are built with it as their hint (oneDNN matches their layouts to it).
+  auto forwardDesc = [&] {
+    return convolution_forward::desc(
+        prop_kind::forward_training, algorithm::convolution_direct,
+        memory::desc(src, in, tag::any), memory::desc(wei, in, tag::any),
+        memory::desc(dst, dt::f32, tag::any), strides, dilates, left, right);
+  };
+  auto plan = std::make_unique<Plan>();
+  auto operand = [&](int arg, const memory::desc &inner, dt type,
+                     const memory::dims &dims, tag layout, bool input) {
+    Operand o;
+    o.arg = arg;
+    o.user = memory::desc(dims, type, layout);
+    o.inner = inner;
+    if (o.user != o.inner)
+      o.reorder = input ? reorder(reorder::primitive_desc(cpuEngine(), o.user,
+                                                          cpuEngine(), o.inner))
+                        : reorder(reorder::primitive_desc(
+                              cpuEngine(), o.inner, cpuEngine(), o.user));
+    return o;
+  };
+  try {
+    switch (pass) {
+    case ConvPass::Forward: {
+      convolution_forward::primitive_desc pd(forwardDesc(), attr, cpuEngine());
+      plan->primitive = convolution_forward(pd);
+      plan->operands = {
+          operand(DNNL_ARG_SRC, pd.src_desc(), in, src, tag::nchw, true),
+          operand(DNNL_ARG_WEIGHTS, pd.weights_desc(), in, wei, tag::oihw,
+                  true),
+          operand(DNNL_ARG_DST, pd.dst_desc(), dt::f32, dst, tag::nchw,
+                  false)};
+      plan->scratchpad = pd.scratchpad_desc();
+      break;
+    }
+    case ConvPass::BackwardData: {
+      convolution_forward::primitive_desc hint(forwardDesc(), cpuEngine());
+      convolution_backward_data::primitive_desc pd(
+          convolution_backward_data::desc(algorithm::convolution_direct,
+                                          srcAny, weiAny, dstAny, strides,
+                                          dilates, left, right),
+          attr, cpuEngine(), hint);
+      plan->primitive = convolution_backward_data(pd);
+      plan->operands = {
+          operand(DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), in, dst, tag::nchw,
+                  true),
+          operand(DNNL_ARG_WEIGHTS, pd.weights_desc(), in, wei, tag::oihw,
+                  true),
+          operand(DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), dt::f32, src,
+                  tag::nchw, false)};
+      plan->scratchpad = pd.scratchpad_desc();
+      break;
+    }
+    case ConvPass::BackwardWeights: {
+      convolution_forward::primitive_desc hint(forwardDesc(), cpuEngine());
+      convolution_backward_weights::primitive_desc pd(
+          convolution_backward_weights::desc(algorithm::convolution_direct,
+                                             srcAny, weiAny, dstAny, strides,
+                                             dilates, left, right),
+          attr, cpuEngine(), hint);
+      plan->primitive = convolution_backward_weights(pd);
+      plan->operands = {
+          operand(DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), in, dst, tag::nchw,
+                  true),
+          operand(DNNL_ARG_SRC, pd.src_desc(), in, src, tag::nchw, true),
+          operand(DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(), dt::f32, wei,
+                  tag::oihw, false)};
+      plan->scratchpad = pd.scratchpad_desc();
+      break;
+    }
+    }
+  } catch (const dnnl::error &) {
+    // No kernel for these types or this shape on this CPU.
+    return nullptr;
+  }
+  return plan;
+}
+
+/// The plan of a pass, built on first use; nullptr where oneDNN has none.
+const Plan *getPlan(ConvPass pass, const ConvGeometry &g, bool bf16) {
+  static std::mutex mutex;
+  static std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  PlanKey key{int64_t(pass), bf16, omp_get_max_threads(), g.n, g.c, g.h,
+              g.w, g.f, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.ph, g.pw, g.dh,
+              g.dw};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(key);
+  if (it == plans.end())
+    it = plans.emplace(key, makePlan(pass, g, bf16)).first;
+  return it->second.get();
+}
+
+} // namespace
+
+bool amp::dnnlNativeBf16() {
+  const CpuFeatures &cpu = getCpuFeatures();
+  return cpu.avx512bf16 || cpu.amxBf16;
+}
+
+namespace {
+/// The index in `choices` of the environment variable `name`'s value, or -1
+/// (unset, "auto", or not a choice: said once on stderr).
+int choiceFromEnvironment(const char *name,
+                          std::initializer_list<const char *> choices) {
+  const char *env = std::getenv(name);
+  if (!env || !*env || !std::strcmp(env, "auto"))
+    return -1;
+  int i = 0;
+  for (const char *choice : choices) {
+    if (!std::strcmp(env, choice))
+      return i;
+    ++i;
+  }
+  std::fprintf(stderr, "amp runtime: %s=%s is not one of auto", name, env);
+  for (const char *choice : choices)
+    std::fprintf(stderr, ", %s", choice);
+  std::fprintf(stderr, "; using auto\n");
+  return -1;
+}
+
+/// -1: the rule; else a ConvPath (AMP_CPU_CONV, or a test's override).
+std::atomic<int> &forcedConvPath() {
+  static std::atomic<int> path{
+      choiceFromEnvironment("AMP_CPU_CONV", {"im2col", "onednn"})};
+  return path;
+}
+
+/// -1: oneDNN where it takes the types; else a GemmPath (AMP_CPU_GEMM).
+std::atomic<int> &forcedGemmPath() {
+  static std::atomic<int> path{
+      choiceFromEnvironment("AMP_CPU_GEMM", {"openblas", "onednn"})};
+  return path;
+}
+} // namespace
+
+void amp::setConvPathOverride(std::optional<ConvPath> path) {
+  forcedConvPath() = path ? int(*path) : -1;
+}
+
+void amp::setGemmPathOverride(std::optional<GemmPath> path) {
+  forcedGemmPath() = path ? int(*path) : -1;
+}
+
+GemmPath amp::chooseGemmPath() {
+  int forced = forcedGemmPath();
+  return forced >= 0 ? GemmPath(forced) : GemmPath::OneDnn;
+}
+
+ConvPath amp::chooseConvPath(ConvPass pass, const ConvGeometry &g,
+                             bool bf16) {
+  int forced = forcedConvPath();
+  if (forced >= 0)
+    return ConvPath(forced);
+  // amp-bench-conv-paths on the benchmark models' convolutions (Sapphire
+  // Rapids, AMX; docs/benchmarks.md): oneDNN is 1.1-9x faster except where
+  // its blocked layouts have little to block - the filter gradient of small
+  // images (a 4x4 or 2x2 image with 256-512 channels: 0.3-0.7x in bf16,
+  // 0.6x in f32 at 2x2) and the f32 input gradient of a 1- or 3-channel
+  // input (0.4-0.65x).
+  switch (pass) {
+  case ConvPass::Forward:
+    return ConvPath::OneDnn;
+  case ConvPass::BackwardData:
+    if (bf16)
+      return g.pixels() <= 4 ? ConvPath::Im2col : ConvPath::OneDnn;
+    return g.c < 8 ? ConvPath::Im2col : ConvPath::OneDnn;
+  case ConvPass::BackwardWeights:
+    return g.pixels() <= (bf16 ? 16 : 4) ? ConvPath::Im2col : ConvPath::OneDnn;
+  }
+  return ConvPath::OneDnn;
+}
+
+bool amp::runDnnlConvolution(ConvPass pass, const ConvGeometry &g,
+                             const void *a, const void *b, bool bf16,
+                             float *out) {
+  const Plan *plan = getPlan(pass, g, bf16);
+  if (!plan)
+    return false;
+  dnnl::engine &engine = cpuEngine();
+  dnnl::stream stream(engine);
+  std::array<const void *, 3> user{a, b, out};
+  std::array<dnnl::memory, 3> inner;
+  std::array<std::unique_ptr<CountedBuffer>, 3> buffers;
+  std::unordered_map<int, dnnl::memory> args;
+  for (size_t i = 0; i < 3; ++i) {
+    const Operand &o = plan->operands[i];
+    dnnl::memory mine(o.user, engine, const_cast<void *>(user[i]));
+    if (!o.reorder) {
+      inner[i] = mine;
+    } else {
+      buffers[i] = std::make_unique<CountedBuffer>(o.inner.get_size());
+      inner[i] = dnnl::memory(o.inner, engine, buffers[i]->data);
+      if (i < 2)
+        o.reorder->execute(stream, mine, inner[i]);
+    }
+    args.emplace(o.arg, inner[i]);
+  }
+  CountedBuffer scratch(plan->scratchpad.get_size());
+  args.emplace(DNNL_ARG_SCRATCHPAD,
+               dnnl::memory(plan->scratchpad, engine, scratch.data));
+  plan->primitive.execute(stream, args);
+  const Operand &result = plan->operands[2];
+  if (result.reorder) {
+    dnnl::memory mine(result.user, engine, out);
+    result.reorder->execute(stream, inner[2], mine);
+  }
+  stream.wait();
+  return true;
+}
+
+namespace {
+struct MatmulPlan {
+  dnnl::matmul primitive;
+  dnnl::memory::desc a, b, c, scratchpad;
+};
+
+/// A row-major matrix of `rows` x `cols` per batch entry, stored transposed
+/// (cols x rows) when `transposed`.
+dnnl::memory::desc matrixDesc(int64_t batch, int64_t rows, int64_t cols,
+                              bool transposed, dt type) {
+  dnnl::memory::dims strides =
+      transposed ? dnnl::memory::dims{rows * cols, 1, rows}
+                 : dnnl::memory::dims{rows * cols, cols, 1};
+  return dnnl::memory::desc({batch, rows, cols}, type, strides);
+}
+
+std::unique_ptr<MatmulPlan> makeMatmulPlan(bool bf16, bool accumulate,
+                                           int64_t batch, int64_t m, int64_t n,
+                                           int64_t k, bool transposeA,
+                                           bool transposeB) {
+  using namespace dnnl;
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0)
+    return nullptr;
+  dt in = bf16 ? dt::bf16 : dt::f32;
+  auto plan = std::make_unique<MatmulPlan>();
+  plan->a = matrixDesc(batch, m, k, transposeA, in);
+  plan->b = matrixDesc(batch, k, n, transposeB, in);
+  plan->c = matrixDesc(batch, m, n, false, dt::f32);
+  primitive_attr attr;
+  attr.set_scratchpad_mode(scratchpad_mode::user);
+  if (accumulate) {
+    post_ops sum;
+    sum.append_sum(1.0f);
+    attr.set_post_ops(sum);
+  }
+  try {
+    matmul::primitive_desc pd(matmul::desc(plan->a, plan->b, plan->c), attr,
+                              cpuEngine());
+    plan->primitive = matmul(pd);
+    plan->scratchpad = pd.scratchpad_desc();
+  } catch (const dnnl::error &) {
+    return nullptr;
+  }
+  return plan;
+}
+} // namespace
+
+bool amp::runDnnlMatmul(const void *a, const void *b, float *c, bool bf16,
+                        bool accumulate, int64_t batch, int64_t m, int64_t n,
+                        int64_t k, bool transposeA, bool transposeB) {
+  static std::mutex mutex;
+  static std::map<std::array<int64_t, 9>, std::unique_ptr<MatmulPlan>> plans;
+  std::array<int64_t, 9> key{bf16,       accumulate, omp_get_max_threads(),
+                             batch,      m,          n,
+                             k,          transposeA, transposeB};
+  const MatmulPlan *plan;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = plans.find(key);
+    if (it == plans.end())
+      it = plans
+               .emplace(key, makeMatmulPlan(bf16, accumulate, batch, m, n, k,
+                                            transposeA, transposeB))
+               .first;
+    plan = it->second.get();
+  }
+  if (!plan)
+    return false;
+  dnnl::engine &engine = cpuEngine();
+  dnnl::stream stream(engine);
+  CountedBuffer scratch(plan->scratchpad.get_size());
+  plan->primitive.execute(
+      stream,
+      {{DNNL_ARG_SRC, dnnl::memory(plan->a, engine, const_cast<void *>(a))},
+       {DNNL_ARG_WEIGHTS,
+        dnnl::memory(plan->b, engine, const_cast<void *>(b))},
+       {DNNL_ARG_DST, dnnl::memory(plan->c, engine, c)},
+       {DNNL_ARG_SCRATCHPAD,
+        dnnl::memory(plan->scratchpad, engine, scratch.data)}});
+  stream.wait();
+  return true;
+}
+
+std::string amp::describeDnnl() {
+  const dnnl_version_t *v = dnnl_version();
+  std::string isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+  case dnnl::cpu_isa::avx512_core_amx:
+    isa = "avx512_core_amx";
+    break;
+  case dnnl::cpu_isa::avx512_core_bf16:
+    isa = "avx512_core_bf16";
+    break;
+  case dnnl::cpu_isa::avx512_core_vnni:
+    isa = "avx512_core_vnni";
+    break;
+  case dnnl::cpu_isa::avx512_core:
+    isa = "avx512_core";
+    break;
+  case dnnl::cpu_isa::avx2:
+    isa = "avx2";
+    break;
+  default:
+    isa = "other ISA";
+    break;
+  }
+  return "oneDNN " + std::to_string(v->major) + "." +
+         std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
+         isa + ")";
+}

@@ -11,7 +11,10 @@
 # torch.compile (Inductor) of the whole step in fp32 (bench/torch_cpu.py has
 # the same models). Memory: amp's peak step memory
 # (its buffers and the runtime's scratch) against PyTorch's peak RSS growth
-# less Adam's state (bench/torch_cpu.py says what that holds).
+# less Adam's state (bench/torch_cpu.py says what that holds). Roofline:
+# the step's GEMM and convolution FLOPs (PyTorch's FlopCounterMode) at the
+# best f32 GEMM rate measured at that thread count in the same run is the
+# floor; amp's O0 step as a fraction of it.
 #
 #   bench/cpu_vs_torch.sh [THREADS] [REPEATS] [MODELS]
 #       THREADS: thread counts, e.g. "1 2" (default "1 <core count>")
@@ -52,6 +55,7 @@ steps_of() {
 
 results="$out/cpu_vs_torch.jsonl"
 : > "$results"
+: > "$out/roofline.jsonl"
 for rep in $(seq 1 "$repeats"); do
   for t in $threads_list; do
     for model in $models; do
@@ -72,6 +76,9 @@ print(json.dumps({"framework": "amp", "model": sys.argv[2],
                   "memory_mib": m["peak_step_bytes"] / 2**20}))
 PY
       done
+      # The roofline's inputs: the step's FLOPs and this thread count's
+      # peak f32 GEMM rate, measured next to the step times.
+      "$python" "$root/bench/torch_cpu.py" "$model" roofline 10 "$t" >> "$out/roofline.jsonl"
       modes="fp32 autocast-bf16 compile-fp32"
       case "$model" in mlp|transformer) modes="$modes autocast-f16" ;; esac
       for mode in $modes; do
@@ -138,6 +145,21 @@ for model in ["mlp", "cnn", "transformer", "vgg16"]:
                                        ("fp32", "autocast-bf16", "autocast-f16", "compile-fp32")]), default=None)
         f = lambda a, b: f"{b / a:.2f}x" if a and b else "-"
         lines.append(f"| {model} | {threads} | {f(o0, eager)} | {f(o0, comp)} | {f(amp_best, torch_best)} |")
+# The roofline: the step's GEMM and convolution FLOPs (forward and backward)
+# at the best f32 GEMM rate measured at that thread count is the floor; amp's
+# O0 (f32) step as a fraction of it.
+roof = [json.loads(l) for l in open(os.path.join(sys.argv[2], "roofline.jsonl"))]
+lines += ["", "| model | threads | GEMM + conv GFLOP per step | peak f32 GEMM (GFLOP/s) | floor (ms) | amp O0 f32 (ms) | fraction of the floor |",
+          "|---|---:|---:|---:|---:|---:|---:|"]
+for model in ["mlp", "cnn", "transformer", "vgg16"]:
+    for threads in sorted({r["threads"] for r in roof if r["model"] == model}):
+        rs = [r for r in roof if (r["model"], r["threads"]) == (model, threads)]
+        gflop = rs[0]["step_gflop"]
+        peak = max(r["peak_f32_gemm_gflops"] for r in rs)
+        floor = gflop / peak * 1e3
+        o0 = ms(model, threads, "amp", "O0 f32")
+        lines.append(f"| {model} | {threads} | {gflop:.2f} | {peak:.0f} | {floor:.2f} | "
+                     f"{o0:.2f} | {floor / o0:.0%} |" if o0 else f"| {model} | {threads} | - |")
 open(os.path.join(sys.argv[2], "cpu_vs_torch.md"), "w").write("\n".join(lines) + "\n")
 json.dump({"cpu": cpu, "flags": shown, "runs": rows, "summary": summary},
           open(os.path.join(sys.argv[2], "cpu_vs_torch.json"), "w"), indent=2)

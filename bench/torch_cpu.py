@@ -17,7 +17,11 @@ MODEL is one of
                0.5, 512-512-512-10
 MODE is fp32, autocast-bf16, autocast-f16 (torch.autocast("cpu", dtype)) or
 compile-fp32 (torch.compile, Inductor, of the whole step: forward, backward
-and the optimizer). Cross-entropy, Adam(1e-3), one fixed random batch; 10
+and the optimizer), or roofline: no timing of the step; the GEMM and
+convolution FLOPs of one fp32 training step (forward and backward, counted
+by torch.utils.flop_counter.FlopCounterMode) and the machine's peak f32 GEMM
+rate at THREADS (the best of STEPS products of 2048 x 2048 matrices
+through torch.matmul, after 3 warm-ups). Cross-entropy, Adam(1e-3), one fixed random batch; 10
 warm-up steps, then STEPS timed ones. Prints one JSON line: the median step
 time (ms), the final loss, and the step's working memory as the process's
 peak RSS growth (KiB): its peak RSS after the steps, less its RSS before
@@ -103,13 +107,36 @@ def rss_kib():
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 
+def roofline(kind, net, x, y, repeats, threads):
+    """Prints the step's GEMM/convolution FLOPs and the peak f32 GEMM rate."""
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False)
+    with counter:
+        F.cross_entropy(net(x), y).backward()
+    n = 2048
+    a, b = torch.rand(n, n), torch.rand(n, n)
+    for _ in range(3):
+        torch.matmul(a, b)
+    times = []
+    for _ in range(max(repeats, 3)):
+        t0 = time.perf_counter()
+        torch.matmul(a, b)
+        times.append(time.perf_counter() - t0)
+    print(json.dumps({"model": kind, "threads": threads, "step_gflop": counter.get_total_flops() / 1e9,
+                      "peak_f32_gemm_gflops": 2 * n ** 3 / min(times) / 1e9}),
+          flush=True)
+
+
 def main():
     kind, mode, steps, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    if mode not in ("fp32", "autocast-bf16", "autocast-f16", "compile-fp32"):
+    if mode not in ("fp32", "autocast-bf16", "autocast-f16", "compile-fp32", "roofline"):
         raise SystemExit(f"unknown mode {mode!r}")
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     net, x, y = model_and_batch(kind)
+    if mode == "roofline":
+        roofline(kind, net, x, y, steps, threads)
+        return
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     dtype = {"autocast-bf16": torch.bfloat16, "autocast-f16": torch.float16}.get(mode)
 

@@ -60,16 +60,17 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // A CPU sums a batch-norm channel's values in one sequence: in f64.
          toLinalg("f64") + (options.splitReductions ? kSplitReductions : "") +
          // Loops LLVM can vectorize: contiguous dimensions merged, sums
-         // reassociable.
-         "func.func(amp-collapse-loop-dims,amp-reassociate-reductions),"
+         // reassociable, f32 exp and tanh inline instead of libm calls.
+         "func.func(amp-collapse-loop-dims,amp-reassociate-reductions,"
+         "amp-vectorizable-math),"
          "canonicalize," +
          bufferizePipeline(options.copyBeforeWrite) +
          // Threads: large loops become tasks of the runtime's thread pool.
          (options.parallel
               ? "func.func(amp-parallelize-loops),amp-outline-parallel-loops,"
               : "") +
-         // Loops, then the LLVM dialect. Transcendentals call libm (accurate
-         // to an ulp); f16/bf16 conversions are expanded or called out. The
+         // Loops, then the LLVM dialect. Other transcendentals call libm
+         // (accurate to an ulp); f16/bf16 conversions are expanded or called out. The
          // loops become a CFG last loop first (upstream's order made each
          // block split move every later loop again) and the dialect
          // conversions run without pattern rollback (its bookkeeping records

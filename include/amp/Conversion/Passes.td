@@ -255,6 +255,29 @@ def ReassociateReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def VectorizableMathPass
+    : Pass<"amp-vectorizable-math", "::mlir::func::FuncOp"> {
+  let summary = "f32 exp and tanh as inline arithmetic LLVM can vectorize (CPU)";
+  let description = [{
+    Replaces every f32 `math.exp` and `math.tanh` (scalar or vector) by
+    straight-line arithmetic: range reduction and a minimax polynomial
+    (Cephes' expf and tanhf), built from arith ops only (mul, add, selects,
+    bit operations: math ops would become libm calls later), so
+    the loops that compute them vectorize instead of calling libm once per
+    element. Within 2 ulps of the exact result (glibc's scalar functions:
+    1), subnormal results rounded once, +inf / 0 / NaN as IEEE says.
+    Other types and other math ops are left alone (libm, as before).
+
+    ```
+    amp-opt step.mlir --pass-pipeline='builtin.module(func.func(amp-vectorizable-math))'
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+  ];
+}
+
 def ParallelizeLoopsPass
     : Pass<"amp-parallelize-loops", "::mlir::func::FuncOp"> {
   let summary = "Split each large linalg op on buffers into independent tasks";

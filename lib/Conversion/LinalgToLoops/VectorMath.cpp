@@ -171,26 +171,16 @@ struct F32Builder {
 
 bool isF32(Type t) { return getElementTypeOrSelf(t).isF32(); }
 
-struct ExpPattern : OpRewritePattern<math::ExpOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::ExpOp op,
+/// Replaces an f32 `MathOp` by F32Builder's `expand` of its operand.
+template <typename MathOp, Value (F32Builder::*expand)(Value) const>
+struct InlineMathPattern : OpRewritePattern<MathOp> {
+  using OpRewritePattern<MathOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(MathOp op,
                                 PatternRewriter &rewriter) const override {
     if (!isF32(op.getType()))
       return failure();
     F32Builder f{rewriter, op.getLoc(), op.getType()};
-    rewriter.replaceOp(op, f.exp(op.getOperand()));
-    return success();
-  }
-};
-
-struct TanhPattern : OpRewritePattern<math::TanhOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::TanhOp op,
-                                PatternRewriter &rewriter) const override {
-    if (!isF32(op.getType()))
-      return failure();
-    F32Builder f{rewriter, op.getLoc(), op.getType()};
-    rewriter.replaceOp(op, f.tanh(op.getOperand()));
+    rewriter.replaceOp(op, (f.*expand)(op.getOperand()));
     return success();
   }
 };
@@ -199,7 +189,9 @@ struct VectorizableMathPass
     : public amp::impl::VectorizableMathPassBase<VectorizableMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpPattern, TanhPattern>(&getContext());
+    patterns.add<InlineMathPattern<math::ExpOp, &F32Builder::exp>,
+                 InlineMathPattern<math::TanhOp, &F32Builder::tanh>>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -10,7 +10,9 @@
 // multiplied with cblas_sgemm, so products are exact and accumulate in f32 —
 // the arithmetic of a Tensor Core with CUBLAS_COMPUTE_32F. Results are always
 // f32 (the compiled code rounds them once to the op's result type).
-// Convolutions use im2col / col2im around one GEMM per image.
+// Convolutions run through oneDNN or im2col / col2im around GEMMs, per pass
+// and shape (Dnnl.h); bf16 operands go to oneDNN's convolutions and matmuls
+// as bf16 on CPUs with AVX-512 BF16 or AMX.
 //
 //===----------------------------------------------------------------------===//
 

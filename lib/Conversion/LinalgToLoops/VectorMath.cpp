@@ -56,22 +56,17 @@ struct F32Builder {
       return v.clone(b.getI32Type());
     return b.getI32Type();
   }
+  /// The constant `scalar` as a value of type `t` (splat for a vector).
+  Value constant(Type t, TypedAttr scalar) const {
+    if (isa<VectorType>(t))
+      scalar = DenseElementsAttr::get(cast<ShapedType>(t), scalar);
+    return arith::ConstantOp::create(b, loc, t, scalar);
+  }
   Value c(double v) const {
-    return arith::ConstantOp::create(
-        b, loc, type,
-        isa<VectorType>(type)
-            ? TypedAttr(DenseElementsAttr::get(cast<ShapedType>(type),
-                                               b.getF32FloatAttr(float(v))))
-            : TypedAttr(b.getF32FloatAttr(float(v))));
+    return constant(type, b.getF32FloatAttr(float(v)));
   }
   Value ci(int32_t v) const {
-    Type t = intType();
-    return arith::ConstantOp::create(
-        b, loc, t,
-        isa<VectorType>(t)
-            ? TypedAttr(DenseElementsAttr::get(cast<ShapedType>(t),
-                                               b.getI32IntegerAttr(v)))
-            : TypedAttr(b.getI32IntegerAttr(v)));
+    return constant(intType(), b.getI32IntegerAttr(v));
   }
   Value add(Value l, Value r) const {
     return arith::AddFOp::create(b, loc, l, r);

@@ -111,7 +111,6 @@ void sgemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
               blasint(transposeB ? k : n), beta, c, blasint(n));
 }
 
-
 /// Where one row of an image's column matrix (one (channel, kernel offset))
 /// reads the input: output rows [oy0, oy1) and, in each, output columns
 /// [lo, hi) are inside the input; pixel (oy, lo) reads input element
@@ -300,6 +299,13 @@ struct ImageChunks {
 } // namespace
 
 namespace {
+/// Whether both operands are bf16 and the CPU multiplies bf16 natively:
+/// they then go to oneDNN as they are (Dnnl.h).
+bool nativeBf16(int64_t dtypeA, int64_t dtypeB) {
+  int64_t bf16 = int64_t(RuntimeDType::BF16);
+  return dtypeA == bf16 && dtypeB == bf16 && dnnlNativeBf16();
+}
+
 /// The GEMMs of amp_cpu_gemm(_bias) into an f32 `out` that holds the bias
 /// rows (beta = 1) or nothing (beta = 0).
 void batchedGemm(intptr_t a, intptr_t b, float *out, float beta, int64_t dtypeA,
@@ -308,9 +314,7 @@ void batchedGemm(intptr_t a, intptr_t b, float *out, float beta, int64_t dtypeA,
   // bf16 operands on a CPU that multiplies them: oneDNN's bf16 matmul
   // (AVX-512 BF16 / AMX), exact products summed in f32, as the widened
   // OpenBLAS path computes them.
-  int64_t bf16 = int64_t(RuntimeDType::BF16);
-  if (dtypeA == bf16 && dtypeB == bf16 && dnnlNativeBf16() &&
-      chooseGemmPath() == GemmPath::OneDnn &&
+  if (nativeBf16(dtypeA, dtypeB) && chooseGemmPath() == GemmPath::OneDnn &&
       runDnnlMatmul(reinterpret_cast<const void *>(a),
                     reinterpret_cast<const void *>(b), out, true, beta != 0.0f,
                     batch, m, n, k, transposeA, transposeB))
@@ -368,8 +372,7 @@ namespace {
 bool tryDnnl(ConvPass pass, const ConvGeometry &g, intptr_t a, int64_t dtypeA,
              int64_t countA, intptr_t b, int64_t dtypeB, int64_t countB,
              float *out) {
-  int64_t bf16 = int64_t(RuntimeDType::BF16);
-  bool native = dtypeA == bf16 && dtypeB == bf16 && dnnlNativeBf16();
+  bool native = nativeBf16(dtypeA, dtypeB);
   if (chooseConvPath(pass, g, native) != ConvPath::OneDnn)
     return false;
   if (native &&

@@ -68,7 +68,23 @@ struct Plan {
   dnnl::memory::desc scratchpad;
 };
 
-using PlanKey = std::array<int64_t, 18>;
+/// Plans built on first use, one per key; a plan that cannot be built is
+/// cached as nullptr. Thread-safe.
+template <typename PlanT, size_t KeySize> class PlanCache {
+public:
+  using Key = std::array<int64_t, KeySize>;
+  template <typename Make> const PlanT *get(const Key &key, Make make) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = plans.find(key);
+    if (it == plans.end())
+      it = plans.emplace(key, make()).first;
+    return it->second.get();
+  }
+
+private:
+  std::mutex mutex;
+  std::map<Key, std::unique_ptr<PlanT>> plans;
+};
 
 /// Right padding that makes oneDNN's output size the op's: oneDNN wants
 /// (in - kernel_extent + l + r) / stride + 1 == out exactly.
@@ -97,14 +113,6 @@ std::unique_ptr<Plan> makePlan(ConvPass pass, const ConvGeometry &g,
       dstAny(dst, dstType, tag::any);
   primitive_attr attr;
   attr.set_scratchpad_mode(scratchpad_mode::user);
-  // The forward convolution, as the step runs it: the passes of training
-  // are built with it as their hint (oneDNN matches their layouts to it).
-  auto forwardDesc = [&] {
-    return convolution_forward::desc(
-        prop_kind::forward_training, algorithm::convolution_direct,
-        memory::desc(src, in, tag::any), memory::desc(wei, in, tag::any),
-        memory::desc(dst, dt::f32, tag::any), strides, dilates, left, right);
-  };
   auto plan = std::make_unique<Plan>();
   auto operand = [&](int arg, const memory::desc &inner, dt type,
                      const memory::dims &dims, tag layout, bool input) {
@@ -119,53 +127,60 @@ std::unique_ptr<Plan> makePlan(ConvPass pass, const ConvGeometry &g,
                               cpuEngine(), o.inner, cpuEngine(), o.user));
     return o;
   };
+  auto finish = [&](const auto &pd, primitive built,
+                    std::array<Operand, 3> operands) {
+    plan->primitive = std::move(built);
+    plan->operands = std::move(operands);
+    plan->scratchpad = pd.scratchpad_desc();
+  };
   try {
+    // The forward convolution, as the step runs it: the forward plan, and
+    // the hint the passes of training are built with (oneDNN matches their
+    // layouts to it).
+    convolution_forward::primitive_desc forward(
+        convolution_forward::desc(
+            prop_kind::forward_training, algorithm::convolution_direct,
+            memory::desc(src, in, tag::any), memory::desc(wei, in, tag::any),
+            memory::desc(dst, dt::f32, tag::any), strides, dilates, left,
+            right),
+        attr, cpuEngine());
     switch (pass) {
-    case ConvPass::Forward: {
-      convolution_forward::primitive_desc pd(forwardDesc(), attr, cpuEngine());
-      plan->primitive = convolution_forward(pd);
-      plan->operands = {
-          operand(DNNL_ARG_SRC, pd.src_desc(), in, src, tag::nchw, true),
-          operand(DNNL_ARG_WEIGHTS, pd.weights_desc(), in, wei, tag::oihw,
-                  true),
-          operand(DNNL_ARG_DST, pd.dst_desc(), dt::f32, dst, tag::nchw,
-                  false)};
-      plan->scratchpad = pd.scratchpad_desc();
+    case ConvPass::Forward:
+      finish(forward, convolution_forward(forward),
+             {operand(DNNL_ARG_SRC, forward.src_desc(), in, src, tag::nchw,
+                      true),
+              operand(DNNL_ARG_WEIGHTS, forward.weights_desc(), in, wei,
+                      tag::oihw, true),
+              operand(DNNL_ARG_DST, forward.dst_desc(), dt::f32, dst,
+                      tag::nchw, false)});
       break;
-    }
     case ConvPass::BackwardData: {
-      convolution_forward::primitive_desc hint(forwardDesc(), cpuEngine());
       convolution_backward_data::primitive_desc pd(
           convolution_backward_data::desc(algorithm::convolution_direct,
                                           srcAny, weiAny, dstAny, strides,
                                           dilates, left, right),
-          attr, cpuEngine(), hint);
-      plan->primitive = convolution_backward_data(pd);
-      plan->operands = {
-          operand(DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), in, dst, tag::nchw,
-                  true),
-          operand(DNNL_ARG_WEIGHTS, pd.weights_desc(), in, wei, tag::oihw,
-                  true),
-          operand(DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), dt::f32, src,
-                  tag::nchw, false)};
-      plan->scratchpad = pd.scratchpad_desc();
+          attr, cpuEngine(), forward);
+      finish(pd, convolution_backward_data(pd),
+             {operand(DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), in, dst,
+                      tag::nchw, true),
+              operand(DNNL_ARG_WEIGHTS, pd.weights_desc(), in, wei, tag::oihw,
+                      true),
+              operand(DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), dt::f32, src,
+                      tag::nchw, false)});
       break;
     }
     case ConvPass::BackwardWeights: {
-      convolution_forward::primitive_desc hint(forwardDesc(), cpuEngine());
       convolution_backward_weights::primitive_desc pd(
           convolution_backward_weights::desc(algorithm::convolution_direct,
                                              srcAny, weiAny, dstAny, strides,
                                              dilates, left, right),
-          attr, cpuEngine(), hint);
-      plan->primitive = convolution_backward_weights(pd);
-      plan->operands = {
-          operand(DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), in, dst, tag::nchw,
-                  true),
-          operand(DNNL_ARG_SRC, pd.src_desc(), in, src, tag::nchw, true),
-          operand(DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(), dt::f32, wei,
-                  tag::oihw, false)};
-      plan->scratchpad = pd.scratchpad_desc();
+          attr, cpuEngine(), forward);
+      finish(pd, convolution_backward_weights(pd),
+             {operand(DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), in, dst,
+                      tag::nchw, true),
+              operand(DNNL_ARG_SRC, pd.src_desc(), in, src, tag::nchw, true),
+              operand(DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(), dt::f32,
+                      wei, tag::oihw, false)});
       break;
     }
     }
@@ -178,16 +193,11 @@ std::unique_ptr<Plan> makePlan(ConvPass pass, const ConvGeometry &g,
 
 /// The plan of a pass, built on first use; nullptr where oneDNN has none.
 const Plan *getPlan(ConvPass pass, const ConvGeometry &g, bool bf16) {
-  static std::mutex mutex;
-  static std::map<PlanKey, std::unique_ptr<Plan>> plans;
-  PlanKey key{int64_t(pass), bf16, omp_get_max_threads(), g.n, g.c, g.h,
-              g.w, g.f, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.ph, g.pw, g.dh,
-              g.dw};
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = plans.find(key);
-  if (it == plans.end())
-    it = plans.emplace(key, makePlan(pass, g, bf16)).first;
-  return it->second.get();
+  static PlanCache<Plan, 18> plans;
+  return plans.get({int64_t(pass), bf16, omp_get_max_threads(), g.n, g.c, g.h,
+                    g.w, g.f, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.ph, g.pw,
+                    g.dh, g.dw},
+                   [&] { return makePlan(pass, g, bf16); });
 }
 
 } // namespace
@@ -358,22 +368,14 @@ std::unique_ptr<MatmulPlan> makeMatmulPlan(bool bf16, bool accumulate,
 bool amp::runDnnlMatmul(const void *a, const void *b, float *c, bool bf16,
                         bool accumulate, int64_t batch, int64_t m, int64_t n,
                         int64_t k, bool transposeA, bool transposeB) {
-  static std::mutex mutex;
-  static std::map<std::array<int64_t, 9>, std::unique_ptr<MatmulPlan>> plans;
-  std::array<int64_t, 9> key{bf16,       accumulate, omp_get_max_threads(),
-                             batch,      m,          n,
-                             k,          transposeA, transposeB};
-  const MatmulPlan *plan;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = plans.find(key);
-    if (it == plans.end())
-      it = plans
-               .emplace(key, makeMatmulPlan(bf16, accumulate, batch, m, n, k,
-                                            transposeA, transposeB))
-               .first;
-    plan = it->second.get();
-  }
+  static PlanCache<MatmulPlan, 9> plans;
+  const MatmulPlan *plan = plans.get(
+      {bf16, accumulate, omp_get_max_threads(), batch, m, n, k, transposeA,
+       transposeB},
+      [&] {
+        return makeMatmulPlan(bf16, accumulate, batch, m, n, k, transposeA,
+                              transposeB);
+      });
   if (!plan)
     return false;
   dnnl::engine &engine = cpuEngine();

@@ -20,12 +20,13 @@ using namespace mlir;
 
 /// The target-independent middle of both lowerings: train -> linalg on
 /// tensors (normalization statistics accumulated in `normStatistics`),
-/// cleaned up and with element-wise chains fused ...
+/// cleaned up and with element-wise chains fused (16-bit values stored,
+/// not their f32 twins: amp-fuse-elementwise) ...
 static std::string toLinalg(const char *normStatistics) {
   return std::string("amp-convert-train-to-linalg{norm-statistics=") +
          normStatistics +
          "},canonicalize,cse,"
-         "linalg-fuse-elementwise-ops,canonicalize,";
+         "amp-fuse-elementwise,canonicalize,";
 }
 /// ... then tensors -> buffers. Function results become out-parameters the
 /// caller allocates, so a compiled step writes into given memory.

@@ -299,8 +299,9 @@ TEST(ConvPathRule, OneDnnDeclinesNegativeRightPadding) {
   ConvGeometry g{2, 3, 8, 8, 4, 3, 3, 3, 3, 2, 2, 0, 0, 1, 1};
   std::vector<float> x(2 * 3 * 64, 1.0f), w(4 * 3 * 9, 1.0f),
       y(2 * 4 * 9, 7.0f);
-  EXPECT_FALSE(runDnnlConvolution(ConvPass::Forward, g, x.data(), w.data(),
-                                  false, y.data()));
+  EXPECT_FALSE(runDnnlConvolution(ConvPass::Forward, g, x.data(),
+                                  RuntimeDType::F32, w.data(),
+                                  RuntimeDType::F32, y.data()));
   for (float v : y)
     ASSERT_EQ(v, 7.0f);
 }

@@ -54,6 +54,41 @@ def ConvertTrainToLinalgPass : Pass<"amp-convert-train-to-linalg"> {
   ];
 }
 
+def FuseElementwisePass : Pass<"amp-fuse-elementwise"> {
+  let summary = "Fuse element-wise linalg generics, storing 16-bit values instead of f32 twins";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` (the same fusion, reshape
+    folding, canonicalization and constant-folding patterns) with a control
+    function that decides where a mixed-precision value is stored:
+
+    - a generic that only widens (`arith.extf` of its inputs) is fused into
+      every consumer, even several: no f32 twin of a 16-bit tensor is
+      stored, each consumer widens what it reads;
+    - a generic whose result is narrower than one of its inputs (an f32
+      accumulator rounded to f16/bf16) is not fused into a consumer with a
+      wider result: the 16-bit value is stored and the f32 one dies with
+      its producer, instead of living until a distant consumer (a weight
+      gradient read by the optimizer at the end of the step);
+    - any other generic is fused when it has one use, as upstream.
+
+    Each element is computed by the same operations fused or not, so results
+    are bit-identical to upstream's pass; only what is stored changes. At
+    O1 this halves the weight gradients' memory (f16 instead of f32 until
+    the optimizer widens them) and removes the f32 copy of the attention
+    scores that softmax reads.
+
+    ```
+    amp-opt step.linalg.mlir --amp-fuse-elementwise
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def ConvertTrainToCpuRuntimePass
     : Pass<"amp-convert-train-to-cpu-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower GEMMs and convolutions to calls into the CBLAS runtime";
@@ -422,7 +457,10 @@ def UnshareInitsPass : Pass<"amp-unshare-inits", "::mlir::func::FuncOp"> {
     examines all of them as one alias set (the cubic part of compile time on
     deep models). This pass re-creates such an init (an empty tensor, or a
     fill of an empty tensor) right before each destination-style op that
-    uses it as an init, when the value has other uses.
+    uses it as an init, when the value has other uses or is built away
+    from its one use (the originals left unused are erased): each buffer is
+    then allocated where it is first written, not held from an earlier
+    point of the step.
 
     A value a function returns more than once is copied (`linalg.copy` into a
     new `tensor.empty`) for each repeat, so every result gets its own buffer:

@@ -26,6 +26,8 @@
 #ifndef AMP_RUNTIME_DNNL_H
 #define AMP_RUNTIME_DNNL_H
 
+#include "amp/Runtime/CpuRuntime.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,13 +66,18 @@ void setConvPathOverride(std::optional<ConvPath> path);
 
 /// Runs one pass through oneDNN. The operands, dense and row-major, in the
 /// entry points' order: Forward (x, filter) -> y, BackwardData (dy, filter)
-/// -> dx, BackwardWeights (dy, x) -> dfilter; `bf16` says both are bf16
-/// (else both are f32). The result is f32 and overwritten. Returns false,
+/// -> dx, BackwardWeights (dy, x) -> dfilter, of element types `typeA` and
+/// `typeB`. Two bf16 operands go to oneDNN as they are where the CPU
+/// multiplies bf16 natively (dnnlNativeBf16); any other 16-bit operand is
+/// widened exactly to f32, and where oneDNN wants another layout the
+/// widened copy is freed as soon as it is reordered, before the
+/// convolution runs. The result is f32 and overwritten. Returns false,
 /// having touched nothing, where oneDNN has no kernel for the shape or the
 /// types (the caller then takes the im2col path); the answer is cached per
 /// shape.
 bool runDnnlConvolution(ConvPass pass, const ConvGeometry &g, const void *a,
-                        const void *b, bool bf16, float *out);
+                        RuntimeDType typeA, const void *b, RuntimeDType typeB,
+                        float *out);
 
 /// oneDNN, unless AMP_CPU_GEMM=openblas or an override says otherwise (f32
 /// GEMMs are OpenBLAS's either way).

@@ -17,6 +17,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace amp {
 #define GEN_PASS_DEF_UNSHAREINITSPASS
@@ -43,6 +45,17 @@ Value rematerialize(OpBuilder &b, Value value) {
   return copy.getResult(0);
 }
 
+/// Whether `value` is an empty tensor, or a fill of one, built right before
+/// `user`.
+bool builtRightBefore(Value value, Operation *user) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getNextNode() != user)
+    return false;
+  if (auto fill = dyn_cast<linalg::FillOp>(def))
+    return builtRightBefore(fill.getDpsInits()[0], def);
+  return true;
+}
+
 struct UnshareInitsPass
     : public amp::impl::UnshareInitsPassBase<UnshareInitsPass> {
   void runOnOperation() override {
@@ -50,15 +63,38 @@ struct UnshareInitsPass
     getOperation().walk(
         [&](DestinationStyleOpInterface op) { ops.push_back(op); });
     OpBuilder b(&getContext());
+    llvm::SetVector<Operation *> replaced;
     for (DestinationStyleOpInterface op : ops) {
       for (OpOperand &init : op.getDpsInitsMutable()) {
         Value value = init.get();
-        if (value.hasOneUse() || !isa<RankedTensorType>(value.getType()))
+        if (!isa<RankedTensorType>(value.getType()))
+          continue;
+        // A sole use in the same block gets its init moved next to it too:
+        // an init built early (CSE keeps the first of identical fills, e.g.
+        // a forward max-pool's -inf fill for the backward's recomputation)
+        // would otherwise be allocated there and held until its use.
+        Operation *def = value.getDefiningOp();
+        if (value.hasOneUse() && (!def || def->getBlock() != op->getBlock() ||
+                                  builtRightBefore(value, op)))
           continue;
         b.setInsertionPoint(op);
-        if (Value fresh = rematerialize(b, value))
+        if (Value fresh = rematerialize(b, value)) {
           init.set(fresh);
+          replaced.insert(def);
+        }
       }
+    }
+    // The originals left without a use (a fill, then its empty tensor).
+    SmallVector<Operation *> worklist(replaced.begin(), replaced.end());
+    llvm::SmallPtrSet<Operation *, 16> erased;
+    while (!worklist.empty()) {
+      Operation *def = worklist.pop_back_val();
+      if (!def || erased.contains(def) || !def->use_empty())
+        continue;
+      if (auto fill = dyn_cast<linalg::FillOp>(def))
+        worklist.push_back(fill.getDpsInits()[0].getDefiningOp());
+      erased.insert(def);
+      def->erase();
     }
     // A value returned twice becomes two out-parameters that would share a
     // buffer, which buffer-results-to-out-params crashes on in MLIR 22

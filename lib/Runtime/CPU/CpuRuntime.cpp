@@ -8,6 +8,7 @@
 #include "amp/Runtime/Blas.h"
 #include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
+#include "Scratch.h"
 
 #include <algorithm>
 #include <array>
@@ -22,77 +23,9 @@
 #endif
 
 using namespace amp;
+using namespace amp::runtime;
 
 namespace {
-
-/// Elements from which a copy or conversion is split across the threads.
-constexpr int64_t kParallelCopy = 1 << 16;
-
-/// All 65536 f16 values as f32: widening is one load per element.
-const float *halfTable() {
-  static const std::unique_ptr<float[]> table = [] {
-    std::unique_ptr<float[]> t(new float[65536]);
-    for (uint32_t i = 0; i < 65536; ++i)
-      t[i] = halfToFloat(uint16_t(i));
-    return t;
-  }();
-  return table.get();
-}
-
-/// Scratch floats from the runtime's counted heap (amp_cpu_malloc): they
-/// are part of a step's working memory.
-struct CountedFree {
-  void operator()(float *p) const { amp_cpu_free(p); }
-};
-using Scratch = std::unique_ptr<float[], CountedFree>;
-Scratch scratch(int64_t count) {
-  return Scratch(static_cast<float *>(
-      amp_cpu_malloc(uint64_t(std::max<int64_t>(count, 1)) * sizeof(float))));
-}
-
-/// An operand as f32: the buffer itself, or an exact widened copy.
-class FloatOperand {
-public:
-  FloatOperand(intptr_t address, int64_t dtype, int64_t count) {
-    // Only compiled code calls in, with codes the lowering wrote.
-    if (dtype < int64_t(RuntimeDType::F32) ||
-        dtype > int64_t(RuntimeDType::BF16)) {
-      std::fprintf(stderr, "amp runtime: unknown element type code %lld\n",
-                   static_cast<long long>(dtype));
-      std::abort();
-    }
-    switch (RuntimeDType(dtype)) {
-    case RuntimeDType::F32:
-      data = reinterpret_cast<const float *>(address);
-      return;
-    case RuntimeDType::F16: {
-      const float *table = halfTable();
-      const auto *bits = reinterpret_cast<const uint16_t *>(address);
-      copy = scratch(count);
-      float *out = copy.get();
-#pragma omp parallel for schedule(static) if (count >= kParallelCopy)
-      for (int64_t i = 0; i < count; ++i)
-        out[i] = table[bits[i]];
-      break;
-    }
-    case RuntimeDType::BF16: {
-      const auto *bits = reinterpret_cast<const uint16_t *>(address);
-      copy = scratch(count);
-      float *out = copy.get();
-#pragma omp parallel for schedule(static) if (count >= kParallelCopy)
-      for (int64_t i = 0; i < count; ++i)
-        out[i] = bfloatToFloat(bits[i]);
-      break;
-    }
-    }
-    data = copy.get();
-  }
-  const float *get() const { return data; }
-
-private:
-  Scratch copy;
-  const float *data = nullptr;
-};
 
 /// c (m x n, leading dimension n) = alpha * op(a) op(b) + beta * c.
 void sgemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
@@ -366,21 +299,17 @@ extern "C" void amp_cpu_embedding_grad(intptr_t dy, intptr_t ids,
 
 namespace {
 /// Runs a convolution pass through oneDNN where chooseConvPath says so and
-/// oneDNN has a kernel: bf16 operands as they are on CPUs that multiply
-/// them natively, any other types widened to f32 first. False: the caller
-/// takes the im2col path.
+/// oneDNN has a kernel (runDnnlConvolution: bf16 operands as they are on
+/// CPUs that multiply them natively, other 16-bit types widened). False:
+/// the caller takes the im2col path.
 bool tryDnnl(ConvPass pass, const ConvGeometry &g, intptr_t a, int64_t dtypeA,
-             int64_t countA, intptr_t b, int64_t dtypeB, int64_t countB,
-             float *out) {
-  bool native = nativeBf16(dtypeA, dtypeB);
-  if (chooseConvPath(pass, g, native) != ConvPath::OneDnn)
+             intptr_t b, int64_t dtypeB, float *out) {
+  if (chooseConvPath(pass, g, nativeBf16(dtypeA, dtypeB)) != ConvPath::OneDnn)
     return false;
-  if (native &&
-      runDnnlConvolution(pass, g, reinterpret_cast<const void *>(a),
-                         reinterpret_cast<const void *>(b), true, out))
-    return true;
-  FloatOperand lhs(a, dtypeA, countA), rhs(b, dtypeB, countB);
-  return runDnnlConvolution(pass, g, lhs.get(), rhs.get(), false, out);
+  return runDnnlConvolution(pass, g, reinterpret_cast<const void *>(a),
+                            RuntimeDType(dtypeA),
+                            reinterpret_cast<const void *>(b),
+                            RuntimeDType(dtypeB), out);
 }
 } // namespace
 
@@ -392,8 +321,7 @@ extern "C" void amp_cpu_conv2d(intptr_t x, intptr_t filter, intptr_t y,
                                AMP_CONV_GEOMETRY_PARAMS) {
   ConvGeometry g = AMP_CONV_GEOMETRY;
   auto *out = reinterpret_cast<float *>(y);
-  if (tryDnnl(ConvPass::Forward, g, x, dtypeX, g.n * g.inputSize(), filter,
-              dtypeFilter, g.f * g.patch(), out))
+  if (tryDnnl(ConvPass::Forward, g, x, dtypeX, filter, dtypeFilter, out))
     return;
   FloatOperand input(x, dtypeX, g.n * g.inputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
@@ -413,8 +341,8 @@ extern "C" void amp_cpu_conv2d_grad_input(intptr_t dy, intptr_t filter,
                                           AMP_CONV_GEOMETRY_PARAMS) {
   ConvGeometry g = AMP_CONV_GEOMETRY;
   auto *out = reinterpret_cast<float *>(dx);
-  if (tryDnnl(ConvPass::BackwardData, g, dy, dtypeDy, g.n * g.outputSize(),
-              filter, dtypeFilter, g.f * g.patch(), out))
+  if (tryDnnl(ConvPass::BackwardData, g, dy, dtypeDy, filter, dtypeFilter,
+              out))
     return;
   FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
   FloatOperand weights(filter, dtypeFilter, g.f * g.patch());
@@ -438,8 +366,7 @@ extern "C" void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x,
                                            AMP_CONV_GEOMETRY_PARAMS) {
   ConvGeometry g = AMP_CONV_GEOMETRY;
   auto *out = reinterpret_cast<float *>(dfilter);
-  if (tryDnnl(ConvPass::BackwardWeights, g, dy, dtypeDy, g.n * g.outputSize(),
-              x, dtypeX, g.n * g.inputSize(), out))
+  if (tryDnnl(ConvPass::BackwardWeights, g, dy, dtypeDy, x, dtypeX, out))
     return;
   FloatOperand grad(dy, dtypeDy, g.n * g.outputSize());
   FloatOperand input(x, dtypeX, g.n * g.inputSize());

@@ -15,6 +15,7 @@
 #include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/CpuRuntime.h"
+#include "Scratch.h"
 
 #include <dnnl.hpp>
 #include <omp.h>
@@ -33,6 +34,7 @@
 #include <unordered_map>
 
 using namespace amp;
+using namespace amp::runtime;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
@@ -42,16 +44,6 @@ dnnl::engine &cpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
-
-/// A buffer from the counted heap.
-struct CountedBuffer {
-  explicit CountedBuffer(size_t bytes)
-      : data(amp_cpu_aligned_alloc(64, std::max<size_t>(bytes, 64))) {}
-  ~CountedBuffer() { amp_cpu_free(data); }
-  CountedBuffer(const CountedBuffer &) = delete;
-  CountedBuffer &operator=(const CountedBuffer &) = delete;
-  void *data;
-};
 
 /// One operand of a plan: its argument slot, the dense layout of the
 /// step's buffer, the primitive's layout, and the reorder between them
@@ -281,27 +273,51 @@ ConvPath amp::chooseConvPath(ConvPass pass, const ConvGeometry &g,
 }
 
 bool amp::runDnnlConvolution(ConvPass pass, const ConvGeometry &g,
-                             const void *a, const void *b, bool bf16,
-                             float *out) {
-  const Plan *plan = getPlan(pass, g, bf16);
+                             const void *a, RuntimeDType typeA, const void *b,
+                             RuntimeDType typeB, float *out) {
+  bool native = typeA == RuntimeDType::BF16 && typeB == RuntimeDType::BF16 &&
+                dnnlNativeBf16();
+  const Plan *plan = native ? getPlan(pass, g, true) : nullptr;
+  if (!plan) {
+    native = false;
+    plan = getPlan(pass, g, false);
+  }
   if (!plan)
     return false;
+  int64_t images = g.n * g.inputSize(), grads = g.n * g.outputSize(),
+          filters = g.f * g.patch();
+  std::array<int64_t, 2> counts =
+      pass == ConvPass::Forward        ? std::array<int64_t, 2>{images, filters}
+      : pass == ConvPass::BackwardData ? std::array<int64_t, 2>{grads, filters}
+                                       : std::array<int64_t, 2>{grads, images};
+  std::array<RuntimeDType, 2> types{typeA, typeB};
   dnnl::engine &engine = cpuEngine();
   dnnl::stream stream(engine);
   std::array<const void *, 3> user{a, b, out};
   std::array<dnnl::memory, 3> inner;
   std::array<std::unique_ptr<CountedBuffer>, 3> buffers;
+  std::array<std::optional<FloatOperand>, 2> widened;
   std::unordered_map<int, dnnl::memory> args;
   for (size_t i = 0; i < 3; ++i) {
     const Operand &o = plan->operands[i];
-    dnnl::memory mine(o.user, engine, const_cast<void *>(user[i]));
+    const void *data = user[i];
+    if (i < 2 && !native && types[i] != RuntimeDType::F32) {
+      widened[i].emplace(reinterpret_cast<intptr_t>(user[i]),
+                         int64_t(types[i]), counts[i]);
+      data = widened[i]->get();
+    }
+    dnnl::memory mine(o.user, engine, const_cast<void *>(data));
     if (!o.reorder) {
       inner[i] = mine;
     } else {
       buffers[i] = std::make_unique<CountedBuffer>(o.inner.get_size());
       inner[i] = dnnl::memory(o.inner, engine, buffers[i]->data);
-      if (i < 2)
+      if (i < 2) {
         o.reorder->execute(stream, mine, inner[i]);
+        stream.wait();
+        if (widened[i])
+          widened[i]->release();
+      }
     }
     args.emplace(o.arg, inner[i]);
   }

@@ -1,0 +1,58 @@
+//===- Scratch.h - The runtime's counted scratch and widened operands -----===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to the CPU runtime (CpuRuntime.cpp, Dnnl.cpp): scratch memory
+// from the counted heap (amp_cpu_malloc), so a step's peak memory includes
+// it, and an operand of any runtime element type as f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_LIB_RUNTIME_CPU_SCRATCH_H
+#define AMP_LIB_RUNTIME_CPU_SCRATCH_H
+
+#include "amp/Runtime/CpuRuntime.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace amp::runtime {
+
+/// Bytes from the counted heap, 64-byte aligned, freed with the object.
+struct CountedBuffer {
+  explicit CountedBuffer(uint64_t bytes);
+  ~CountedBuffer() { amp_cpu_free(data); }
+  CountedBuffer(const CountedBuffer &) = delete;
+  CountedBuffer &operator=(const CountedBuffer &) = delete;
+  void *data;
+};
+
+/// Floats from the counted heap.
+struct CountedFree {
+  void operator()(float *p) const { amp_cpu_free(p); }
+};
+using Scratch = std::unique_ptr<float[], CountedFree>;
+Scratch scratch(int64_t count);
+
+/// An operand of element type `dtype` (amp::RuntimeDType) as f32: the buffer
+/// itself, or an exact widened copy in counted scratch.
+class FloatOperand {
+public:
+  FloatOperand(intptr_t address, int64_t dtype, int64_t count);
+  const float *get() const { return data; }
+  /// Frees the widened copy (get() is then invalid).
+  void release() {
+    copy.reset();
+    data = nullptr;
+  }
+
+private:
+  Scratch copy;
+  const float *data = nullptr;
+};
+
+} // namespace amp::runtime
+
+#endif // AMP_LIB_RUNTIME_CPU_SCRATCH_H

@@ -290,11 +290,20 @@ public:
 
   llvm::Expected<std::vector<HostTensor>>
   call(llvm::ArrayRef<const HostTensor *> inputs) override {
-    return callOnHost(info.name, info.arguments, info.results, inputs,
-                      [&](llvm::MutableArrayRef<void *> packed) {
-                        entry(packed.data());
-                        return llvm::Error::success();
-                      });
+    std::vector<HostTensor> none;
+    return callReusing(inputs, none);
+  }
+
+  llvm::Expected<std::vector<HostTensor>>
+  callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+              std::vector<HostTensor> &reuse) override {
+    return callOnHost(
+        info.name, info.arguments, info.results, inputs,
+        [&](llvm::MutableArrayRef<void *> packed) {
+          entry(packed.data());
+          return llvm::Error::success();
+        },
+        &reuse);
   }
 };
 

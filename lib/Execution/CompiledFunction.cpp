@@ -60,12 +60,21 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
     llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
     llvm::ArrayRef<TensorSpec> results,
     llvm::ArrayRef<const HostTensor *> inputs,
-    llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke) {
+    llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke,
+    std::vector<HostTensor> *reuse) {
   if (llvm::Error error = checkInputs(name, arguments, inputs))
     return std::move(error);
   std::vector<HostTensor> outputs;
-  for (const TensorSpec &spec : results)
-    outputs.emplace_back(spec.kind, spec.shape);
+  outputs.reserve(results.size());
+  for (auto [r, spec] : llvm::enumerate(results)) {
+    // The compiled code writes every element of each result.
+    HostTensor *old = reuse && r < reuse->size() ? &(*reuse)[r] : nullptr;
+    if (old && !old->isBorrowed() && old->getKind() == spec.kind &&
+        old->getShape() == llvm::ArrayRef<int64_t>(spec.shape))
+      outputs.push_back(std::move(*old));
+    else
+      outputs.emplace_back(spec.kind, spec.shape);
+  }
   // Arguments, then results (the lowering made them trailing
   // out-parameters).
   PackedDescriptors packed;
@@ -175,17 +184,21 @@ public:
   step(llvm::ArrayRef<ResultRoute> routes) override {
     if (llvm::Error e = checkRoutes(stepFn, routes))
       return std::move(e);
-    auto out = stepFn.call(pointers(args.size()));
+    auto out = stepFn.callReusing(pointers(args.size()), spare);
     if (!out)
       return out.takeError();
+    spare.assign(out->size(), HostTensor(ElementKind::F32, {}));
     std::vector<HostTensor> toHost;
     for (auto [r, route] : llvm::enumerate(routes)) {
       if (route.toHost && route.toArgument >= 0)
         toHost.push_back((*out)[r]);
       else if (route.toHost)
         toHost.push_back(std::move((*out)[r]));
-      if (route.toArgument >= 0)
+      if (route.toArgument >= 0) {
+        // The value it replaces holds this result next step.
+        std::swap(spare[r], args[route.toArgument]);
         args[route.toArgument] = std::move((*out)[r]);
+      }
     }
     return toHost;
   }
@@ -230,6 +243,9 @@ private:
 
   CompiledFunction &stepFn, &logitsFn;
   std::vector<HostTensor> args;
+  /// The arguments the last step's results replaced: storage for the next
+  /// step's results (callReusing).
+  std::vector<HostTensor> spare;
 };
 } // namespace
 

@@ -279,9 +279,17 @@ void amp::routeStepAllocations(llvm::Module &module) {
 
 llvm::Expected<std::vector<HostTensor>>
 CpuFunction::call(llvm::ArrayRef<const HostTensor *> inputs) {
-  return callOnHost(entry, arguments, results, inputs,
-                    [&](llvm::MutableArrayRef<void *> packed) {
-                      return engine->invokePacked("_mlir_ciface_" + entry,
-                                                  packed);
-                    });
+  std::vector<HostTensor> none;
+  return callReusing(inputs, none);
+}
+
+llvm::Expected<std::vector<HostTensor>>
+CpuFunction::callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+                         std::vector<HostTensor> &reuse) {
+  return callOnHost(
+      entry, arguments, results, inputs,
+      [&](llvm::MutableArrayRef<void *> packed) {
+        return engine->invokePacked("_mlir_ciface_" + entry, packed);
+      },
+      &reuse);
 }

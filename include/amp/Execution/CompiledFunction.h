@@ -68,6 +68,18 @@ public:
   virtual llvm::Expected<std::vector<HostTensor>>
   call(llvm::ArrayRef<const HostTensor *> inputs) = 0;
 
+  /// As `call`, but result r may be written into `reuse[r]` and returned in
+  /// its place (its old contents overwritten) where that tensor owns its
+  /// elements and has the result's kind and shape: a training loop hands
+  /// back the arguments a step's results replace, instead of allocating and
+  /// zeroing every parameter and moment anew each step. Functions whose
+  /// results are not in host memory ignore `reuse`.
+  virtual llvm::Expected<std::vector<HostTensor>>
+  callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+              std::vector<HostTensor> &reuse) {
+    return call(inputs);
+  }
+
   virtual llvm::ArrayRef<TensorSpec> getArgumentSpecs() const = 0;
   virtual llvm::ArrayRef<TensorSpec> getResultSpecs() const = 0;
 
@@ -79,13 +91,15 @@ protected:
                                  llvm::ArrayRef<const HostTensor *> inputs);
 
   /// A call on host memory: checks `inputs` against `arguments`, allocates
-  /// tensors of `results`, packs their descriptors (arguments, then results)
-  /// and runs `invoke` on them.
+  /// tensors of `results` (or takes them from `reuse`, as callReusing),
+  /// packs their descriptors (arguments, then results) and runs `invoke` on
+  /// them.
   static llvm::Expected<std::vector<HostTensor>> callOnHost(
       llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
       llvm::ArrayRef<TensorSpec> results,
       llvm::ArrayRef<const HostTensor *> inputs,
-      llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke);
+      llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke,
+      std::vector<HostTensor> *reuse = nullptr);
 };
 
 /// Where a result of a step goes: back into an argument for the next call

@@ -100,6 +100,9 @@ public:
   /// returns its results.
   llvm::Expected<std::vector<HostTensor>>
   call(llvm::ArrayRef<const HostTensor *> inputs) override;
+  llvm::Expected<std::vector<HostTensor>>
+  callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+              std::vector<HostTensor> &reuse) override;
 
   llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
     return arguments;

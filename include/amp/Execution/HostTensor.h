@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace amp {
@@ -42,6 +44,22 @@ class HostTensor {
 public:
   /// A zero-filled tensor.
   HostTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+
+  /// Copies copy the elements (a view's copy is a view). Moves take them
+  /// and are noexcept, so a growing std::vector<HostTensor> moves its
+  /// tensors instead of copying every element of each.
+  HostTensor(const HostTensor &) = default;
+  HostTensor &operator=(const HostTensor &) = default;
+  HostTensor(HostTensor &&other) noexcept
+      : kind(other.kind), shape(std::move(other.shape)),
+        storage(std::move(other.storage)), external(other.external) {}
+  HostTensor &operator=(HostTensor &&other) noexcept {
+    kind = other.kind;
+    shape = std::move(other.shape);
+    storage = std::move(other.storage);
+    external = other.external;
+    return *this;
+  }
 
   /// A float tensor holding `values` rounded (RNE) to `kind`.
   static HostTensor fromFloats(ElementKind kind, llvm::ArrayRef<int64_t> shape,
@@ -89,6 +107,9 @@ private:
   /// The elements of a view (borrow); null for an owner.
   void *external = nullptr;
 };
+
+static_assert(std::is_nothrow_move_constructible_v<HostTensor>,
+              "std::vector<HostTensor> would copy every element on growth");
 
 } // namespace amp
 

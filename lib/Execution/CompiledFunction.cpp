@@ -6,6 +6,8 @@
 
 #include "amp/Execution/CompiledFunction.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 using namespace amp;
 
 int64_t TensorSpec::getNumElements() const { return numElements(shape); }
@@ -64,12 +66,18 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
     std::vector<HostTensor> *reuse) {
   if (llvm::Error error = checkInputs(name, arguments, inputs))
     return std::move(error);
+  llvm::SmallPtrSet<const void *, 16> read;
+  for (const HostTensor *input : inputs)
+    read.insert(input->data());
   std::vector<HostTensor> outputs;
   outputs.reserve(results.size());
   for (auto [r, spec] : llvm::enumerate(results)) {
-    // The compiled code writes every element of each result.
+    // A reused tensor owns elements of the result's type that this call
+    // does not read; the compiled code writes every element of a result
+    // (the step tests compare steps on reused buffers with fresh ones).
     HostTensor *old = reuse && r < reuse->size() ? &(*reuse)[r] : nullptr;
-    if (old && !old->isBorrowed() && old->getKind() == spec.kind &&
+    if (old && !old->isBorrowed() && old->data() &&
+        !read.contains(old->data()) && old->getKind() == spec.kind &&
         old->getShape() == llvm::ArrayRef<int64_t>(spec.shape))
       outputs.push_back(std::move(*old));
     else
@@ -185,9 +193,12 @@ public:
     if (llvm::Error e = checkRoutes(stepFn, routes))
       return std::move(e);
     auto out = stepFn.callReusing(pointers(args.size()), spare);
+    spare.clear();
     if (!out)
       return out.takeError();
-    spare.assign(out->size(), HostTensor(ElementKind::F32, {}));
+    // Placeholders without elements (never reused) where no argument is
+    // replaced.
+    spare.resize(out->size(), HostTensor::borrow(ElementKind::F32, {}, nullptr));
     std::vector<HostTensor> toHost;
     for (auto [r, route] : llvm::enumerate(routes)) {
       if (route.toHost && route.toArgument >= 0)

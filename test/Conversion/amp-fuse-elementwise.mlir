@@ -154,3 +154,49 @@ func.func @f32_as_upstream(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8x
   } -> tensor<4x8xf32>
   return %s, %t : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A bf16 rounding read by two f32 consumers (a reduction and an
+// element-wise op): stored once as bf16; each consumer widens it.
+// CHECK-LABEL: func.func @bf16_rounding_with_two_uses
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK: arith.truncf
+// CHECK: linalg.generic {{.*}} ins(%[[R]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: arith.extf
+// CHECK: linalg.generic {{.*}} ins(%[[R]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK: arith.extf
+// CHECK-NOT: linalg.generic
+func.func @bf16_rounding_with_two_uses(%acc: tensor<4x8xf32>, %init: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xbf16>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : tensor<4x8xf32>) outs(%e : tensor<4x8xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %y = arith.truncf %x : f32 to bf16
+    linalg.yield %y : bf16
+  } -> tensor<4x8xbf16>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %w = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r : tensor<4x8xbf16>) outs(%e2 : tensor<4x8xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %y = arith.extf %x : bf16 to f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%w : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.addf %o, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4xf32>
+  %e3 = tensor.empty() : tensor<4x8xf32>
+  %u = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<4x8xf32>) outs(%e3 : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  return %s, %u : tensor<4xf32>, tensor<4x8xf32>
+}

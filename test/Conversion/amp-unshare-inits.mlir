@@ -112,3 +112,33 @@ func.func @sunk(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
   } -> tensor<4xf32>
   return %u, %m : tensor<4x8xf32>, tensor<4xf32>
 }
+
+// An original that keeps another use (here a function result) stays; its
+// one init use still gets a copy built right before the op.
+// CHECK-LABEL: func.func @original_kept
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<4xf32>)
+// CHECK: arith.negf
+// CHECK: %[[E2:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT: %[[F2:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E2]] : tensor<4xf32>)
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[F2]] : tensor<4xf32>)
+// CHECK: return %[[F]],
+func.func @original_kept(%a: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %u = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e2 : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.negf %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%u : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.addf %o, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4xf32>
+  return %f, %u, %s : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32>
+}

@@ -157,3 +157,135 @@ TEST(StepSession, ChecksArguments) {
 }
 
 } // namespace
+
+namespace {
+
+/// The element pointer of packed argument `i` (a pointer to a pointer to
+/// its strided-memref descriptor {allocated, aligned, ...}).
+float *packedData(llvm::MutableArrayRef<void *> packed, size_t i) {
+  void *descriptor = *static_cast<void **>(packed[i]);
+  return static_cast<float **>(descriptor)[1];
+}
+
+/// A step of one f32[4] parameter: returns (sum of the parameter, the
+/// parameter + 1), the second routed back into the argument. It fails when
+/// asked, and records the buffers it wrote.
+class CountingStep final : public CompiledFunction {
+public:
+  llvm::Expected<std::vector<HostTensor>>
+  call(llvm::ArrayRef<const HostTensor *> inputs) override {
+    std::vector<HostTensor> none;
+    return callReusing(inputs, none);
+  }
+  llvm::Expected<std::vector<HostTensor>>
+  callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+              std::vector<HostTensor> &reuse) override {
+    return callOnHost(
+        "step", args, results, inputs,
+        [&](llvm::MutableArrayRef<void *> packed) -> llvm::Error {
+          if (fail)
+            return llvm::createStringError("asked to fail");
+          const float *param = packedData(packed, 0);
+          float *sum = packedData(packed, 1), *next = packedData(packed, 2);
+          *sum = 0.0f;
+          for (int i = 0; i < 4; ++i) {
+            *sum += param[i];
+            next[i] = param[i] + 1.0f;
+          }
+          written.push_back(next);
+          return llvm::Error::success();
+        },
+        &reuse);
+  }
+  llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override { return args; }
+  llvm::ArrayRef<TensorSpec> getResultSpecs() const override {
+    return results;
+  }
+
+  bool fail = false;
+  std::vector<const float *> written;
+
+private:
+  std::vector<TensorSpec> args = {{ElementKind::F32, {4}}};
+  std::vector<TensorSpec> results = {{ElementKind::F32, {}},
+                                     {ElementKind::F32, {4}}};
+};
+
+float stepSum(StepSession &session, llvm::ArrayRef<ResultRoute> routes) {
+  auto out = session.step(routes);
+  EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
+  return out && !out->empty() ? (*out)[0].toFloats()[0] : NAN;
+}
+
+} // namespace
+
+// A host session writes a step's results into the buffers of the arguments
+// they replaced the step before (two buffers in turn, nothing zeroed), with
+// the values of fresh buffers; it never writes into a view the caller set
+// or into a tensor the step reads, and a failed step leaves it usable.
+TEST(StepSession, HostSessionReusesReplacedArguments) {
+  CountingStep step;
+  auto opened = openHostSession(step, step);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  StepSession &session = **opened;
+  std::vector<ResultRoute> routes = {{-1, true}, {0, false}};
+  ASSERT_FALSE(bool(session.set(
+      0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
+  EXPECT_EQ(stepSum(session, routes), 10.0f);
+  EXPECT_EQ(stepSum(session, routes), 14.0f);
+  EXPECT_EQ(stepSum(session, routes), 18.0f);
+  EXPECT_EQ(stepSum(session, routes), 22.0f);
+  ASSERT_EQ(step.written.size(), 4u);
+  // Steps 3 and 4 wrote into the buffers steps 1 and 2 wrote.
+  EXPECT_EQ(step.written[2], step.written[0]);
+  EXPECT_EQ(step.written[3], step.written[1]);
+  EXPECT_NE(step.written[1], step.written[0]);
+
+  // A failing step changes nothing; the next one goes on from the same
+  // parameter.
+  step.fail = true;
+  EXPECT_FALSE(bool(session.step(routes)));
+  step.fail = false;
+  EXPECT_EQ(stepSum(session, routes), 26.0f);
+  EXPECT_EQ(stepSum(session, routes), 30.0f);
+
+  // A view set as the argument is read, never written.
+  alignas(64) float mine[16] = {0, 0, 0, 1};
+  ASSERT_FALSE(bool(
+      session.set(0, HostTensor::borrow(ElementKind::F32, {4}, mine))));
+  EXPECT_EQ(stepSum(session, routes), 1.0f);
+  EXPECT_EQ(stepSum(session, routes), 5.0f);
+  EXPECT_EQ(stepSum(session, routes), 9.0f);
+  EXPECT_EQ(mine[0], 0.0f);
+  EXPECT_EQ(mine[3], 1.0f);
+  for (const float *p : step.written)
+    EXPECT_NE(p, mine);
+}
+
+// callReusing never hands out a buffer the same call reads.
+TEST(StepSession, ReuseSkipsInputs) {
+  CountingStep step;
+  HostTensor param =
+      HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4});
+  const HostTensor *inputs[] = {&param};
+  std::vector<HostTensor> reuse;
+  reuse.push_back(HostTensor(ElementKind::F32, {}));
+  reuse.push_back(param); // a copy: reusable
+  const void *copy = reuse[1].data();
+  auto out = step.callReusing(inputs, reuse);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  EXPECT_EQ((*out)[1].data(), copy);
+  EXPECT_EQ((*out)[1].toFloats(), (std::vector<float>{2, 3, 4, 5}));
+
+  // The same tensor as input and as reuse candidate: a new buffer.
+  std::vector<HostTensor> aliasing;
+  aliasing.push_back(HostTensor(ElementKind::F32, {}));
+  aliasing.push_back(HostTensor::fromFloats(ElementKind::F32, {4}, {7, 7, 7, 7}));
+  const HostTensor *self[] = {&aliasing[1]};
+  const void *selfData = aliasing[1].data();
+  auto again = step.callReusing(self, aliasing);
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_NE((*again)[1].data(), selfData);
+  EXPECT_EQ((*again)[1].toFloats(), (std::vector<float>{8, 8, 8, 8}));
+  EXPECT_EQ((*again)[0].toFloats()[0], 28.0f);
+}

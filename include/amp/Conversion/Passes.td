@@ -58,7 +58,8 @@ def FuseElementwisePass : Pass<"amp-fuse-elementwise"> {
   let summary = "Fuse element-wise linalg generics, storing 16-bit values instead of f32 twins";
   let description = [{
     Upstream's `linalg-fuse-elementwise-ops` (the same fusion, reshape
-    folding, canonicalization and constant-folding patterns) with a control
+    folding and bubbling, canonicalization and constant-folding patterns)
+    with a control
     function that decides where a mixed-precision value is stored:
 
     - a generic that only widens (`arith.extf` of its inputs) is fused into
@@ -71,8 +72,10 @@ def FuseElementwisePass : Pass<"amp-fuse-elementwise"> {
       gradient read by the optimizer at the end of the step);
     - any other generic is fused when it has one use, as upstream.
 
-    Each element is computed by the same operations fused or not, so results
-    are bit-identical to upstream's pass; only what is stored changes. At
+    Each element goes through the same operations fused or not; only what is
+    stored changes (a reduction that widens its 16-bit input itself may be
+    vectorized differently, so a reassociable f32 sum may be summed in
+    another order). At
     O1 this halves the weight gradients' memory (f16 instead of f32 until
     the optimizer widens them) and removes the f32 copy of the attention
     scores that softmax reads.

@@ -69,11 +69,12 @@ public:
   call(llvm::ArrayRef<const HostTensor *> inputs) = 0;
 
   /// As `call`, but result r may be written into `reuse[r]` and returned in
-  /// its place (its old contents overwritten) where that tensor owns its
-  /// elements and has the result's kind and shape: a training loop hands
-  /// back the arguments a step's results replace, instead of allocating and
-  /// zeroing every parameter and moment anew each step. Functions whose
-  /// results are not in host memory ignore `reuse`.
+  /// its place (its old contents overwritten; the entry is left moved-from)
+  /// where that tensor owns its elements, has the result's kind and shape
+  /// and is not one of `inputs`: a training loop hands back the arguments a
+  /// step's results replace, instead of allocating and zeroing every
+  /// parameter and moment anew each step. Functions whose results are not
+  /// in host memory ignore `reuse`.
   virtual llvm::Expected<std::vector<HostTensor>>
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,
               std::vector<HostTensor> &reuse) {

@@ -17,8 +17,10 @@
 //   by the optimizer at the end of the step);
 // - anything else fuses when the producer has one use, as upstream.
 //
-// Fused or not, every element is computed by the same arithmetic, so the
-// results are bit-identical; only what is stored, and for how long, changes.
+// Fused or not, every element goes through the same operations; only what
+// is stored, and for how long, changes (a reduction that now widens its
+// 16-bit input itself may be vectorized differently, so its f32 sum can be
+// reassociated differently, as any change of a reassociable loop can).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace amp {
@@ -101,6 +104,7 @@ struct FuseElementwisePass
       return producer && producer->hasOneUse();
     };
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, oneUse);
+    tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
     tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);

@@ -77,6 +77,31 @@ struct ForcedGemmPath {
 class Gemm : public ::testing::TestWithParam<std::tuple<RuntimeDType, GemmPath>> {
 };
 
+// Every f16 value reaches the f32 GEMM exactly (the runtime widens with
+// F16C/AVX-512 conversions where the CPU has them, 16 at a time, the
+// lookup table elsewhere and for tails): a 65536 x 1 column of all bit
+// patterns times 1.
+TEST(Gemm, WidensEveryHalfExactly) {
+  constexpr int64_t m = 65536 + 3; // a tail for the table
+  std::vector<uint16_t> a(m);
+  for (int64_t i = 0; i < m; ++i)
+    a[i] = uint16_t(i);
+  float one = 1.0f;
+  std::vector<float> c(m, 0.0f);
+  amp_cpu_gemm(reinterpret_cast<intptr_t>(a.data()),
+               reinterpret_cast<intptr_t>(&one),
+               reinterpret_cast<intptr_t>(c.data()),
+               int64_t(RuntimeDType::F16), int64_t(RuntimeDType::F32), 1, m, 1,
+               1, 0, 0);
+  for (int64_t i = 0; i < m; ++i) {
+    float want = halfToFloat(a[i]);
+    if (std::isnan(want))
+      ASSERT_TRUE(std::isnan(c[i])) << "f16 bits " << a[i];
+    else
+      ASSERT_EQ(c[i], want) << "f16 bits " << a[i];
+  }
+}
+
 TEST_P(Gemm, MatchesF64Reference) {
   auto [dtype, path] = GetParam();
   ForcedGemmPath forced(path);

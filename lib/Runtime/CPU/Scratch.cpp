@@ -33,6 +33,13 @@ const float *halfTable() {
   return table.get();
 }
 
+/// Widens `count` f16 values with the lookup table.
+void widenHalfTable(const uint16_t *in, float *out, int64_t count) {
+  const float *table = halfTable();
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = table[in[i]];
+}
+
 /// Widens `count` f16 values with the F16C conversion instruction (exact,
 /// as the table: every f16 value is an f32 value), 8 or 16 a time; the
 /// table takes the tail.
@@ -43,9 +50,7 @@ __attribute__((target("avx,f16c"))) void widenHalfF16c(const uint16_t *in,
   for (; i + 8 <= count; i += 8)
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
                                   reinterpret_cast<const __m128i *>(in + i))));
-  const float *table = halfTable();
-  for (; i < count; ++i)
-    out[i] = table[in[i]];
+  widenHalfTable(in + i, out + i, count - i);
 }
 
 // GCC 12's _mm512_cvtph_ps reads an undefined register it then masks off.
@@ -59,18 +64,10 @@ __attribute__((target("avx512f"))) void widenHalfAvx512(const uint16_t *in,
     _mm512_storeu_ps(out + i,
                      _mm512_cvtph_ps(_mm256_loadu_si256(
                          reinterpret_cast<const __m256i *>(in + i))));
-  const float *table = halfTable();
-  for (; i < count; ++i)
-    out[i] = table[in[i]];
+  widenHalfTable(in + i, out + i, count - i);
 }
 
 #pragma GCC diagnostic pop
-
-void widenHalfTable(const uint16_t *in, float *out, int64_t count) {
-  const float *table = halfTable();
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = table[in[i]];
-}
 
 /// f16 -> f32 of `count` values, split across the threads in blocks.
 void widenHalf(const uint16_t *in, float *out, int64_t count) {

@@ -200,6 +200,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     markEntryArgumentsNoAlias(*llvmModule,
                               {manifest.step.name, manifest.logits.name});
     routeStepAllocations(*llvmModule);
+    preferFullWidthVectors(*llvmModule, *machine);
   }
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get()))

@@ -18,6 +18,8 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Attributes.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -192,6 +194,9 @@ CpuFunction::compile(ModuleOp module, StringRef name,
 
   ExecutionEngineOptions engineOptions;
   engineOptions.enablePerfNotificationListener = getenv("AMP_PERF") != nullptr;
+  // The engine takes the target machine; the transformer runs inside
+  // ExecutionEngine::create, while it is alive.
+  const llvm::TargetMachine *machine = targetMachine->get();
   auto optimize =
       makeOptimizingTransformer(options.optLevel, 0, targetMachine->get());
   std::string entryName = name.str();
@@ -200,6 +205,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   auto transform = [&](llvm::Module *m) {
     markEntryArgumentsNoAlias(*m, {entryName});
     routeStepAllocations(*m);
+    preferFullWidthVectors(*m, *machine);
     return optimize(m);
   };
   engineOptions.transformer = transform;
@@ -232,6 +238,16 @@ void amp::markEntryArgumentsNoAlias(llvm::Module &module,
       if (arg.getType()->isPointerTy())
         arg.addAttr(llvm::Attribute::NoAlias);
   }
+}
+
+void amp::preferFullWidthVectors(llvm::Module &module,
+                                 const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo *subtarget = machine.getMCSubtargetInfo();
+  if (!subtarget || !subtarget->checkFeatures("+avx512f"))
+    return;
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration())
+      f.addFnAttr("prefer-vector-width", "512");
 }
 
 void amp::routeStepAllocations(llvm::Module &module) {

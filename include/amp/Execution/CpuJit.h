@@ -23,6 +23,7 @@ class FuncOp;
 
 namespace llvm {
 class Module;
+class TargetMachine;
 } // namespace llvm
 
 namespace amp {
@@ -74,6 +75,15 @@ void markEntryArgumentsNoAlias(llvm::Module &module,
 /// attributes that tell LLVM they allocate and free as the C functions do.
 /// Run before optimization, as the JIT and the artifact compiler do.
 void routeStepAllocations(llvm::Module &module);
+
+/// Lets the loop vectorizer use 512-bit vectors in every function of
+/// `module` when `machine` targets AVX-512. LLVM's tuning for the AVX-512
+/// Xeons and Ice Lake onwards prefers 256-bit vectors (the frequency cost of
+/// 512-bit ones in mixed code); a step's element-wise loops (GELU, softmax,
+/// the optimizer) are long runs of arithmetic that gain from the full width,
+/// as PyTorch's AVX-512 kernels do. Run before optimization.
+void preferFullWidthVectors(llvm::Module &module,
+                            const llvm::TargetMachine &machine);
 
 /// Readies a module copy for lowering with the functions `entries` as entry
 /// points: erases the function definitions that are not entries and that

@@ -420,12 +420,17 @@ struct UnscaleGradsToLinalg : OpRewritePattern<UnscaleGradsOp> {
     Type f32 = rewriter.getF32Type(), i1 = rewriter.getI1Type();
     auto scalarF32 = RankedTensorType::get({}, f32);
     auto flagType = RankedTensorType::get({}, i1);
-    // 1 / scale in f64, rounded to f32 once (GradScaler's inv_scale).
+    // 1 / (scale * divisor) in f64, rounded to f32 once (GradScaler's
+    // inv_scale, with a data-parallel mean folded in).
+    double divisor = double(op.getDivisor());
     Value inv =
         buildUpdate(rewriter, loc, {op.getScale()}, {}, {scalarF32},
-                    [](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+                    [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
                       Type f64 = b.getF64Type();
                       Value s = arith::ExtFOp::create(b, l, f64, t[0]);
+                      if (divisor != 1.0)
+                        s = arith::MulFOp::create(
+                            b, l, s, scalarConstant(b, l, f64, divisor));
                       return SmallVector<Value>{arith::DivFOp::create(
                           b, l, scalarConstant(b, l, f64, 1.0), s)};
                     })[0];

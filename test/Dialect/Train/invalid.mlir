@@ -1416,3 +1416,63 @@ func.func @embedding_padding_idx(%t: tensor<10x4xf32>, %ids: tensor<3xi32>) -> t
   %0 = train.embedding %t, %ids padding_idx 10 : tensor<10x4xf32>, tensor<3xi32> -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+func.func @all_reduce_sum_of_flags(%f: tensor<i1>) -> tensor<i1> {
+  // expected-error @+1 {{'train.all_reduce' op 'sum' takes f32, f16 or bf16 tensors, got 'tensor<i1>'}}
+  %0 = train.all_reduce sum(%f) ranks 2 : (tensor<i1>)
+  return %0 : tensor<i1>
+}
+
+// -----
+
+func.func @all_reduce_max_of_floats(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.all_reduce' op 'max' takes i1 flags, got 'tensor<4xf32>'}}
+  %0 = train.all_reduce max(%g) ranks 2 : (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_no_ranks(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.all_reduce' op ranks must be at least 1, got 0}}
+  %0 = train.all_reduce sum(%g) ranks 0 : (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_empty() {
+  // expected-error @+1 {{'train.all_reduce' op needs at least one input}}
+  "train.all_reduce"() <{kind = 0 : i32, operandSegmentSizes = array<i32: 0, 0>, ranks = 2 : i64}> : () -> ()
+  return
+}
+
+// -----
+
+func.func @all_reduce_flag_wire(%f: tensor<i1>) -> tensor<i1> {
+  // expected-error @+1 {{'train.all_reduce' op a wire type is for sums and means, not 'max'}}
+  %0 = train.all_reduce max(%f) ranks 2 wire f16 : (tensor<i1>)
+  return %0 : tensor<i1>
+}
+
+// -----
+
+func.func @all_reduce_f64_wire(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.all_reduce' op wire type must be f32, f16 or bf16, got 'f64'}}
+  %0 = train.all_reduce sum(%g) ranks 2 wire f64 : (tensor<4xf32>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @unscale_divisor_zero(%s: tensor<f32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.unscale_grads' op divisor must be at least 1, got 0}}
+  %0:2 = train.unscale_grads %s grads(%g) divisor 0 : tensor<f32>, (tensor<4xf32>)
+  return %0#0 : tensor<4xf32>
+}

@@ -345,3 +345,16 @@ func.func @runtime_call_mask(%x: tensor<8x16xf16>, %w: tensor<16x128xf16>, %b: t
   %d = train.runtime_call @amp_cuda_gemm_drelu(%dz, %wt, %y#1) [1, 1, 1, 8, 128, 16, 0, 1] : (tensor<8x16xf16>, tensor<128x16xf16>, tensor<8x16xi8>) -> tensor<8x128xf16>
   return %d : tensor<8x128xf16>
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%g: tensor<4xf32>, %h: tensor<2xf16>, %f: tensor<i1>, %pending: tensor<i1>, %scale: tensor<f32>) -> (tensor<4xf32>, tensor<2xf16>, tensor<4xf32>, tensor<i1>, tensor<4xf32>) {
+  // CHECK: %[[S:.*]]:2 = train.all_reduce sum(%{{.*}}, %{{.*}}) ranks 2 : (tensor<4xf32>, tensor<2xf16>)
+  %s:2 = train.all_reduce sum(%g, %h) ranks 2 : (tensor<4xf32>, tensor<2xf16>)
+  // CHECK: train.all_reduce mean(%{{.*}}) skip(%{{.*}}) ranks 8 wire bf16 : (tensor<4xf32>)
+  %m = train.all_reduce mean(%g) skip(%pending) ranks 8 wire bf16 : (tensor<4xf32>)
+  // CHECK: train.all_reduce max(%{{.*}}) ranks 2 : (tensor<i1>)
+  %x = train.all_reduce max(%f) ranks 2 : (tensor<i1>)
+  // CHECK: train.unscale_grads %{{.*}} grads(%[[S]]#0) divisor 2 : tensor<f32>, (tensor<4xf32>)
+  %u:2 = train.unscale_grads %scale grads(%s#0) divisor 2 : tensor<f32>, (tensor<4xf32>)
+  return %s#0, %s#1, %m, %x, %u#0 : tensor<4xf32>, tensor<2xf16>, tensor<4xf32>, tensor<i1>, tensor<4xf32>
+}

@@ -189,6 +189,37 @@ TEST_F(LossScaling, UnscaleAndDetect) {
   }
 }
 
+/// `divisor 3` (a data-parallel mean over 3 ranks folded into unscaling):
+/// each element times float(1 / (scale * 3)), the factor computed in f64 and
+/// rounded once, which differs from dividing by the scale and then by 3 in
+/// f32 for some of these values.
+TEST_F(LossScaling, UnscaleWithDivisor) {
+  auto fn = compile(
+      "func.func @f(%s: tensor<f32>, %a: tensor<5xf32>) "
+      "-> (tensor<5xf32>, tensor<i1>) {\n"
+      "  %r:2 = train.unscale_grads %s grads(%a) divisor 3 : tensor<f32>, "
+      "(tensor<5xf32>)\n"
+      "  return %r#0, %r#1 : tensor<5xf32>, tensor<i1>\n"
+      "}\n");
+  ASSERT_TRUE(fn);
+  const float s = 1000.0f;
+  HostTensor scale = HostTensor::fromFloats(ElementKind::F32, {}, {s});
+  std::vector<float> av = {3000, -1, 0.7f, 12345.678f, 1e-20f};
+  HostTensor a = HostTensor::fromFloats(ElementKind::F32, {5}, av);
+  auto out = fn->call({&scale, &a});
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  std::vector<float> got = (*out)[0].toFloats();
+  const float inv = float(1.0 / (double(s) * 3.0));
+  int differsFromTwoDivisions = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    EXPECT_EQ(got[i], av[i] * inv) << i;
+    differsFromTwoDivisions += got[i] != av[i] * float(1.0 / s) / 3.0f;
+  }
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_GT(differsFromTwoDivisions, 0);
+  EXPECT_EQ((*out)[1].getAsDouble(0), 0.0);
+}
+
 /// Fault injection (PyTorch's _run_scaling_case): a poisoned input at the
 /// chosen steps makes every gradient non-finite. Those steps are skipped
 /// (parameters and Adam's state, step count included, bit-identical), the

@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -878,6 +879,9 @@ LogicalResult AccumulateGradsOp::inferReturnTypes(
 LogicalResult UnscaleGradsOp::verify() {
   if (getGrads().empty())
     return emitOpError("needs at least one gradient");
+  if (getDivisor() < 1)
+    return emitOpError("divisor must be at least 1, got ")
+           << static_cast<int64_t>(getDivisor());
   return success();
 }
 
@@ -924,6 +928,45 @@ LogicalResult UpdateScaleOp::inferReturnTypes(MLIRContext *context,
   results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
   results.push_back(RankedTensorType::get({}, IntegerType::get(context, 32)));
   results.push_back(RankedTensorType::get({}, IntegerType::get(context, 1)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getRanks() < 1)
+    return emitOpError("ranks must be at least 1, got ")
+           << static_cast<int64_t>(getRanks());
+  bool flags = getKind() == ReduceKind::max;
+  for (Value v : getInputs()) {
+    Type element = cast<RankedTensorType>(v.getType()).getElementType();
+    if (element.isInteger(1) != flags)
+      return emitOpError("'")
+             << stringifyReduceKind(getKind()) << "' takes "
+             << (flags ? "i1 flags" : "f32, f16 or bf16 tensors") << ", got "
+             << v.getType();
+  }
+  if (std::optional<Type> wire = getWire()) {
+    if (flags)
+      return emitOpError("a wire type is for sums and means, not 'max'");
+    if (!isa<Float32Type, Float16Type, BFloat16Type>(*wire))
+      return emitOpError("wire type must be f32, f16 or bf16, got ") << *wire;
+  }
+  return success();
+}
+
+LogicalResult
+AllReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                              ValueRange operands, DictionaryAttr attributes,
+                              OpaqueProperties properties, RegionRange regions,
+                              SmallVectorImpl<Type> &results) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  for (Value v : adaptor.getInputs())
+    results.push_back(v.getType());
   return success();
 }
 
@@ -1001,12 +1044,40 @@ ValueRange AccumulateGradsOp::getOutputGrads() {
   return getResults().take_back(getGrads().size());
 }
 
+/// A sum or mean across ranks is linear: scaled or not, it commutes with
+/// unscaling.
+GradientScaleUse AllReduceOp::getScaleUse() {
+  return GradientScaleUse::either;
+}
+
+MutableOperandRange AllReduceOp::getInputGradsMutable() {
+  return getInputsMutable();
+}
+
+ValueRange AllReduceOp::getOutputGrads() { return getResults(); }
+
 /// Unscaling takes scaled gradients.
 GradientScaleUse UnscaleGradsOp::getScaleUse() {
   return GradientScaleUse::scaled;
 }
 
 #include "amp/Dialect/Train/IR/TrainInterfaces.cpp.inc"
+
+SmallVector<GradientTransformOpInterface>
+amp::train::getGradientTransformChain(OptimizerUpdateOpInterface update) {
+  SmallVector<GradientTransformOpInterface> chain;
+  MutableOperandRange grads = update.getGradsMutable();
+  while (!grads.empty()) {
+    auto transform =
+        grads[0].get().getDefiningOp<GradientTransformOpInterface>();
+    if (!transform)
+      break;
+    chain.push_back(transform);
+    grads = transform.getInputGradsMutable();
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
 
 #define GET_OP_CLASSES
 #include "amp/Dialect/Train/IR/TrainOps.cpp.inc"

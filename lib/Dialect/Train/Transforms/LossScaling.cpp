@@ -101,20 +101,10 @@ Value addScalerArgument(FunctionOpInterface func, Type type, Attribute init) {
 /// (GradientTransformOpInterface), whatever they are.
 FailureOr<MutableOperandRange>
 findUnscalePoint(OptimizerUpdateOpInterface update, Operation *&consumer) {
-  // The chain from backward to the update.
-  SmallVector<GradientTransformOpInterface> chain;
-  MutableOperandRange grads = update.getGradsMutable();
-  while (!grads.empty()) {
-    auto transform =
-        grads[0].get().getDefiningOp<GradientTransformOpInterface>();
-    if (!transform)
-      break;
-    chain.insert(chain.begin(), transform);
-    grads = transform.getInputGradsMutable();
-  }
   consumer = update;
   std::optional<MutableOperandRange> point;
-  for (GradientTransformOpInterface transform : chain) {
+  for (GradientTransformOpInterface transform :
+       getGradientTransformChain(update)) {
     GradientScaleUse use = transform.getScaleUse();
     if (use == GradientScaleUse::unscaled && !point) {
       point = transform.getInputGradsMutable();

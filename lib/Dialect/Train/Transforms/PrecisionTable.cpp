@@ -51,6 +51,8 @@ const ListEntry kEntries[] = {
     {"train.adam_update", "torch.optim.Adam/AdamW on f32 parameters",
      "FusedAdam on f32 masters", "optimizer: f32 master weights"},
     {"train.add", kPromotion, "CASTS: add", ""},
+    {"train.all_reduce", "DistributedDataParallel: gradient buckets",
+     "", "gradient transform: the gradients' type, or the wire type"},
     {"train.any", "", "", "loss scaling: flags"},
     {"train.avg_pool2d", kNone, "none", ""},
     {"train.batch_matmul", "lower_precision_fp: bmm, baddbmm, matmul",

@@ -41,6 +41,17 @@ def Train_PrecisionCategory : I32EnumAttr<"PrecisionCategory",
   let genSpecializedAttr = 0;
 }
 
+/// How a collective combines the ranks' values; printed as a bare keyword
+/// (`train.all_reduce sum`).
+def Train_ReduceKindAttr : I32EnumAttr<"ReduceKind",
+    "how a collective combines the ranks' values", [
+    I32EnumAttrCase<"sum", 0>,
+    I32EnumAttrCase<"mean", 1>,
+    I32EnumAttrCase<"max", 2>,
+  ]> {
+  let cppNamespace = "::amp::train";
+}
+
 /// Printed as a bare keyword (`approximate tanh`) in the op's format.
 def Train_GeluApproximationAttr : I32EnumAttr<"GeluApproximation",
     "GELU formula", [

@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <utility>
 
@@ -50,5 +51,18 @@ template <PrecisionCategory Category> struct DefaultPrecision {
 } // namespace amp
 
 #include "amp/Dialect/Train/IR/TrainInterfaces.h.inc"
+
+namespace amp {
+namespace train {
+
+/// The gradient transforms between backward and `update`, first to last:
+/// the chain from the update's first gradient back through each
+/// GradientTransformOpInterface op's input gradients. amp-loss-scaling and
+/// amp-data-parallel find their places in it.
+llvm::SmallVector<GradientTransformOpInterface>
+getGradientTransformChain(OptimizerUpdateOpInterface update);
+
+} // namespace train
+} // namespace amp
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAININTERFACES_H

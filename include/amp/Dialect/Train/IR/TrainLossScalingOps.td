@@ -28,15 +28,22 @@ def Train_UnscaleGradsOp : Train_Op<"unscale_grads", [Pure,
     any element of any gradient, before unscaling, is inf or NaN. Results:
     the unscaled gradients, then found_inf (rank-0 i1).
 
+    `divisor` D (default 1) folds a mean into the unscaling: `inv = 1 /
+    (scale * D)`, in f64 and rounded to f32 once. amp-data-parallel sets it
+    to the number of ranks after summing their gradients, so the average
+    costs no pass of its own (DDP averages, GradScaler unscales).
+
     ```mlir
     %r:3 = train.unscale_grads %scale grads(%dw, %db) : tensor<f32>, (tensor<784x256xf32>, tensor<256xf32>)
+    %m:2 = train.unscale_grads %scale grads(%dw) divisor 2 : tensor<f32>, (tensor<784x256xf32>)
     ```
   }];
   let arguments = (ins 0DTensorOf<[F32]>:$scale,
-                       Variadic<Train_FloatTensor>:$grads);
+                       Variadic<Train_FloatTensor>:$grads,
+                       DefaultValuedOptionalAttr<I64Attr, "1">:$divisor);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);
   let assemblyFormat = [{
-    $scale `grads` `(` $grads `)` attr-dict `:` type($scale) `,` `(` type($grads) `)`
+    $scale `grads` `(` $grads `)` (`divisor` $divisor^)? attr-dict `:` type($scale) `,` `(` type($grads) `)`
   }];
   let hasVerifier = 1;
 }

@@ -21,6 +21,7 @@ include "amp/Dialect/Train/IR/TrainPrecisionOps.td"
 include "amp/Dialect/Train/IR/TrainGradOps.td"
 include "amp/Dialect/Train/IR/TrainOptimizerOps.td"
 include "amp/Dialect/Train/IR/TrainLossScalingOps.td"
+include "amp/Dialect/Train/IR/TrainCollectiveOps.td"
 include "amp/Dialect/Train/IR/TrainRuntimeOps.td"
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINOPS_TD

@@ -39,6 +39,9 @@ enum class LossScaleMode { dynamic, fixed, none, automatic };
 /// The format of amp-precision-report.
 enum class ReportFormat { text, json, dot };
 
+/// The element type gradients travel in between data-parallel ranks.
+enum class WireType { f32, f16, bf16 };
+
 /// The option spellings: "O1", "bf16", "adamw", "static", "json".
 llvm::StringRef stringifyOptLevel(OptLevel level);
 llvm::StringRef stringifyLowType(LowType type);
@@ -122,6 +125,7 @@ AMP_CHOICE_PARSER(amp::train::LowType)
 AMP_CHOICE_PARSER(amp::train::OptimizerKind)
 AMP_CHOICE_PARSER(amp::train::LossScaleMode)
 AMP_CHOICE_PARSER(amp::train::ReportFormat)
+AMP_CHOICE_PARSER(amp::train::WireType)
 #undef AMP_CHOICE_PARSER
 
 /// The `llvm::cl::values` of each option type (the spellings above), for
@@ -137,6 +141,11 @@ AMP_CHOICE_PARSER(amp::train::ReportFormat)
   ::llvm::cl::values(                                                          \
       clEnumValN(::amp::train::LowType::f16, "f16", "IEEE half"),              \
       clEnumValN(::amp::train::LowType::bf16, "bf16", "bfloat16"))
+#define AMP_WIRE_TYPE_VALUES                                                   \
+  ::llvm::cl::values(                                                          \
+      clEnumValN(::amp::train::WireType::f32, "f32", "single precision"),      \
+      clEnumValN(::amp::train::WireType::f16, "f16", "IEEE half"),             \
+      clEnumValN(::amp::train::WireType::bf16, "bf16", "bfloat16"))
 #define AMP_OPTIMIZER_VALUES                                                   \
   clEnumValN(::amp::train::OptimizerKind::sgd, "sgd", "plain SGD"),            \
       clEnumValN(::amp::train::OptimizerKind::momentum, "momentum",            \

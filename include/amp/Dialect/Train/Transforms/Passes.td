@@ -180,6 +180,52 @@ def LossScalingPass : Pass<"amp-loss-scaling"> {
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
+def DataParallelPass : Pass<"amp-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Sum gradients across data-parallel ranks inside the step";
+  let description = [{
+    Makes each training step (a function with an optimizer update) the step
+    of one of `ranks` processes that train one model on their own batches,
+    as PyTorch's DistributedDataParallel with GradScaler does:
+
+    - The gradients are all-reduced (`train.all_reduce`) where they leave
+      backward and gradient accumulation: after `train.accumulate_grads`
+      (skipped, with no communication, while micro-batches are pending: one
+      all-reduce per update), before unscaling, clipping and the update.
+    - Buckets: the gradients are grouped in the order backward produces
+      them into buckets of at most `bucket-mb` MiB on the wire (a larger
+      gradient is a bucket of its own), and each bucket's all-reduce is
+      placed right after its last gradient, so that it can run while
+      backward computes the earlier layers.
+    - The mean: with loss scaling and an f32 wire the buckets are summed and
+      the 1/ranks is folded into `train.unscale_grads`' divisor (one f64
+      factor, as GradScaler computes inv_scale); otherwise each rank
+      multiplies by 1/ranks before sending (`mean`), so that a 16-bit wire
+      overflows only where the mean would.
+    - found_inf is all-reduced with `max` (every rank already sees the same
+      summed gradients; this is cheap insurance), so every rank skips the
+      same steps and updates its scale identically: the replicas stay
+      bit-identical.
+
+    Batch norm keeps local statistics per rank (DDP's default). Run it after
+    amp-optimizer and amp-loss-scaling; `ranks=1` changes nothing.
+
+    ```
+    amp-opt step.mlir --amp-data-parallel="ranks=4 wire-type=f16 bucket-mb=25"
+    ```
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "Number of processes (required)">,
+    Option<"wireType", "wire-type", "::amp::train::WireType",
+           /*default=*/"::amp::train::WireType::f32",
+           "Element type of the gradients between ranks: f32, f16 or bf16",
+           "AMP_WIRE_TYPE_VALUES">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket of gradients one all-reduce sends, in MiB">,
+  ];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

@@ -28,6 +28,9 @@ PACKAGES=(
   libgtest-dev libopenblas-dev libopenblas0-openmp zlib1g-dev python3
   # oneDNN: the CPU runtime's convolutions (lib/Runtime/CPU/Dnnl.cpp).
   libdnnl-dev
+  # OpenMPI: data-parallel training between processes (lib/Runtime/MPI,
+  # mpirun).
+  libopenmpi-dev openmpi-bin
   # A virtual environment for the PyTorch frontend (python/amp), and the
   # headers its extension builds against when python3 is Debian's.
   python3-venv python3-dev

@@ -297,6 +297,18 @@ void amp::buildAmpPipeline(OpPassManager &pm,
         {"mode", "init-scale"});
   }
   add(pm.nest<func::FuncOp>(), amp::train::createCastCleanupPass());
+  // Data parallelism last: the gradients and flags it reduces are final.
+  if (options.optimizer != amp::train::OptimizerKind::none) {
+    amp::train::DataParallelPassOptions parallel;
+    parallel.ranks = options.ranks;
+    parallel.wireType = options.wireType;
+    parallel.bucketMb = options.bucketMb;
+    if (options.ranks > 1)
+      add(pm, amp::train::createDataParallelPass(parallel));
+    else
+      checkForwarded(*amp::train::createDataParallelPass(parallel), pipeline,
+                     {});
+  }
 }
 
 void amp::registerAmpPipelines() {

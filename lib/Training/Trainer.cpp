@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Training/Trainer.h"
+#include "amp/Runtime/Collectives.h"
 #include "amp/Training/Checkpoint.h"
 #include "amp/Training/Datasets.h"
 #include "amp/Training/Plot.h"
@@ -451,6 +452,10 @@ int amp::runTraining(const TrainingConfig &config,
   if (!initial)
     return fail(llvm::toString(initial.takeError()));
   std::vector<HostTensor> args = std::move(*initial);
+  // Data parallelism: this process's rank of `ranks`.
+  Communicator *communicator = config.communicator;
+  int64_t ranks = communicator ? communicator->size() : 1;
+  int64_t rank = communicator ? communicator->rank() : 0;
 
   // Resume: every persistent tensor must be there with its type and shape,
   // and the run must be the same configuration.
@@ -519,6 +524,14 @@ int amp::runTraining(const TrainingConfig &config,
                  << written("dtype") << " " << written("optimizer")
                  << ", step " << written("step") << ")\n";
   }
+  // Every rank starts from rank 0's state (the same seed gives the same
+  // initial values; a checkpoint each rank read may not).
+  if (communicator && ranks > 1)
+    for (HostTensor &t : args)
+      if (std::string e = communicator->broadcast(
+              t.data(), int64_t(t.getSizeInBytes()), 0);
+          !e.empty())
+        return fail("broadcasting the initial state from rank 0: " + e);
   // The arguments move to where the step runs (device memory for CUDA).
   auto opened = openStepSession(compiled, args);
   if (!opened)
@@ -543,7 +556,38 @@ int amp::runTraining(const TrainingConfig &config,
     return saveSafetensors(savePath, checkpoint);
   };
 
-  int64_t stepsPerEpoch = trainSet.count / batch;
+  // Data parallelism, replicas: a hash of every persistent tensor (the
+  // parameters, optimizer and scaler state), compared with rank 0's.
+  auto checkReplicas = [&](int64_t done) -> llvm::Error {
+    uint64_t hash = 1469598103934665603ULL; // FNV-1a
+    for (auto &[name, index] : abi->persistent) {
+      auto value = session->get(index);
+      if (!value)
+        return value.takeError();
+      const auto *bytes = static_cast<const unsigned char *>(value->data());
+      for (size_t i = 0; i < value->getSizeInBytes(); ++i)
+        hash = (hash ^ bytes[i]) * 1099511628211ULL;
+    }
+    uint64_t rankZero = hash;
+    if (std::string e = config.communicator->broadcast(&rankZero,
+                                                       sizeof(rankZero), 0);
+        !e.empty())
+      return llvm::createStringError("comparing replicas: " + e);
+    if (rankZero != hash)
+      return llvm::createStringError(
+          "replicas diverged: rank " + std::to_string(config.communicator->rank()) +
+          "'s parameters and state differ from rank 0's after step " +
+          std::to_string(done));
+    return llvm::Error::success();
+  };
+
+  // Data parallelism: rank r of N takes the r-th batch of each global batch
+  // of N x batch examples of the (same) seeded order.
+  int64_t stepsPerEpoch = trainSet.count / (batch * ranks);
+  if (ranks > 1 && stepsPerEpoch < 1)
+    return fail("the training set (" + llvm::Twine(trainSet.count) +
+                " examples) is smaller than one global batch (" +
+                llvm::Twine(ranks) + " ranks x " + llvm::Twine(batch) + ")");
   if (stepsPerEpoch < 1)
     return fail("the training set is smaller than one batch");
   int64_t totalSteps = steps >= 0 ? steps : epochs * stepsPerEpoch;
@@ -624,6 +668,9 @@ int amp::runTraining(const TrainingConfig &config,
     int64_t threads = compiled.getCpuThreads();
     llvm::outs() << ", " << threads << (threads == 1 ? " thread" : " threads");
   }
+  if (ranks > 1)
+    llvm::outs() << " x " << ranks << " ranks (global batch "
+                 << ranks * batch << ")";
   llvm::outs() << "\n";
   // A resumed run replays the shuffles of the epochs begun before it.
   if (shuffle)
@@ -644,13 +691,14 @@ int amp::runTraining(const TrainingConfig &config,
     std::vector<float> x(batch * features);
     std::vector<int32_t> y(batch * targets);
     for (int64_t r = 0; r < batch; ++r) {
-      int64_t e = order[inEpoch * batch + r];
+      int64_t e = order[(inEpoch * ranks + rank) * batch + r];
       std::copy_n(trainSet.images.begin() + e * features, features,
                   x.begin() + r * features);
       std::copy_n(trainSet.labels.begin() + e * targets, targets,
                   y.begin() + r * targets);
     }
-    if (llvm::is_contained(config.injectNonfinite, s))
+    if (llvm::is_contained(config.injectNonfinite, s) &&
+        (config.injectRank < 0 || config.injectRank == rank))
       x[0] = std::nanf("");
     auto t0 = std::chrono::steady_clock::now();
     // The batch and learning rate, in argument order.
@@ -674,6 +722,9 @@ int amp::runTraining(const TrainingConfig &config,
     if (!out)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(out.takeError()));
+    if (ranks > 1 && (config.checkReplicas || s + 1 == endStep))
+      if (llvm::Error e = checkReplicas(s))
+        return fail(llvm::toString(std::move(e)));
     StepScalars scalars = readStepScalars(*abi, *out);
     double loss = scalars.loss, scale = scalars.scale;
     bool wasSkipped = scalars.skipped, collapsed = scalars.collapsed;
@@ -811,6 +862,7 @@ int amp::runTraining(const TrainingConfig &config,
                                       {"warmup_steps", config.warmupSteps},
                                       {"dataset", dataset},
                                       {"batch", batch},
+                                      {"ranks", ranks},
                                       {"steps", totalSteps},
                                       {"seed", int64_t(seed)},
                                       {"shuffle", shuffle}}},

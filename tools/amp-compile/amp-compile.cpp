@@ -74,6 +74,11 @@ int main(int argc, char **argv) {
     return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
+  if (options.ranks != 1)
+    return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
+                ": data-parallel artifacts are not built yet (amp-train has "
+                "no communicator); train data-parallel with mpirun amp-run "
+                "--data-parallel");
 
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());

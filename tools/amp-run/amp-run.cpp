@@ -16,6 +16,7 @@
 #include "amp/Execution/CpuJit.h"
 #include "amp/InitAll.h"
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/MpiCommunicator.h"
 #include "amp/Training/CompileFlags.h"
 #include "amp/Training/TrainingFlags.h"
 #include "amp/Training/TrainingModule.h"
@@ -31,6 +32,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstdio>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace amp;
@@ -48,6 +53,25 @@ cl::opt<std::string> backend(
              "generated kernels, through an artifact as amp-compile builds) "
              "(default: cpu)"),
     cl::init("cpu"), cl::cat(category));
+
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Train as one rank of an mpirun job: the step is compiled for "
+             "mpirun's number of processes (amp-data-parallel), each rank "
+             "takes its shard of every global batch, gradients are summed "
+             "across ranks inside the step, and rank 0 alone prints and "
+             "writes files (docs/Distributed.md)"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> dpCheckReplicas(
+    "dp-check-replicas",
+    cl::desc("--data-parallel: compare every rank's parameters and state "
+             "with rank 0's after every step, not only after the last"),
+    cl::init(false), cl::cat(category));
+cl::opt<int64_t> injectRank(
+    "inject-rank",
+    cl::desc("--data-parallel: --inject-nonfinite on this rank only (-1: "
+             "every rank)"),
+    cl::init(-1), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "amp-run: error: " << message << "\n";
@@ -77,6 +101,53 @@ int main(int argc, char **argv) {
   config.backend = backend;
   if (llvm::Error e = validateConfig(config))
     return fail(llvm::toString(std::move(e)));
+
+  // Data parallelism: join the mpirun job and compile for its size.
+  std::unique_ptr<MpiCommunicator> communicator;
+  if (dataParallel) {
+    if (backend != "cpu")
+      return fail("--data-parallel runs on the cpu backend (the NCCL "
+                  "runtime for cuda is not built yet)");
+    if (config.benchSteps > 0)
+      return fail("--data-parallel does not combine with --bench-steps");
+    std::string error;
+    communicator = MpiCommunicator::create(error);
+    if (!communicator)
+      return fail("--data-parallel: cannot join the MPI job: " + error);
+    int64_t size = communicator->size();
+    if (options.ranks != 1 && options.ranks != size)
+      return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
+                  " but mpirun started " + llvm::Twine(size) +
+                  " processes (--data-parallel sets --ranks itself)");
+    options.ranks = size;
+    if (injectRank >= size)
+      return fail("--inject-rank=" + llvm::Twine(int64_t(injectRank)) +
+                  " but the job has " + llvm::Twine(size) + " ranks");
+    config.communicator = communicator.get();
+    config.checkReplicas = dpCheckReplicas;
+    config.injectRank = injectRank;
+    setCommunicator(communicator.get());
+    // Rank 0 alone prints and writes; every rank reads a checkpoint.
+    if (communicator->rank() != 0) {
+      config.metricsPath.clear();
+      config.savePath.clear();
+      config.plotPath.clear();
+      std::fflush(stdout);
+      int null = ::open("/dev/null", O_WRONLY);
+      if (null >= 0) {
+        ::dup2(null, STDOUT_FILENO);
+        ::close(null);
+      }
+    }
+  } else if (options.ranks != 1) {
+    return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
+                " compiles a data-parallel step: run it with --data-parallel "
+                "under mpirun");
+  } else if (dpCheckReplicas || injectRank != -1) {
+    return fail(
+        llvm::Twine(dpCheckReplicas ? "--dp-check-replicas" : "--inject-rank") +
+        " needs --data-parallel");
+  }
 
   auto compileStart = std::chrono::steady_clock::now();
   ToolContext tool;
@@ -133,5 +204,7 @@ int main(int argc, char **argv) {
   config.compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
-  return runTraining(config, compiled);
+  int status = runTraining(config, compiled);
+  setCommunicator(nullptr);
+  return status;
 }

@@ -35,6 +35,7 @@ struct AmpPipelineOptions
   using LowType = train::LowType;
   using OptimizerKind = train::OptimizerKind;
   using LossScaleMode = train::LossScaleMode;
+  using WireType = train::WireType;
 
   // amp-autocast.
   Option<OptLevel> optLevel{*this, "opt-level",
@@ -118,6 +119,20 @@ struct AmpPipelineOptions
       llvm::cl::desc("Consecutive overflowing steps before the scale backs "
                      "off"),
       llvm::cl::init(1)};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Data-parallel processes the step is compiled for (1: "
+                     "one; amp-run --data-parallel sets it to mpirun's)"),
+      llvm::cl::init(1)};
+  Option<WireType> wireType{
+      *this, "wire-type",
+      llvm::cl::desc("Element type of the gradients between ranks"),
+      llvm::cl::init(WireType::f32), AMP_WIRE_TYPE_VALUES};
+  Option<double> bucketMb{
+      *this, "bucket-mb",
+      llvm::cl::desc("Largest bucket of gradients one all-reduce sends, in "
+                     "MiB"),
+      llvm::cl::init(25.0)};
 };
 
 /// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is

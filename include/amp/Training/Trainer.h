@@ -27,6 +27,7 @@
 
 namespace amp {
 
+class Communicator;
 struct Checkpoint;
 
 /// A run's configuration: the flags of amp-run and amp-train
@@ -62,6 +63,17 @@ struct TrainingConfig {
   /// Benchmark mode (> 0): this many timed steps on one fixed random batch
   /// after `benchWarmup` untimed ones; no data set, evaluation or checkpoint.
   int64_t benchSteps = 0, benchWarmup = 5;
+  /// Data parallelism (docs/Distributed.md): the processes of the job, this
+  /// one's rank, and their communicator (null: one process). Each rank
+  /// trains on its own shard of every global batch of `ranks` x batch
+  /// examples, starts from rank 0's state, and only rank 0 writes files.
+  Communicator *communicator = nullptr;
+  /// Compare every rank's parameters and state with rank 0's after every
+  /// step (always after the last one).
+  bool checkReplicas = false;
+  /// Inject the non-finite input of `injectNonfinite` on this rank only
+  /// (-1: every rank).
+  int64_t injectRank = -1;
 };
 
 /// "O1 f16", or "O0 f32" (O0 runs in f32 whatever the dtype): how banners,

@@ -22,6 +22,7 @@
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Runtime/Collectives.h"
 #include "amp/Runtime/CpuRuntime.h"
 
 #include "mlir/IR/Dominance.h"
@@ -29,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -199,6 +201,129 @@ struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
   }
 
   RuntimeTarget target;
+};
+
+/// train.all_reduce as one runtime call per bucket (amp_cpu_all_reduce):
+/// the inputs flattened (flags as 0/1 in f32), pre-divided in f32 for a
+/// mean, rounded to the wire type and packed into one buffer; the call
+/// combines the buffer across the ranks; the result is cut back into the
+/// inputs' shapes and types. Everything but the call is train ops, lowered
+/// and fused as any others. With `skip` set nothing is packed or sent (an
+/// scf.if): the results are the inputs.
+struct AllReduceToRuntime : OpRewritePattern<AllReduceOp> {
+  AllReduceToRuntime(MLIRContext *ctx, StringRef callee)
+      : OpRewritePattern(ctx), callee(callee.str()) {}
+
+  LogicalResult matchAndRewrite(AllReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Type f32 = rewriter.getF32Type();
+    bool flags = op.getKind() == ReduceKind::max;
+    // The wire: the op's, else the inputs' common float type, else f32
+    // (exact for every input type).
+    Type wire = f32;
+    if (std::optional<Type> given = op.getWire()) {
+      wire = *given;
+    } else if (!flags) {
+      Type first = cast<RankedTensorType>(op.getInputs()[0].getType())
+                       .getElementType();
+      if (llvm::all_of(op.getInputs(), [&](Value v) {
+            return cast<RankedTensorType>(v.getType()).getElementType() ==
+                   first;
+          }))
+        wire = first;
+    }
+    std::optional<int64_t> dtype = runtimeDType(wire);
+    if (!dtype)
+      return rewriter.notifyMatchFailure(op, "wire type the runtime lacks");
+
+    auto build = [&](OpBuilder &b) {
+      SmallVector<Value> pieces;
+      int64_t total = 0;
+      for (Value v : op.getInputs()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        int64_t n = type.getNumElements();
+        Value x = v;
+        if (flags)
+          x = buildElementwise(
+              b, loc, type.clone(f32), {{x, identityMap(ctx, type.getRank())}},
+              f32, [&](OpBuilder &b, Location l, ValueRange in) -> Value {
+                return arith::UIToFPOp::create(b, l, f32, in[0]);
+              });
+        Type element = cast<RankedTensorType>(x.getType()).getElementType();
+        x = ReshapeOp::create(b, loc, RankedTensorType::get({n}, element), x);
+        if (op.getKind() == ReduceKind::mean) {
+          if (!element.isF32())
+            x = CastOp::create(b, loc, RankedTensorType::get({n}, f32), x);
+          x = scaledBy(b, loc, x, 1.0 / double(op.getRanks()));
+        }
+        if (cast<RankedTensorType>(x.getType()).getElementType() != wire)
+          x = CastOp::create(b, loc, RankedTensorType::get({n}, wire), x);
+        pieces.push_back(x);
+        total += n;
+      }
+      Value packed = pieces.size() == 1
+                         ? pieces.front()
+                         : Value(ConcatOp::create(b, loc, pieces,
+                                                  b.getI64IntegerAttr(0)));
+      int64_t code =
+          int64_t(flags ? amp::CollectiveOp::Max : amp::CollectiveOp::Sum);
+      Value reduced =
+          createRuntimeCall(b, op, callee, TypeRange{packed.getType()},
+                            ValueRange{packed},
+                            {*dtype, code, total, op.getRanks()})
+              .getResult(0);
+      SmallVector<Value> results;
+      int64_t offset = 0;
+      for (Value v : op.getInputs()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        int64_t n = type.getNumElements();
+        auto flat = RankedTensorType::get({n}, wire);
+        Value x = pieces.size() == 1
+                      ? reduced
+                      : Value(SliceOp::create(b, loc, flat, reduced,
+                                              b.getDenseI64ArrayAttr(offset)));
+        offset += n;
+        if (flags) {
+          x = ReshapeOp::create(b, loc, type.clone(f32), x);
+          x = buildElementwise(
+              b, loc, type, {{x, identityMap(ctx, type.getRank())}}, f32,
+              [&](OpBuilder &b, Location l, ValueRange in) -> Value {
+                return arith::CmpFOp::create(
+                    b, l, arith::CmpFPredicate::ONE, in[0],
+                    scalarConstant(b, l, f32, 0.0));
+              });
+        } else {
+          if (wire != type.getElementType())
+            x = CastOp::create(b, loc, flat.clone(type.getElementType()), x);
+          x = ReshapeOp::create(b, loc, type, x);
+        }
+        results.push_back(x);
+      }
+      return results;
+    };
+
+    if (!op.getSkip()) {
+      rewriter.replaceOp(op, build(rewriter));
+      return success();
+    }
+    Value skip =
+        tensor::ExtractOp::create(rewriter, loc, op.getSkip(), ValueRange{});
+    auto branch =
+        scf::IfOp::create(rewriter, loc, op.getResultTypes(), skip, true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
+      scf::YieldOp::create(rewriter, loc, op.getInputs());
+      rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
+      scf::YieldOp::create(rewriter, loc, build(rewriter));
+    }
+    rewriter.replaceOp(op, branch.getResults());
+    return success();
+  }
+
+  std::string callee;
 };
 
 template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
@@ -903,6 +1028,8 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
   // Batch matmuls of any rank and broadcast batch dims: the rank-3 form.
   populateBatchMatmulToRank3Patterns(patterns);
   patterns.add<EmbeddingGradToRuntime>(ctx, target);
+  if (target == RuntimeTarget::Cpu)
+    patterns.add<AllReduceToRuntime>(ctx, "amp_cpu_all_reduce");
   if (target == RuntimeTarget::Cuda || convAsGemm) {
     patterns.add<ConvAsGemm<Conv2dOp>, ConvAsGemm<Conv2dGradInputOp>,
                  ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);

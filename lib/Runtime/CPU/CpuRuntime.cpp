@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Collectives.h"
 #include "amp/Runtime/Blas.h"
 #include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
@@ -415,5 +416,6 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
       {"amp_cpu_aligned_alloc",
        reinterpret_cast<void *>(&amp_cpu_aligned_alloc)},
       {"amp_cpu_free", reinterpret_cast<void *>(&amp_cpu_free)},
+      {"amp_cpu_all_reduce", reinterpret_cast<void *>(&amp_cpu_all_reduce)},
   };
 }

@@ -1,8 +1,9 @@
 """Compares two amp checkpoints (safetensors) tensor by tensor.
 
-close_checkpoints.py A B RTOL: both files hold the same tensors (names,
-types, shapes), and each float tensor of A is within RTOL of B relative to
-B's largest magnitude (integer tensors equal). Exits 1 naming the first
+close_checkpoints.py A B RTOL [PREFIX]: both files hold the same tensors
+(names, types, shapes; with PREFIX, those whose names start with it), and
+each float tensor of A is within RTOL of B relative to B's largest
+magnitude (integer tensors equal); RTOL 0 asks for equal values. Exits 1 naming the first
 tensor that differs; prints the largest relative difference. Plain Python
 (lit's interpreter has no NumPy).
 """
@@ -42,6 +43,11 @@ def read(path):
 def main():
     a, b = read(sys.argv[1]), read(sys.argv[2])
     rtol = float(sys.argv[3])
+    if len(sys.argv) > 4:
+        a = {k: v for k, v in a.items() if k.startswith(sys.argv[4])}
+        b = {k: v for k, v in b.items() if k.startswith(sys.argv[4])}
+        if not a:
+            sys.exit(f"no tensor named {sys.argv[4]}*")
     if a.keys() != b.keys():
         sys.exit(f"tensors differ: {sorted(a.keys() ^ b.keys())}")
     worst = 0.0

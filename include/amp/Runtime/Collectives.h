@@ -1,0 +1,66 @@
+//===- Collectives.h - The processes a data-parallel step spans -*- C++ -*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+//
+// A data-parallel step (amp-data-parallel) combines values across processes
+// through `amp_cpu_all_reduce`, which calls the communicator the driver
+// installed: MPI between processes (MpiCommunicator.h), or a test's own.
+// The runtime itself links no communication library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_RUNTIME_COLLECTIVES_H
+#define AMP_RUNTIME_COLLECTIVES_H
+
+#include "amp/Runtime/CpuRuntime.h"
+
+#include <cstdint>
+#include <string>
+
+namespace amp {
+
+/// How the values of the ranks are combined; the code `amp_cpu_all_reduce`
+/// receives. (train.all_reduce's `mean` arrives pre-divided, as a sum.)
+enum class CollectiveOp : int64_t { Sum = 0, Max = 1 };
+
+/// The processes (ranks) of one data-parallel job.
+class Communicator {
+public:
+  virtual ~Communicator();
+  /// This process's rank, 0 .. size() - 1.
+  virtual int rank() const = 0;
+  /// The number of ranks.
+  virtual int size() const = 0;
+  /// Writes to `out` the element-wise combination of every rank's `count`
+  /// values at `in`, the same bits on every rank. f16 and bf16 are summed in
+  /// f32 and rounded to their type at each combination. `in` and `out` do
+  /// not overlap. Returns an empty string, or what went wrong.
+  virtual std::string allReduce(const void *in, void *out, int64_t count,
+                                RuntimeDType type, CollectiveOp op) = 0;
+  /// Copies rank `root`'s `bytes` bytes at `data` to every rank's `data`.
+  virtual std::string broadcast(void *data, int64_t bytes, int root) = 0;
+};
+
+/// Installs the communicator compiled steps' collectives use (null: none).
+/// Not owned; it must outlive every step that runs while it is installed.
+void setCommunicator(Communicator *communicator);
+
+/// The installed communicator, or null.
+Communicator *getCommunicator();
+
+} // namespace amp
+
+extern "C" {
+/// train.all_reduce's call: `count` values of element type `dtype`
+/// (amp::RuntimeDType) at `in`, combined with `op` (amp::CollectiveOp)
+/// across the ranks of the installed communicator into `out`; the step was
+/// compiled for `ranks` ranks. Without a communicator, with one of another
+/// size, or when the communication fails, prints what happened and aborts
+/// the process (under mpirun, that ends the job).
+void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype, int64_t op,
+                        int64_t count, int64_t ranks);
+}
+
+#endif // AMP_RUNTIME_COLLECTIVES_H

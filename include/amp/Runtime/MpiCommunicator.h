@@ -1,0 +1,48 @@
+//===- MpiCommunicator.h - Ranks of an mpirun job ----------------*- C++
+//-*-===//
+//
+// Part of the amp project: a mixed-precision training compiler on MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_RUNTIME_MPICOMMUNICATOR_H
+#define AMP_RUNTIME_MPICOMMUNICATOR_H
+
+#include "amp/Runtime/Collectives.h"
+
+#include <memory>
+#include <string>
+
+namespace amp {
+
+/// The processes of an `mpirun` job (MPI_COMM_WORLD). The first one made
+/// initializes MPI (MPI_THREAD_FUNNELED: collectives come from the thread
+/// that runs the step) and the process finalizes it at exit; MPI errors are
+/// returned, not fatal. f16 and bf16 travel as 2-byte elements combined by
+/// amp's own MPI operations (OpenMPI 4.1 has no 16-bit float type), which
+/// add in f32 and round once per combination.
+class MpiCommunicator : public Communicator {
+public:
+  /// Joins the job; `error` says why not (null on success).
+  static std::unique_ptr<MpiCommunicator> create(std::string &error);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string allReduce(const void *in, void *out, int64_t count,
+                        RuntimeDType type, CollectiveOp op) override;
+  std::string broadcast(void *data, int64_t bytes, int root) override;
+
+  /// True when this process was started by mpirun (or another MPI
+  /// launcher): its environment names a rank. Does not initialize MPI.
+  static bool launchedByMpi();
+
+private:
+  MpiCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  int rank_;
+  int size_;
+};
+
+} // namespace amp
+
+#endif // AMP_RUNTIME_MPICOMMUNICATOR_H

@@ -17,6 +17,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -524,6 +525,44 @@ int amp::runTraining(const TrainingConfig &config,
                  << written("dtype") << " " << written("optimizer")
                  << ", step " << written("step") << ")\n";
   }
+  // Every rank must run the same step on the same schedule: a fingerprint
+  // of the step's signature, its compile settings and the run's settings,
+  // compared with rank 0's before anything else goes between them (a rank
+  // with another step would otherwise hang or corrupt the others).
+  if (communicator && ranks > 1) {
+    std::string text = config.compileSettings;
+    for (const TensorSpec &t : step->getArgumentSpecs())
+      text += " " + t.str();
+    text += " ->";
+    for (const TensorSpec &t : step->getResultSpecs())
+      text += " " + t.str();
+    llvm::raw_string_ostream os(text);
+    os << " " << optLevel << " " << dtype << " " << optimizer << " "
+       << learningRate << " " << config.lrSchedule << " " << config.warmupSteps
+       << " " << dataset << " " << seed << " " << shuffle << " " << steps
+       << " " << epochs << " " << config.trainExamples << " " << loadPath
+       << " " << config.initFromPath;
+    uint64_t mine = llvm::xxh3_64bits(text), rankZero = mine;
+    std::string e = communicator->broadcast(&rankZero, sizeof(rankZero), 0);
+    // Every rank learns whether any differs, so all stop together.
+    float differs = mine != rankZero, anyDiffers = 0;
+    if (e.empty())
+      e = communicator->allReduce(&differs, &anyDiffers, 1, RuntimeDType::F32,
+                                  CollectiveOp::Max);
+    if (!e.empty())
+      return fail("comparing the ranks' steps: " + e);
+    if (differs)
+      return fail("rank " + llvm::Twine(rank) +
+                  "'s step or run settings differ from rank 0's (fingerprint " +
+                  llvm::utohexstr(mine) + " against " +
+                  llvm::utohexstr(rankZero) +
+                  "): start every rank with the same model and flags");
+    if (anyDiffers)
+      return fail("another rank's step or run settings differ from this "
+                  "one's (rank " +
+                  llvm::Twine(rank) +
+                  "): start every rank with the same model and flags");
+  }
   // Every rank starts from rank 0's state (the same seed gives the same
   // initial values; a checkpoint each rank read may not).
   if (communicator && ranks > 1)
@@ -556,11 +595,35 @@ int amp::runTraining(const TrainingConfig &config,
     return saveSafetensors(savePath, checkpoint);
   };
 
-  // Data parallelism, replicas: a hash of every persistent tensor (the
-  // parameters, optimizer and scaler state), compared with rank 0's.
+  // Data parallelism, replicas: a hash of the parameters, optimizer and
+  // scaler state, compared with rank 0's.
+  // Batch norm's running statistics are each rank's own (DDP's default):
+  // rank 0's go to every rank before an evaluation or a checkpoint, so that
+  // all evaluate and save the same model.
+  auto syncRunningStatistics = [&]() -> llvm::Error {
+    if (!communicator || ranks < 2)
+      return llvm::Error::success();
+    for (auto &[name, index] : abi->persistent) {
+      if (!llvm::StringRef(name).starts_with("state."))
+        continue;
+      auto value = session->get(index);
+      if (!value)
+        return value.takeError();
+      if (std::string e = communicator->broadcast(
+              value->data(), int64_t(value->getSizeInBytes()), 0);
+          !e.empty())
+        return llvm::createStringError("broadcasting " + name +
+                                       " from rank 0: " + e);
+      if (llvm::Error e = session->set(index, std::move(*value)))
+        return e;
+    }
+    return llvm::Error::success();
+  };
   auto checkReplicas = [&](int64_t done) -> llvm::Error {
     uint64_t hash = 1469598103934665603ULL; // FNV-1a
     for (auto &[name, index] : abi->persistent) {
+      if (llvm::StringRef(name).starts_with("state."))
+        continue; // batch norm's running statistics: each rank's own
       auto value = session->get(index);
       if (!value)
         return value.takeError();
@@ -776,6 +839,8 @@ int amp::runTraining(const TrainingConfig &config,
                    << (wasSkipped ? "  skipped" : "") << "\n";
     bool epochEnd = inEpoch + 1 == stepsPerEpoch || s + 1 == endStep;
     if (epochEnd) {
+      if (llvm::Error e = syncRunningStatistics())
+        return fail(llvm::toString(std::move(e)));
       auto score = evaluate();
       if (!score)
         return fail(llvm::toString(score.takeError()));
@@ -804,6 +869,8 @@ int amp::runTraining(const TrainingConfig &config,
       epochSteps = 0;
     }
   }
+  if (llvm::Error e = syncRunningStatistics())
+    return fail(llvm::toString(std::move(e)));
   if (!savePath.empty())
     if (llvm::Error e = save(endStep))
       return fail(llvm::toString(std::move(e)));

@@ -124,6 +124,8 @@ int main(int argc, char **argv) {
       return fail("--inject-rank=" + llvm::Twine(int64_t(injectRank)) +
                   " but the job has " + llvm::Twine(size) + " ranks");
     config.communicator = communicator.get();
+    for (auto &[name, value] : getPrintedOptions(options))
+      config.compileSettings += name + "=" + value + " ";
     config.checkReplicas = dpCheckReplicas;
     config.injectRank = injectRank;
     setCommunicator(communicator.get());
@@ -206,5 +208,9 @@ int main(int argc, char **argv) {
                               .count();
   int status = runTraining(config, compiled);
   setCommunicator(nullptr);
+  // A rank that fails alone would leave the others in a collective: end
+  // the whole job (mpirun reports it and exits non-zero).
+  if (status != 0 && communicator && communicator->size() > 1)
+    communicator->abort(status);
   return status;
 }

@@ -41,6 +41,10 @@ public:
                                 RuntimeDType type, CollectiveOp op) = 0;
   /// Copies rank `root`'s `bytes` bytes at `data` to every rank's `data`.
   virtual std::string broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Ends every rank of the job with exit status `code` (a rank that stops
+  /// alone would leave the others waiting in a collective). The default
+  /// ends this process only.
+  [[noreturn]] virtual void abort(int code);
 };
 
 /// Installs the communicator compiled steps' collectives use (null: none).

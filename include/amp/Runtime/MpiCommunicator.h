@@ -32,6 +32,8 @@ public:
   std::string allReduce(const void *in, void *out, int64_t count,
                         RuntimeDType type, CollectiveOp op) override;
   std::string broadcast(void *data, int64_t bytes, int root) override;
+  /// MPI_Abort: mpirun ends every rank.
+  [[noreturn]] void abort(int code) override;
 
   /// True when this process was started by mpirun (or another MPI
   /// launcher): its environment names a rank. Does not initialize MPI.

@@ -74,6 +74,9 @@ struct TrainingConfig {
   /// Inject the non-finite input of `injectNonfinite` on this rank only
   /// (-1: every rank).
   int64_t injectRank = -1;
+  /// How the step was compiled (the tool's amp-pipeline options), part of
+  /// the fingerprint every rank compares with rank 0's before training.
+  std::string compileSettings;
 };
 
 /// "O1 f16", or "O0 f32" (O0 runs in f32 whatever the dtype): how banners,

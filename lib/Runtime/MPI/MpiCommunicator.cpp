@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -122,4 +123,10 @@ std::string MpiCommunicator::broadcast(void *data, int64_t bytes, int root) {
       code != MPI_SUCCESS)
     return mpiError("MPI_Bcast", code);
   return "";
+}
+
+void MpiCommunicator::abort(int code) {
+  std::fflush(nullptr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code); // MPI_Abort does not return; in case it does
 }

@@ -20,10 +20,16 @@
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <numeric>
 #include <random>
+#include <thread>
 
 using namespace amp;
 
@@ -314,6 +320,76 @@ HostTensor amp::learningRateArgument(const TensorSpec &spec, float lr) {
   return HostTensor::fromFloats(ElementKind::F32, spec.shape,
                                 std::vector<float>(spec.getNumElements(), lr));
 }
+
+namespace {
+
+/// A data-parallel step's deadline: a thread that ends the process when a
+/// step armed with `arm` has not been disarmed within `seconds` (a
+/// collective waiting for a rank that stopped or hung never returns, and
+/// MPI has no timeout of its own). It prints the step and this rank and
+/// exits with status 1, so that mpirun ends the whole job.
+class StepWatchdog {
+public:
+  StepWatchdog(std::string tool, int64_t rank, int64_t ranks, double seconds)
+      : tool(std::move(tool)), rank(rank), ranks(ranks), seconds(seconds),
+        thread([this] { watch(); }) {}
+  ~StepWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    thread.join();
+  }
+  void arm(int64_t step) {
+    std::lock_guard<std::mutex> lock(mutex);
+    current = step;
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(seconds));
+    armed = true;
+    wake.notify_all();
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mutex);
+    armed = false;
+  }
+
+private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      if (!armed) {
+        wake.wait(lock);
+        continue;
+      }
+      if (wake.wait_until(lock, deadline) == std::cv_status::timeout &&
+          armed && std::chrono::steady_clock::now() >= deadline) {
+        std::fprintf(stderr,
+                     "%s: error: rank %lld of %lld: step %lld did not complete "
+                     "within %g s (--dp-timeout): a collective is waiting for "
+                     "a rank that stopped, hung or died; ending the job\n",
+                     tool.c_str(), static_cast<long long>(rank),
+                     static_cast<long long>(ranks),
+                     static_cast<long long>(current), seconds);
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
+    }
+  }
+
+  std::string tool;
+  int64_t rank, ranks;
+  double seconds;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool armed = false, stopping = false;
+  int64_t current = 0;
+  std::chrono::steady_clock::time_point deadline;
+  std::thread thread;
+};
+
+} // namespace
 
 int amp::runTraining(const TrainingConfig &config,
                      const CompiledStep &compiled) {
@@ -745,6 +821,11 @@ int amp::runTraining(const TrainingConfig &config,
   if (endStep < startStep)
     return fail("--stop-at=" + llvm::Twine(int64_t(stopAt)) +
                 " is before the checkpoint's step " + llvm::Twine(startStep));
+  // Data parallelism: each step under the watchdog's deadline.
+  std::unique_ptr<StepWatchdog> watchdog;
+  if (communicator && ranks > 1 && config.dpTimeout > 0)
+    watchdog = std::make_unique<StepWatchdog>(config.tool, rank, ranks,
+                                              config.dpTimeout);
   // A progress bar on a terminal (stderr), plain lines otherwise.
   bool progressBar = llvm::sys::Process::StandardErrIsDisplayed();
   for (int64_t s = startStep; s < endStep; ++s) {
@@ -778,7 +859,11 @@ int amp::runTraining(const TrainingConfig &config,
     if (setError)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(std::move(setError)));
+    if (watchdog)
+      watchdog->arm(s);
     auto out = session->step(routes);
+    if (watchdog)
+      watchdog->disarm();
     stepTimes.push_back(std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - t0)
                             .count());

@@ -67,6 +67,12 @@ cl::opt<bool> dpCheckReplicas(
     cl::desc("--data-parallel: compare every rank's parameters and state "
              "with rank 0's after every step, not only after the last"),
     cl::init(false), cl::cat(category));
+cl::opt<double> dpTimeout(
+    "dp-timeout",
+    cl::desc("--data-parallel: seconds one step may take before the rank "
+             "ends the job, naming the step (a rank that stopped or hung "
+             "leaves the others waiting in a collective; 0: no deadline)"),
+    cl::init(300.0), cl::cat(category));
 cl::opt<int64_t> injectRank(
     "inject-rank",
     cl::desc("--data-parallel: --inject-nonfinite on this rank only (-1: "
@@ -127,6 +133,9 @@ int main(int argc, char **argv) {
     for (auto &[name, value] : getPrintedOptions(options))
       config.compileSettings += name + "=" + value + " ";
     config.checkReplicas = dpCheckReplicas;
+    if (!(dpTimeout >= 0))
+      return fail("--dp-timeout must be 0 (none) or a number of seconds");
+    config.dpTimeout = dpTimeout;
     config.injectRank = injectRank;
     setCommunicator(communicator.get());
     // Rank 0 alone prints and writes; every rank reads a checkpoint.
@@ -145,10 +154,12 @@ int main(int argc, char **argv) {
     return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
                 " compiles a data-parallel step: run it with --data-parallel "
                 "under mpirun");
-  } else if (dpCheckReplicas || injectRank != -1) {
-    return fail(
-        llvm::Twine(dpCheckReplicas ? "--dp-check-replicas" : "--inject-rank") +
-        " needs --data-parallel");
+  } else if (dpCheckReplicas || injectRank != -1 ||
+             dpTimeout.getNumOccurrences()) {
+    return fail(llvm::Twine(dpCheckReplicas    ? "--dp-check-replicas"
+                            : injectRank != -1 ? "--inject-rank"
+                                               : "--dp-timeout") +
+                " needs --data-parallel");
   }
 
   auto compileStart = std::chrono::steady_clock::now();

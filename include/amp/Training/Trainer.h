@@ -74,6 +74,11 @@ struct TrainingConfig {
   /// Inject the non-finite input of `injectNonfinite` on this rank only
   /// (-1: every rank).
   int64_t injectRank = -1;
+  /// The watchdog's deadline for one step of a data-parallel run, in
+  /// seconds (0: none): a step that takes longer (a rank stopped or hung,
+  /// so a collective never completes) ends the process with an error naming
+  /// the step, and mpirun ends the job.
+  double dpTimeout = 300;
   /// How the step was compiled (the tool's amp-pipeline options), part of
   /// the fingerprint every rank compares with rank 0's before training.
   std::string compileSettings;

@@ -171,4 +171,5 @@ def main():
                       "peak_rss_growth_kib": growth}), flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SIGKILL amp-run while it saves a checkpoint, over and over.
 
-usage: kill_during_save.py AMP_RUN MODEL TMP_DIR TRIALS
+usage: kill_during_save.py AMP_RUN MODEL TMP_DIR TRIALS [RANKS]
 
 A reference run trains 8 steps uninterrupted. A checkpoint A is taken at
 step 4. Each trial resumes from A (--load=ck --save=ck, so the save replaces
@@ -12,6 +12,10 @@ either A, byte for byte (and resuming from A must end byte-identical to the
 reference), or (when the kill came after the rename) the finished step-8
 checkpoint, identical to the reference. Prints the count of kills that
 landed mid-write and of bad trials.
+
+With RANKS > 1 every run is `mpirun -np RANKS amp-run ... --data-parallel
+--threads=1`, and the kill goes to rank 0 (the rank that writes); mpirun
+then ends the others.
 """
 import os
 import random
@@ -22,10 +26,31 @@ import sys
 import time
 
 
+def rank_zero():
+    """The pid of the amp-run process of MPI rank 0, or None."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"amp-run" in cmd and b"OMPI_COMM_WORLD_RANK=0" in env:
+            return int(pid)
+    return None
+
+
 def main():
     amp_run, model, tmp, trials = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    ranks = int(sys.argv[5]) if len(sys.argv) > 5 else 1
     os.makedirs(tmp, exist_ok=True)
     base = [amp_run, model, "--dataset=synthetic", "--steps=8", "--log-every=0"]
+    if ranks > 1:
+        base = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                str(ranks)] + base + ["--data-parallel", "--threads=1"]
     ref, a, ck = (os.path.join(tmp, n) for n in ("ref.st", "a.st", "ck.st"))
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     subprocess.run(base + ["--save=" + ref], check=True, **quiet)
@@ -43,9 +68,16 @@ def main():
         while not os.path.exists(ck + ".tmp") and p.poll() is None and time.time() < deadline:
             time.sleep(0.002)
         time.sleep(rng.uniform(0.0, 0.5))
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        killed = p.returncode == -signal.SIGKILL
+        if ranks > 1:
+            writer = rank_zero()
+            killed = writer is not None
+            if killed:
+                os.kill(writer, signal.SIGKILL)
+            p.wait()
+        else:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            killed = p.returncode == -signal.SIGKILL
         after = open(ck, "rb").read()
         if after == original:
             mid_write += killed

@@ -36,17 +36,7 @@ class LossScaling : public ::testing::Test {
 protected:
   /// Compiles @f of `source`.
   std::unique_ptr<CpuFunction> compile(const std::string &source) {
-    OwningOpRef<ModuleOp> module =
-        parseSourceString<ModuleOp>(source, &context);
-    EXPECT_TRUE(module) << source;
-    if (!module)
-      return nullptr;
-    auto fn = CpuFunction::compile(*module, "f");
-    if (!fn) {
-      ADD_FAILURE() << llvm::toString(fn.takeError());
-      return nullptr;
-    }
-    return std::move(*fn);
+    return test::compileFunction(context, source);
   }
 
   /// One update: (scale, tracker, found) -> (scale', tracker', collapsed).

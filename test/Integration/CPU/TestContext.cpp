@@ -11,6 +11,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "gtest/gtest.h"
 
 using namespace amp::test;
 
@@ -39,4 +40,20 @@ amp::test::runAmpPipeline(mlir::ModuleOp module,
   mlir::PassManager pm(module.getContext());
   buildAmpPipeline(pm, options);
   return pm.run(module);
+}
+
+std::unique_ptr<amp::CpuFunction>
+amp::test::compileFunction(TestContext &context, llvm::StringRef source,
+                           llvm::StringRef name) {
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  EXPECT_TRUE(module) << source.str();
+  if (!module)
+    return nullptr;
+  auto fn = CpuFunction::compile(*module, name);
+  if (!fn) {
+    ADD_FAILURE() << llvm::toString(fn.takeError());
+    return nullptr;
+  }
+  return std::move(*fn);
 }

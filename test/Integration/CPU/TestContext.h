@@ -8,11 +8,14 @@
 #ifndef AMP_TEST_INTEGRATION_CPU_TESTCONTEXT_H
 #define AMP_TEST_INTEGRATION_CPU_TESTCONTEXT_H
 
+#include "amp/Execution/CpuJit.h"
 #include "amp/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+
+#include <memory>
 
 namespace amp {
 namespace test {
@@ -32,6 +35,12 @@ public:
 /// Runs amp-pipeline with `options` on `module`.
 mlir::LogicalResult runAmpPipeline(mlir::ModuleOp module,
                                    const AmpPipelineOptions &options);
+
+/// @`name` of the module `source`, parsed in `context` and JIT-compiled for
+/// the CPU; null after a gtest failure saying why.
+std::unique_ptr<CpuFunction> compileFunction(TestContext &context,
+                                             llvm::StringRef source,
+                                             llvm::StringRef name = "f");
 
 } // namespace test
 } // namespace amp

@@ -50,10 +50,8 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, %c: tensor<3xbf16>, %flag: 
   for (size_t at = source.find("ranks N"); at != std::string::npos;
        at = source.find("ranks N"))
     source.replace(at, 7, "ranks " + std::to_string(size));
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
-  ASSERT_TRUE(module);
-  auto fn = CpuFunction::compile(*module, "f");
-  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  std::unique_ptr<CpuFunction> fn = test::compileFunction(context, source);
+  ASSERT_TRUE(fn);
 
   // Rank r's values, and their sums over the ranks.
   auto a = [](int r, int i) { return float(r * 10 + i) - 2.5f; };
@@ -80,7 +78,7 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, %c: tensor<3xbf16>, %flag: 
   HostTensor flag = HostTensor::fromBools({}, {rank == size - 1});
   for (bool pending : {false, true}) {
     HostTensor pt = HostTensor::fromBools({}, {pending});
-    auto out = (*fn)->call({&at, &bt, &ct, &flag, &pt});
+    auto out = fn->call({&at, &bt, &ct, &flag, &pt});
     ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
     EXPECT_EQ((*out)[0].toFloats(), aSum) << "rank " << rank;
     EXPECT_EQ((*out)[1].toFloats(), bSum) << "rank " << rank;

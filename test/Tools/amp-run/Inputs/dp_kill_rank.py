@@ -16,22 +16,8 @@ import subprocess
 import sys
 import time
 
-
-def rank_pid(parent, rank):
-    """The amp-run process under `parent` whose MPI rank is `rank`."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"amp-run" in cmd and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
-            return int(pid)
-    return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_ranks import rank_pid  # noqa: E402
 
 
 def main():
@@ -47,7 +33,7 @@ def main():
             break
     else:
         sys.exit("the job ended before its third step")
-    pid = rank_pid(job.pid, rank)
+    pid = rank_pid(rank)
     if pid is None:
         job.kill()
         sys.exit(f"no amp-run process of rank {rank}")

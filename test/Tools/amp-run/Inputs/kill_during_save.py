@@ -25,22 +25,8 @@ import subprocess
 import sys
 import time
 
-
-def rank_zero():
-    """The pid of the amp-run process of MPI rank 0, or None."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"amp-run" in cmd and b"OMPI_COMM_WORLD_RANK=0" in env:
-            return int(pid)
-    return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_ranks import rank_pid  # noqa: E402
 
 
 def main():
@@ -69,7 +55,7 @@ def main():
             time.sleep(0.002)
         time.sleep(rng.uniform(0.0, 0.5))
         if ranks > 1:
-            writer = rank_zero()
+            writer = rank_pid(0)
             killed = writer is not None
             if killed:
                 os.kill(writer, signal.SIGKILL)

@@ -394,7 +394,8 @@ private:
 int amp::runTraining(const TrainingConfig &config,
                      const CompiledStep &compiled) {
   auto fail = [&](const llvm::Twine &message) {
-    llvm::errs() << config.tool << ": error: " << message << "\n";
+    // One write: the ranks of a data-parallel job share stderr.
+    llvm::errs() << (config.tool + ": error: " + message + "\n").str();
     return 1;
   };
   if (llvm::Error e = validateConfig(config))
@@ -671,8 +672,6 @@ int amp::runTraining(const TrainingConfig &config,
     return saveSafetensors(savePath, checkpoint);
   };
 
-  // Data parallelism, replicas: a hash of the parameters, optimizer and
-  // scaler state, compared with rank 0's.
   // Batch norm's running statistics are each rank's own (DDP's default):
   // rank 0's go to every rank before an evaluation or a checkpoint, so that
   // all evaluate and save the same model.
@@ -695,17 +694,22 @@ int amp::runTraining(const TrainingConfig &config,
     }
     return llvm::Error::success();
   };
+  // Data parallelism, replicas: a hash of the parameters, optimizer and
+  // scaler state, compared with rank 0's.
   auto checkReplicas = [&](int64_t done) -> llvm::Error {
-    uint64_t hash = 1469598103934665603ULL; // FNV-1a
+    uint64_t hash = 0;
     for (auto &[name, index] : abi->persistent) {
       if (llvm::StringRef(name).starts_with("state."))
         continue; // batch norm's running statistics: each rank's own
       auto value = session->get(index);
       if (!value)
         return value.takeError();
-      const auto *bytes = static_cast<const unsigned char *>(value->data());
-      for (size_t i = 0; i < value->getSizeInBytes(); ++i)
-        hash = (hash ^ bytes[i]) * 1099511628211ULL;
+      uint64_t parts[2] = {
+          hash, llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+                    static_cast<const uint8_t *>(value->data()),
+                    value->getSizeInBytes()))};
+      hash = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(parts), sizeof(parts)));
     }
     uint64_t rankZero = hash;
     if (std::string e = config.communicator->broadcast(&rankZero,

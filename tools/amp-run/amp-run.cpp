@@ -80,7 +80,8 @@ cl::opt<int64_t> injectRank(
     cl::init(-1), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
-  llvm::errs() << "amp-run: error: " << message << "\n";
+  // One write: the ranks of a data-parallel job share stderr.
+  llvm::errs() << ("amp-run: error: " + message + "\n").str();
   return 1;
 }
 
@@ -116,6 +117,8 @@ int main(int argc, char **argv) {
                   "runtime for cuda is not built yet)");
     if (config.benchSteps > 0)
       return fail("--data-parallel does not combine with --bench-steps");
+    if (!(dpTimeout >= 0))
+      return fail("--dp-timeout must be 0 (none) or a number of seconds");
     std::string error;
     communicator = MpiCommunicator::create(error);
     if (!communicator)
@@ -133,8 +136,6 @@ int main(int argc, char **argv) {
     for (auto &[name, value] : getPrintedOptions(options))
       config.compileSettings += name + "=" + value + " ";
     config.checkReplicas = dpCheckReplicas;
-    if (!(dpTimeout >= 0))
-      return fail("--dp-timeout must be 0 (none) or a number of seconds");
     config.dpTimeout = dpTimeout;
     config.injectRank = injectRank;
     setCommunicator(communicator.get());

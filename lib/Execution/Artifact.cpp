@@ -284,15 +284,9 @@ protected:
 
 /// A function whose arguments and results live in host memory (the CPU
 /// backend).
-class HostArtifactFunction final : public ArtifactFunction {
+class HostArtifactFunction final : public HostResults<ArtifactFunction> {
 public:
-  using ArtifactFunction::ArtifactFunction;
-
-  llvm::Expected<std::vector<HostTensor>>
-  call(llvm::ArrayRef<const HostTensor *> inputs) override {
-    std::vector<HostTensor> none;
-    return callReusing(inputs, none);
-  }
+  using HostResults::HostResults;
 
   llvm::Expected<std::vector<HostTensor>>
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,

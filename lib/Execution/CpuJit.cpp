@@ -294,12 +294,6 @@ void amp::routeStepAllocations(llvm::Module &module) {
 }
 
 llvm::Expected<std::vector<HostTensor>>
-CpuFunction::call(llvm::ArrayRef<const HostTensor *> inputs) {
-  std::vector<HostTensor> none;
-  return callReusing(inputs, none);
-}
-
-llvm::Expected<std::vector<HostTensor>>
 CpuFunction::callReusing(llvm::ArrayRef<const HostTensor *> inputs,
                          std::vector<HostTensor> &reuse) {
   return callOnHost(

@@ -170,13 +170,8 @@ float *packedData(llvm::MutableArrayRef<void *> packed, size_t i) {
 /// A step of one f32[4] parameter: returns (sum of the parameter, the
 /// parameter + 1), the second routed back into the argument. It fails when
 /// asked, and records the buffers it wrote.
-class CountingStep final : public CompiledFunction {
+class CountingStep final : public HostResults<CompiledFunction> {
 public:
-  llvm::Expected<std::vector<HostTensor>>
-  call(llvm::ArrayRef<const HostTensor *> inputs) override {
-    std::vector<HostTensor> none;
-    return callReusing(inputs, none);
-  }
   llvm::Expected<std::vector<HostTensor>>
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,
               std::vector<HostTensor> &reuse) override {

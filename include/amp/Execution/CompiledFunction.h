@@ -103,6 +103,20 @@ protected:
       std::vector<HostTensor> *reuse = nullptr);
 };
 
+/// A function whose results are made in host memory, so that `call` is
+/// `callReusing` with nothing to reuse: such a function writes only
+/// `callReusing` (callOnHost) and derives from HostResults<its base>.
+template <typename Base> class HostResults : public Base {
+public:
+  using Base::Base;
+
+  llvm::Expected<std::vector<HostTensor>>
+  call(llvm::ArrayRef<const HostTensor *> inputs) final {
+    std::vector<HostTensor> none;
+    return this->callReusing(inputs, none);
+  }
+};
+
 /// Where a result of a step goes: back into an argument for the next call
 /// (`toArgument`), to the host (`toHost`), or both.
 struct ResultRoute {

@@ -96,7 +96,7 @@ void prepareEntryPoints(mlir::ModuleOp module,
 /// A function of a train-dialect module, lowered with amp-lower-cpu and
 /// compiled to native code. Thread-compatible: concurrent `call`s need
 /// separate instances.
-class CpuFunction final : public CompiledFunction {
+class CpuFunction final : public HostResults<CompiledFunction> {
 public:
   ~CpuFunction() override;
 
@@ -107,9 +107,7 @@ public:
           const CpuCompileOptions &options = {});
 
   /// Runs the function on `inputs` (argument order, types checked) and
-  /// returns its results.
-  llvm::Expected<std::vector<HostTensor>>
-  call(llvm::ArrayRef<const HostTensor *> inputs) override;
+  /// returns its results (`call`, from HostResults, reuses nothing).
   llvm::Expected<std::vector<HostTensor>>
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,
               std::vector<HostTensor> &reuse) override;

@@ -99,30 +99,24 @@ DataParallelPass::distribute(FunctionOpInterface func,
     return update->emitError("amp-data-parallel: the optimizer update must be "
                              "in the function's entry block");
 
-  // The point: the gradients that leave the last accumulation (or backward),
-  // i.e. the inputs of the transform after it, or of the update.
+  // The point: the gradients that leave the last accumulation (or
+  // backward), i.e. the inputs of the transform after it, or of the update.
   SmallVector<GradientTransformOpInterface> chain =
       getGradientTransformChain(update);
+  size_t next = 0;
+  Value pending;
+  for (auto [i, transform] : llvm::enumerate(chain))
+    if (auto accumulate =
+            dyn_cast<AccumulateGradsOp>(transform.getOperation())) {
+      // The pending flag follows the accumulators and the count.
+      pending = accumulate.getResult(accumulate.getAccumulators().size() + 1);
+      next = i + 1;
+    }
   Operation *consumer = update;
   MutableOperandRange point = update.getGradsMutable();
-  Value pending;
-  for (auto [i, transform] : llvm::enumerate(chain)) {
-    auto accumulate = dyn_cast<AccumulateGradsOp>(transform.getOperation());
-    if (!accumulate)
-      continue;
-    // The pending flag follows the accumulators and the count.
-    pending = accumulate.getResult(accumulate.getAccumulators().size() + 1);
-    if (i + 1 < chain.size()) {
-      consumer = chain[i + 1];
-      point = chain[i + 1].getInputGradsMutable();
-    } else {
-      consumer = update;
-      point = update.getGradsMutable();
-    }
-  }
-  if (!pending && !chain.empty()) {
-    consumer = chain.front();
-    point = chain.front().getInputGradsMutable();
+  if (next < chain.size()) {
+    consumer = chain[next];
+    point = chain[next].getInputGradsMutable();
   }
   if (point.empty())
     return update->emitError(

@@ -22,9 +22,11 @@ using namespace mlir;
 /// tensors (normalization statistics accumulated in `normStatistics`),
 /// cleaned up and with element-wise chains fused (16-bit values stored,
 /// not their f32 twins: amp-fuse-elementwise) ...
-static std::string toLinalg(const char *normStatistics) {
+static std::string toLinalg(const char *normStatistics,
+                            const char *allReduce = nullptr) {
   return std::string("amp-convert-train-to-linalg{norm-statistics=") +
          normStatistics +
+         (allReduce ? std::string(" all-reduce-callee=") + allReduce : "") +
          "},canonicalize,cse,"
          "amp-fuse-elementwise,canonicalize,";
 }
@@ -59,7 +61,8 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
                  ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
                  : "amp-convert-train-to-cpu-runtime,") +
          // A CPU sums a batch-norm channel's values in one sequence: in f64.
-         toLinalg("f64") + (options.splitReductions ? kSplitReductions : "") +
+         // SyncBatchNorm's sums cross the ranks through the runtime.
+         toLinalg("f64", "amp_cpu_all_reduce") + (options.splitReductions ? kSplitReductions : "") +
          // Loops LLVM can vectorize: contiguous dimensions merged, sums
          // reassociable, f32 exp and tanh inline instead of libm calls.
          "func.func(amp-collapse-loop-dims,amp-reassociate-reductions,"
@@ -303,6 +306,7 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     parallel.ranks = options.ranks;
     parallel.wireType = options.wireType;
     parallel.bucketMb = options.bucketMb;
+    parallel.syncBatchnorm = options.syncBatchnorm;
     if (options.ranks > 1)
       add(pm, amp::train::createDataParallelPass(parallel));
     else

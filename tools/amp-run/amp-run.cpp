@@ -156,10 +156,11 @@ int main(int argc, char **argv) {
                 " compiles a data-parallel step: run it with --data-parallel "
                 "under mpirun");
   } else if (dpCheckReplicas || injectRank != -1 ||
-             dpTimeout.getNumOccurrences()) {
-    return fail(llvm::Twine(dpCheckReplicas    ? "--dp-check-replicas"
-                            : injectRank != -1 ? "--inject-rank"
-                                               : "--dp-timeout") +
+             dpTimeout.getNumOccurrences() || options.syncBatchnorm) {
+    return fail(llvm::Twine(dpCheckReplicas        ? "--dp-check-replicas"
+                            : injectRank != -1     ? "--inject-rank"
+                            : options.syncBatchnorm ? "--sync-batchnorm"
+                                                    : "--dp-timeout") +
                 " needs --data-parallel");
   }
 

@@ -45,6 +45,10 @@ def ConvertTrainToLinalgPass : Pass<"amp-convert-train-to-linalg"> {
     Option<"normStatisticsType", "norm-statistics", "std::string", "\"f32\"",
            "The accumulator of normalization statistics and of their "
            "gradients' sums: f32 or f64">,
+    Option<"allReduceCallee", "all-reduce-callee", "std::string", "\"\"",
+           "The runtime function that sums a batch norm's statistics across "
+           "ranks (`ranks` > 1, SyncBatchNorm): amp_cpu_all_reduce in "
+           "amp-lower-cpu; empty: such a batch norm is an error">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

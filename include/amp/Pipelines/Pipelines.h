@@ -133,6 +133,11 @@ struct AmpPipelineOptions
       llvm::cl::desc("Largest bucket of gradients one all-reduce sends, in "
                      "MiB"),
       llvm::cl::init(25.0)};
+  Option<bool> syncBatchnorm{
+      *this, "sync-batchnorm",
+      llvm::cl::desc("Batch norm's statistics over the global batch of all "
+                     "ranks (PyTorch's SyncBatchNorm), not each rank's own"),
+      llvm::cl::init(false)};
 };
 
 /// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is

@@ -35,7 +35,8 @@ public:
   virtual int size() const = 0;
   /// Writes to `out` the element-wise combination of every rank's `count`
   /// values at `in`, the same bits on every rank. f16 and bf16 are summed in
-  /// f32 and rounded to their type at each combination. `in` and `out` do
+  /// f32 and rounded to their type at each combination; f64 (batch-norm
+  /// statistics) is summed as f64. `in` and `out` do
   /// not overlap. Returns an empty string, or what went wrong.
   virtual std::string allReduce(const void *in, void *out, int64_t count,
                                 RuntimeDType type, CollectiveOp op) = 0;

@@ -109,8 +109,9 @@ void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x, intptr_t dfilter,
 
 namespace amp {
 
-/// Element-type codes of the runtime's operands.
-enum class RuntimeDType : int64_t { F32 = 0, F16 = 1, BF16 = 2 };
+/// Element-type codes of the runtime's operands (F64: amp_cpu_all_reduce's
+/// batch-norm statistics only).
+enum class RuntimeDType : int64_t { F32 = 0, F16 = 1, BF16 = 2, F64 = 3 };
 
 /// Makes the C heap keep freed blocks of up to 256 MiB for reuse instead of
 /// returning them to the kernel: a compiled step allocates its intermediate

@@ -6,7 +6,10 @@
 
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
 
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
@@ -208,4 +211,25 @@ Value amp::roundTo(OpBuilder &b, Location loc, Value acc,
       b, loc, type, {{acc, identityMap(b.getContext(), type.getRank())}},
       cast<RankedTensorType>(acc.getType()).getElementType(),
       [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}
+
+train::RuntimeCallOp amp::createRuntimeCall(OpBuilder &b, Operation *anchor,
+                                            StringRef callee, TypeRange types,
+                                            ValueRange inputs,
+                                            ArrayRef<int64_t> params) {
+  auto module = anchor->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol(callee)) {
+    // An index per input and per result, then an i64 per param.
+    MLIRContext *ctx = anchor->getContext();
+    SmallVector<Type> argTypes(inputs.size() + types.size(),
+                               IndexType::get(ctx));
+    argTypes.append(params.size(), IntegerType::get(ctx, 64));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    func::FuncOp::create(b, module.getLoc(), callee,
+                         FunctionType::get(ctx, argTypes, {}))
+        .setPrivate();
+  }
+  return train::RuntimeCallOp::create(b, anchor->getLoc(), types, callee,
+                                      inputs, params);
 }

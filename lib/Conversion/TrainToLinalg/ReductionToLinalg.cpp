@@ -15,6 +15,7 @@
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Runtime/Collectives.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -22,6 +23,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -298,11 +300,18 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
+/// Sums a per-channel tensor of statistics over the ranks of a SyncBatchNorm
+/// (null: one rank, nothing to sum).
+using AcrossRanks = std::function<Value(Value)>;
+
 /// Sum and sum of squared deviations over `dims` of `input` (two passes),
-/// accumulated in `accType`.
+/// accumulated in `accType`. With `across`, over the shards of every rank
+/// (`count` values in all): the deviations are from the global mean, and
+/// each sum is summed across the ranks.
 std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
                                         ArrayRef<int64_t> dims, int64_t count,
-                                        FloatType accType) {
+                                        FloatType accType,
+                                        const AcrossRanks &across = nullptr) {
   auto type = cast<RankedTensorType>(input.getType());
   MLIRContext *ctx = b.getContext();
   unsigned rank = type.getRank();
@@ -312,6 +321,8 @@ std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
                      [](OpBuilder &nb, Location l, Value acc, ValueRange in) {
                        return arith::AddFOp::create(nb, l, acc, in[0]);
                      });
+  if (across)
+    sum = across(sum);
   Value dev = buildReduction(
       b, loc, type.getShape(), dims, {x, reducedInput(ctx, sum, rank, dims)},
       accType, 0.0, [&](OpBuilder &nb, Location l, Value acc, ValueRange in) {
@@ -321,6 +332,8 @@ std::pair<Value, Value> sumAndDeviation(OpBuilder &b, Location loc, Value input,
         return arith::AddFOp::create(nb, l, acc,
                                      arith::MulFOp::create(nb, l, d, d));
       });
+  if (across)
+    dev = across(dev);
   return {sum, dev};
 }
 
@@ -340,11 +353,44 @@ Value normalize(OpBuilder &b, Location loc, ValueRange in, double count,
       b, loc, arith::MulFOp::create(b, loc, xhat, in[3]), in[4]);
 }
 
-/// A normalization's lowering, with the accumulator type of its statistics.
+/// A normalization's lowering, with the accumulator type of its statistics
+/// and the runtime function that sums them across ranks (SyncBatchNorm).
 template <typename Op> struct NormPattern : OpRewritePattern<Op> {
-  NormPattern(MLIRContext *ctx, FloatType statistics)
-      : OpRewritePattern<Op>(ctx), statistics(statistics) {}
+  NormPattern(MLIRContext *ctx, FloatType statistics, StringRef allReduce)
+      : OpRewritePattern<Op>(ctx), statistics(statistics),
+        allReduce(allReduce.str()) {}
   FloatType statistics;
+  std::string allReduce;
+
+  /// Fails on a batch norm over several ranks that this lowering has no
+  /// collective for (amp-convert-train-to-linalg reports it first).
+  LogicalResult checkRanks(Op op, PatternRewriter &rewriter) const {
+    if (op.getRanks() == 1 || !allReduce.empty())
+      return success();
+    return rewriter.notifyMatchFailure(op, "no all-reduce-callee");
+  }
+
+  /// The per-channel sums' reduction across `op`'s ranks: a runtime
+  /// all-reduce of each (a [C] tensor in the statistics' type), or null for
+  /// one rank.
+  std::function<Value(Value)> across(OpBuilder &b, Op op) const {
+    if (op.getRanks() == 1)
+      return nullptr;
+    Operation *anchor = op.getOperation();
+    int64_t ranks = op.getRanks();
+    std::string callee = allReduce;
+    return [&b, anchor, ranks, callee](Value sums) -> Value {
+      auto type = cast<RankedTensorType>(sums.getType());
+      int64_t dtype = int64_t(type.getElementType().isF64()
+                                  ? RuntimeDType::F64
+                                  : RuntimeDType::F32);
+      return createRuntimeCall(b, anchor, callee, TypeRange{type},
+                               ValueRange{sums},
+                               {dtype, int64_t(CollectiveOp::Sum),
+                                type.getNumElements(), ranks})
+          .getResult(0);
+    };
+  }
 };
 
 struct LayerNormToLinalg : NormPattern<LayerNormOp> {
@@ -387,9 +433,13 @@ struct BatchNormToLinalg : NormPattern<BatchNormOp> {
     unsigned rank = type.getRank();
     SmallVector<int64_t> dims = {0};
     llvm::append_range(dims, dimRange(2, rank));
-    int64_t count = countOf(type.getShape(), dims);
-    auto [sum, dev] =
-        sumAndDeviation(rewriter, loc, op.getInput(), dims, count, statistics);
+    if (failed(checkRanks(op, rewriter)))
+      return failure();
+    // The values per channel, over every rank's shard.
+    int64_t count = countOf(type.getShape(), dims) * op.getRanks();
+    std::function<Value(Value)> sync = across(rewriter, op);
+    auto [sum, dev] = sumAndDeviation(rewriter, loc, op.getInput(), dims,
+                                      count, statistics, sync);
     double eps = op.getEpsilon().convertToDouble();
     auto perChannel = [&](Value v) { return reducedInput(ctx, v, rank, dims); };
     Value output = buildElementwise(
@@ -440,17 +490,22 @@ Value scaleAndRound(OpBuilder &b, Location loc, Value acc,
 /// With xhat = (x - mean) * rstd and dyg = dy * scale:
 ///   dx = rstd * (dyg - mean(dyg) - xhat * mean(dyg * xhat))   (over statDims)
 ///   dscale = sum(dy * xhat), dbias = sum(dy)                  (over paramDims)
+/// With `across` (batch norm over `ranks` ranks), the statistics and the
+/// means in dx are over every rank's shard; dscale and dbias stay this
+/// rank's sums.
 SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
                              Value scale, ArrayRef<int64_t> statDims,
                              ArrayRef<int64_t> paramDims, double epsilon,
-                             FloatType accType) {
+                             FloatType accType, int64_t ranks = 1,
+                             const AcrossRanks &across = nullptr) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   auto scaleType = cast<RankedTensorType>(scale.getType());
   unsigned rank = type.getRank();
-  int64_t count = countOf(type.getShape(), statDims);
+  int64_t count = countOf(type.getShape(), statDims) * ranks;
   Type f32 = b.getF32Type();
-  auto [sum, dev] = sumAndDeviation(b, loc, x, statDims, count, accType);
+  auto [sum, dev] =
+      sumAndDeviation(b, loc, x, statDims, count, accType, across);
   AffineMap id = identityMap(ctx, rank);
   GenericInput sumIn = reducedInput(ctx, sum, rank, statDims);
   GenericInput devIn = reducedInput(ctx, dev, rank, statDims);
@@ -490,8 +545,10 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
               arith::AddFOp::create(nb, l, acc[1], in[0])};
         });
     SmallVector<GenericInput> withSums = all;
-    withSums.push_back(reducedInput(ctx, sums[0], rank, statDims));
-    withSums.push_back(reducedInput(ctx, sums[1], rank, statDims));
+    withSums.push_back(
+        reducedInput(ctx, across ? across(sums[0]) : sums[0], rank, statDims));
+    withSums.push_back(
+        reducedInput(ctx, across ? across(sums[1]) : sums[1], rank, statDims));
     Value dx = buildElementwise(
         b, loc, type, withSums, f32,
         [&](OpBuilder &nb, Location l, ValueRange in) {
@@ -631,10 +688,14 @@ struct BatchNormGradToLinalg : NormPattern<BatchNormGradOp> {
     auto type = cast<RankedTensorType>(op.getInput().getType());
     SmallVector<int64_t> dims = {0};
     llvm::append_range(dims, dimRange(2, type.getRank()));
-    rewriter.replaceOp(op, normGrads(rewriter, op.getLoc(), op.getGrad(),
-                                     op.getInput(), op.getScale(), dims, dims,
-                                     op.getEpsilon().convertToDouble(),
-                                     statistics));
+    if (failed(checkRanks(op, rewriter)))
+      return failure();
+    std::function<Value(Value)> sync = across(rewriter, op);
+    rewriter.replaceOp(
+        op, normGrads(rewriter, op.getLoc(), op.getGrad(), op.getInput(),
+                      op.getScale(), dims, dims,
+                      op.getEpsilon().convertToDouble(), statistics,
+                      op.getRanks(), sync));
     return success();
   }
 };
@@ -796,10 +857,11 @@ struct MeanLossToLinalg : OpRewritePattern<Op> {
 } // namespace
 
 void amp::populateTrainReductionToLinalgPatterns(RewritePatternSet &patterns,
-                                                 FloatType normStatistics) {
+                                                 FloatType normStatistics,
+                                                 StringRef allReduceCallee) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<LayerNormToLinalg, BatchNormToLinalg, LayerNormGradToLinalg,
-               BatchNormGradToLinalg>(ctx, normStatistics);
+               BatchNormGradToLinalg>(ctx, normStatistics, allReduceCallee);
   patterns.add<SoftmaxToLinalg, LogSoftmaxToLinalg,
                ReduceToLinalg<ReduceSumOp, false>,
                ReduceToLinalg<ReduceMeanOp, true>, CrossEntropyToLinalg,

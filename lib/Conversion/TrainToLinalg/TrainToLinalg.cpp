@@ -22,10 +22,12 @@ using namespace mlir;
 using namespace amp;
 
 void amp::populateTrainToLinalgPatterns(RewritePatternSet &patterns,
-                                        FloatType normStatistics) {
+                                        FloatType normStatistics,
+                                        StringRef allReduceCallee) {
   populateTrainElementwiseToLinalgPatterns(patterns);
   populateTrainContractionToLinalgPatterns(patterns);
-  populateTrainReductionToLinalgPatterns(patterns, normStatistics);
+  populateTrainReductionToLinalgPatterns(patterns, normStatistics,
+                                         allReduceCallee);
   populateTrainShapeToLinalgPatterns(patterns);
   populateTrainOptimizerToLinalgPatterns(patterns);
 }
@@ -54,8 +56,28 @@ struct ConvertTrainToLinalgPass
           << normStatisticsType << "'";
       return signalPassFailure();
     }
+    // SyncBatchNorm needs a collective runtime to sum its statistics.
+    if (allReduceCallee.empty()) {
+      auto check = [](auto op) {
+        if (op.getRanks() == 1)
+          return WalkResult::advance();
+        op.emitOpError("over ")
+            << op.getRanks()
+            << " ranks (SyncBatchNorm) needs a collective runtime to sum its "
+               "statistics: lower it with amp-lower-cpu (this lowering has "
+               "no all-reduce-callee)";
+        return WalkResult::interrupt();
+      };
+      if (getOperation()
+              ->walk([&](train::BatchNormOp op) { return check(op); })
+              .wasInterrupted() ||
+          getOperation()
+              ->walk([&](train::BatchNormGradOp op) { return check(op); })
+              .wasInterrupted())
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(ctx);
-    populateTrainToLinalgPatterns(patterns, normStatistics);
+    populateTrainToLinalgPatterns(patterns, normStatistics, allReduceCallee);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

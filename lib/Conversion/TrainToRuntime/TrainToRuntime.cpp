@@ -79,35 +79,6 @@ bool runtimeCanCompute(Operation *op, Type accumulator) {
          llvm::all_of(op->getResults(), valueOk);
 }
 
-/// Declares runtime function `callee` (an index per input and per result,
-/// then an i64 per param) in `op`'s module, unless it is there.
-void declareCallee(OpBuilder &rewriter, Operation *op, StringRef callee,
-                   size_t numInputs, size_t numParams, size_t numResults = 1) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (module.lookupSymbol(callee))
-    return;
-  MLIRContext *ctx = op->getContext();
-  SmallVector<Type> argTypes(numInputs + numResults, IndexType::get(ctx));
-  argTypes.append(numParams, IntegerType::get(ctx, 64));
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  func::FuncOp::create(rewriter, module.getLoc(), callee,
-                       FunctionType::get(ctx, argTypes, {}))
-      .setPrivate();
-}
-
-/// A runtime call of `callee` on `inputs` with `params` at `anchor`'s
-/// location, producing tensors of `types`; declares `callee` in the module
-/// on first use.
-RuntimeCallOp createRuntimeCall(OpBuilder &rewriter, Operation *anchor,
-                                StringRef callee, TypeRange types,
-                                ValueRange inputs, ArrayRef<int64_t> params) {
-  declareCallee(rewriter, anchor, callee, inputs.size(), params.size(),
-                types.size());
-  return RuntimeCallOp::create(rewriter, anchor->getLoc(), types, callee,
-                               inputs, params);
-}
-
 /// createRuntimeCall with one result of `type`: f32, then rounded once to
 /// `type`, when `f32Result`, else `type` directly.
 Value buildRuntimeCall(OpBuilder &rewriter, Operation *anchor, StringRef callee,

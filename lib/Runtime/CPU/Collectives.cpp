@@ -38,7 +38,7 @@ extern "C" void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
   }
   // Only compiled code calls in, with codes the lowering wrote.
   if (dtype < int64_t(RuntimeDType::F32) ||
-      dtype > int64_t(RuntimeDType::BF16) ||
+      dtype > int64_t(RuntimeDType::F64) ||
       (op != int64_t(CollectiveOp::Sum) && op != int64_t(CollectiveOp::Max)) ||
       count < 0) {
     std::fprintf(stderr,

@@ -123,6 +123,8 @@ FloatOperand::FloatOperand(intptr_t address, int64_t dtype, int64_t count) {
       out[i] = bfloatToFloat(bits[i]);
     break;
   }
+  case RuntimeDType::F64: // excluded above
+    std::abort();
   }
   data = copy.get();
 }

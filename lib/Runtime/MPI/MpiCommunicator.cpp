@@ -103,7 +103,9 @@ std::string MpiCommunicator::allReduce(const void *in, void *out, int64_t count,
   bool max = op == CollectiveOp::Max;
   MPI_Datatype datatype = MPI_FLOAT;
   MPI_Op mpiOp = max ? MPI_MAX : MPI_SUM;
-  if (type != RuntimeDType::F32) {
+  if (type == RuntimeDType::F64) {
+    datatype = MPI_DOUBLE;
+  } else if (type != RuntimeDType::F32) {
     int which = type == RuntimeDType::F16 ? 0 : 1;
     datatype = MPI_UINT16_T;
     mpiOp = max ? halfOps().max[which] : halfOps().sum[which];

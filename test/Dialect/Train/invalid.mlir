@@ -416,6 +416,16 @@ func.func @batch_norm_one_value(%x: tensor<1x32x1x1xf32>, %s: tensor<32xf32>) ->
 
 // -----
 
+// One value per channel on each of two ranks is two values: enough.
+func.func @batch_norm_sync_ranks(%x: tensor<1x32x1x1xf32>, %s: tensor<32xf32>) -> tensor<1x32x1x1xf32> {
+  // expected-error @+1 {{'train.batch_norm_grad' op ranks must be at least 1, got 0}}
+  %g:3 = train.batch_norm_grad %x, %x, %s ranks 0 : tensor<1x32x1x1xf32>, tensor<32xf32>
+  %0:3 = train.batch_norm %x, %s, %s, %s, %s ranks 2 : tensor<1x32x1x1xf32>, tensor<32xf32>
+  return %0#0 : tensor<1x32x1x1xf32>
+}
+
+// -----
+
 func.func @batch_norm_momentum(%x: tensor<8x32xf32>, %s: tensor<32xf32>) -> tensor<8x32xf32> {
   // expected-error @+1 {{'train.batch_norm' op momentum must be in [0, 1], got 1.5}}
   %0:3 = train.batch_norm %x, %s, %s, %s, %s momentum 1.5 : tensor<8x32xf32>, tensor<32xf32>
@@ -1208,7 +1218,7 @@ func.func @runtime_call_signature(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 func.func private @callee(index, index)
 func.func @runtime_call_result(%a: tensor<2x3xf32>) -> tensor<2x3xi64> {
-  // expected-error @+1 {{'train.runtime_call' op result #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 8-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xi64>'}}
+  // expected-error @+1 {{'train.runtime_call' op result #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xi64>'}}
   %0 = train.runtime_call @callee(%a) [] : (tensor<2x3xf32>) -> tensor<2x3xi64>
   return %0 : tensor<2x3xi64>
 }

@@ -110,6 +110,8 @@ func.func @normalization(%x: tensor<4x10xf32>, %sq: tensor<4x10x10xf32>, %y: ten
   %u:3 = train.batch_norm %img, %s, %s, %m, %v track_running_stats false : tensor<8x32x4x4xf16>, tensor<32xf32>
   // CHECK: train.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x32x4x4xf16>, tensor<32xf32>
   %t:3 = train.batch_norm %img, %s, %s, %m, %v track_running_stats true : tensor<8x32x4x4xf16>, tensor<32xf32>
+  // CHECK: train.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} ranks 4 : tensor<8x32x4x4xf16>, tensor<32xf32>
+  %sync:3 = train.batch_norm %img, %s, %s, %m, %v ranks 4 : tensor<8x32x4x4xf16>, tensor<32xf32>
   return %0, %1, %2, %3#0, %3#1, %3#2 : tensor<4x10xf32>, tensor<4x10xf32>, tensor<8x16x256xf32>, tensor<8x32x4x4xf16>, tensor<32xf32>, tensor<32xf32>
 }
 
@@ -291,6 +293,8 @@ func.func @backward_helpers(%dy: tensor<2x4x6x6xf16>, %x: tensor<2x3x8x8xf16>, %
   %8:3 = train.layer_norm_grad %g, %y, %l10 : tensor<4x10xf32>, tensor<10xf32>
   // CHECK: train.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3x8x8xf32>, tensor<3xf32>
   %9:3 = train.batch_norm_grad %px, %px, %bn : tensor<2x3x8x8xf32>, tensor<3xf32>
+  // CHECK: train.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} ranks 2 : tensor<2x3x8x8xf32>, tensor<3xf32>
+  %sg:3 = train.batch_norm_grad %px, %px, %bn ranks 2 : tensor<2x3x8x8xf32>, tensor<3xf32>
   // CHECK: train.embedding_grad %{{.*}}, %{{.*}} : tensor<2x5x8xf32>, tensor<2x5xi32> -> tensor<100x8xf32>
   %10 = train.embedding_grad %e, %ids : tensor<2x5x8xf32>, tensor<2x5xi32> -> tensor<100x8xf32>
   // CHECK: train.slice %{{.*}} offsets [1, 2] : tensor<4x10xf32> -> tensor<2x3xf32>

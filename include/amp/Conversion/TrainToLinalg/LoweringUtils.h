@@ -20,6 +20,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace amp {
+namespace train {
+class RuntimeCallOp;
+} // namespace train
 
 /// The type arithmetic on `elementType` is carried out in: f32 for f16 and
 /// bf16, the type itself otherwise.
@@ -102,6 +105,17 @@ mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
 /// Reshapes `value` to `shape` (same element count) with collapse/expand.
 mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, llvm::ArrayRef<int64_t> shape);
+
+/// A `train.runtime_call` of `callee` on `inputs` with `params` at
+/// `anchor`'s location, producing tensors of `types`; declares `callee` (an
+/// index per input and per result, then an i64 per param) in the module on
+/// first use.
+train::RuntimeCallOp createRuntimeCall(mlir::OpBuilder &b,
+                                       mlir::Operation *anchor,
+                                       llvm::StringRef callee,
+                                       mlir::TypeRange types,
+                                       mlir::ValueRange inputs,
+                                       llvm::ArrayRef<int64_t> params);
 
 } // namespace amp
 

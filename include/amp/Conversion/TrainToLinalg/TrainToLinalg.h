@@ -11,6 +11,8 @@
 #ifndef AMP_CONVERSION_TRAINTOLINALG_TRAINTOLINALG_H
 #define AMP_CONVERSION_TRAINTOLINALG_TRAINTOLINALG_H
 
+#include "llvm/ADT/StringRef.h"
+
 namespace mlir {
 class FloatType;
 class RewritePatternSet;
@@ -43,9 +45,13 @@ void populateTrainContractionToLinalgPatterns(
 /// Softmax, normalizations, pooling, reductions and losses: f32
 /// accumulation, but for the statistics of layer and batch norm and the
 /// sums of their gradients, which accumulate in `normStatistics` (f32 or
-/// f64).
-void populateTrainReductionToLinalgPatterns(mlir::RewritePatternSet &patterns,
-                                            mlir::FloatType normStatistics);
+/// f64). A batch norm over several ranks (SyncBatchNorm) sums its
+/// per-channel statistics across them with runtime function
+/// `allReduceCallee` (amp_cpu_all_reduce's signature); with none, it fails
+/// to lower.
+void populateTrainReductionToLinalgPatterns(
+    mlir::RewritePatternSet &patterns, mlir::FloatType normStatistics,
+    llvm::StringRef allReduceCallee = "");
 
 /// constant, reshape, transpose, concat and embedding.
 void populateTrainShapeToLinalgPatterns(mlir::RewritePatternSet &patterns);
@@ -56,7 +62,8 @@ void populateTrainOptimizerToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
 /// All of the above.
 void populateTrainToLinalgPatterns(mlir::RewritePatternSet &patterns,
-                                   mlir::FloatType normStatistics);
+                                   mlir::FloatType normStatistics,
+                                   llvm::StringRef allReduceCallee = "");
 
 } // namespace amp
 

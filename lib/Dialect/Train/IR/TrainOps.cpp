@@ -315,8 +315,10 @@ template <typename OpT> static LogicalResult verifyBatchNormLike(OpT op) {
     return op->emitOpError("scale, bias and running statistics must be [")
            << channels << "] (the input's channels), got "
            << formatShape(scale.getShape());
+  if (op.getRanks() < 1)
+    return op->emitOpError("ranks must be at least 1, got ") << op.getRanks();
   // The running variance is unbiased: it divides by (values per channel - 1).
-  if (input.getNumElements() / channels < 2)
+  if (input.getNumElements() / channels * op.getRanks() < 2)
     return op->emitOpError("needs more than one value per channel (batch x "
                            "spatial = ")
            << input.getNumElements() / channels << ")";

@@ -532,7 +532,7 @@ LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                          [&](Value dy, MutableArrayRef<Value> grads) {
                            auto g = BatchNormGradOp::create(
                                b, getLoc(), dy, getInput(), getScale(),
-                               getEpsilonAttr());
+                               getEpsilonAttr(), getRanksAttr());
                            grads[0] = g.getInputGrad();
                            grads[1] = g.getScaleGrad();
                            grads[2] = g.getBiasGrad();

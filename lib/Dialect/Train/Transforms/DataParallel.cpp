@@ -208,6 +208,24 @@ DataParallelPass::distribute(FunctionOpInterface func,
   for (auto [operand, value] : llvm::zip(point, reduced))
     operand.set(value);
 
+  // SyncBatchNorm: every batch norm of the step (forward and backward) over
+  // the shards of all ranks.
+  if (syncBatchnorm) {
+    auto sync = [&](auto op) {
+      if (op.getRanks() != 1 && op.getRanks() != ranks) {
+        op.emitOpError("amp-data-parallel: already spans ")
+            << op.getRanks() << " ranks, not " << static_cast<int64_t>(ranks);
+        return WalkResult::interrupt();
+      }
+      op.setRanks(static_cast<int64_t>(ranks));
+      return WalkResult::advance();
+    };
+    if (func.walk([&](BatchNormOp op) { return sync(op); }).wasInterrupted() ||
+        func.walk([&](BatchNormGradOp op) { return sync(op); })
+            .wasInterrupted())
+      return failure();
+  }
+
   if (!unscale)
     return success();
   if (fold)

@@ -553,10 +553,19 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<
     evaluation also normalizes by the batch's statistics, not the running
     ones; the running operands are placeholders (a `[C]` zeros and ones).
 
+    `ranks N` (N > 1) is PyTorch's SyncBatchNorm: the statistics are those of
+    the global batch of N data-parallel processes, each holding one shard as
+    `input` (the per-channel sums are all-reduced, so every count above is N
+    times the local one). amp-data-parallel's `sync-batchnorm` sets it in the
+    training step; only a lowering with a collective runtime
+    (amp-lower-cpu) takes it.
+
     ```mlir
     %y, %rm, %rv = train.batch_norm %x, %g, %b, %m, %v
         : tensor<128x32x28x28xf16>, tensor<32xf32>
     %z, %m2, %v2 = train.batch_norm %x, %g, %b, %zeros, %ones track_running_stats false
+        : tensor<128x32x28x28xf16>, tensor<32xf32>
+    %s, %m3, %v3 = train.batch_norm %x, %g, %b, %m, %v ranks 4
         : tensor<128x32x28x28xf16>, tensor<32xf32>
     ```
   }];
@@ -565,13 +574,14 @@ def Train_BatchNormOp : Train_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<
     Train_FloatTensor:$running_var,
     DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon,
     DefaultValuedOptionalAttr<F64Attr, "0.1">:$momentum,
-    DefaultValuedOptionalAttr<BoolAttr, "true">:$track_running_stats);
+    DefaultValuedOptionalAttr<BoolAttr, "true">:$track_running_stats,
+    DefaultValuedOptionalAttr<I64Attr, "1">:$ranks);
   let results = (outs Train_FloatTensor:$output,
     Train_FloatTensor:$new_running_mean, Train_FloatTensor:$new_running_var);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $running_mean `,` $running_var
     (`epsilon` $epsilon^)? (`momentum` $momentum^)?
-    (`track_running_stats` $track_running_stats^)?
+    (`track_running_stats` $track_running_stats^)? (`ranks` $ranks^)?
     attr-dict `:` type($input) `,` type($scale)
   }];
   let hasVerifier = 1;

@@ -236,17 +236,23 @@ def Train_BatchNormGradOp : Train_Op<"batch_norm_grad", [Pure,
     the batch and spatial dimensions; the activation may be f16 while scale
     and its gradients are f32.
 
+    With `ranks N` (SyncBatchNorm, as batch_norm's) the statistics and the
+    two sums `dx` needs are those of all N ranks' shards; `dscale` and
+    `dbias` stay this rank's sums, which data parallelism then reduces as
+    any other gradient (PyTorch's SyncBatchNorm backward).
+
     ```mlir
     %dx, %dg, %db = train.batch_norm_grad %dy, %x, %g : tensor<128x32x28x28xf16>, tensor<32xf32>
     ```
   }];
   let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$input,
     Train_FloatTensor:$scale,
-    DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon);
+    DefaultValuedOptionalAttr<F64Attr, "1e-5">:$epsilon,
+    DefaultValuedOptionalAttr<I64Attr, "1">:$ranks);
   let results = (outs Train_FloatTensor:$input_grad,
     Train_FloatTensor:$scale_grad, Train_FloatTensor:$bias_grad);
   let assemblyFormat = [{
-    $grad `,` $input `,` $scale (`epsilon` $epsilon^)?
+    $grad `,` $input `,` $scale (`epsilon` $epsilon^)? (`ranks` $ranks^)?
     attr-dict `:` type($grad) `,` type($scale)
   }];
   let hasVerifier = 1;

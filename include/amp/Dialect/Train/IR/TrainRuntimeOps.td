@@ -18,8 +18,9 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// What a runtime call reads and fills: float tensors, the byte tensors of
-/// cuBLASLt's ReLU bit masks, and i32 ids (the embedding gradient's).
-def Train_RuntimeTensor : StaticShapeTensorOf<[F16, BF16, F32, I8, I32]>;
+/// cuBLASLt's ReLU bit masks, i32 ids (the embedding gradient's) and f64
+/// sums (SyncBatchNorm's statistics on the CPU).
+def Train_RuntimeTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I8, I32]>;
 
 def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {

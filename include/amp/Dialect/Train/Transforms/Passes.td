@@ -206,11 +206,16 @@ def DataParallelPass : Pass<"amp-data-parallel", "::mlir::ModuleOp"> {
       same steps and updates its scale identically: the replicas stay
       bit-identical.
 
-    Batch norm keeps local statistics per rank (DDP's default). Run it after
-    amp-optimizer and amp-loss-scaling; `ranks=1` changes nothing.
+    Batch norm keeps local statistics per rank (DDP's default). With
+    `sync-batchnorm` every `train.batch_norm` and `train.batch_norm_grad` of
+    the step gets `ranks`: its statistics are the global batch's
+    (SyncBatchNorm; the per-channel sums are all-reduced in forward and
+    backward, on every micro-batch). Run it after amp-optimizer and
+    amp-loss-scaling; `ranks=1` changes nothing.
 
     ```
     amp-opt step.mlir --amp-data-parallel="ranks=4 wire-type=f16 bucket-mb=25"
+    amp-opt step.mlir --amp-data-parallel="ranks=2 sync-batchnorm=true"
     ```
   }];
   let options = [
@@ -222,6 +227,8 @@ def DataParallelPass : Pass<"amp-data-parallel", "::mlir::ModuleOp"> {
            "AMP_WIRE_TYPE_VALUES">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
            "Largest bucket of gradients one all-reduce sends, in MiB">,
+    Option<"syncBatchnorm", "sync-batchnorm", "bool", /*default=*/"false",
+           "Batch norm over the global batch (SyncBatchNorm)">,
   ];
   let dependentDialects = ["::amp::train::TrainDialect"];
 }

@@ -102,6 +102,99 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, %c: tensor<3xbf16>, %flag: 
   }
 }
 
+// SyncBatchNorm: each rank normalizes its shard with the statistics of all
+// ranks' shards, and backward's dx uses the global sums; checked on every
+// rank against the whole batch's formulas in double (within 1e-5).
+TEST(Mpi, SyncBatchNormAcrossRanks) {
+  ASSERT_TRUE(world);
+  const int rank = world->rank(), size = world->size();
+  test::TestContext context;
+  std::string source = R"mlir(
+func.func @f(%x: tensor<2x2x3xf32>, %dy: tensor<2x2x3xf32>, %g: tensor<2xf32>, %b: tensor<2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>)
+    -> (tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>) {
+  %y, %rm, %rv = train.batch_norm %x, %g, %b, %m, %v ranks N : tensor<2x2x3xf32>, tensor<2xf32>
+  %dx, %dg, %db = train.batch_norm_grad %dy, %x, %g ranks N : tensor<2x2x3xf32>, tensor<2xf32>
+  return %y, %rm, %rv, %dx, %dg, %db : tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>
+}
+)mlir";
+  for (size_t at = source.find("ranks N"); at != std::string::npos;
+       at = source.find("ranks N"))
+    source.replace(at, 7, "ranks " + std::to_string(size));
+  std::unique_ptr<CpuFunction> fn = test::compileFunction(context, source);
+  ASSERT_TRUE(fn);
+
+  // Element i = (n * 2 + c) * 3 + s of rank r's shard; channel c.
+  auto x = [](int r, int i) { return std::sin(1.3 * i + 2.1 * r) * (1 + r); };
+  auto dy = [](int r, int i) { return std::cos(0.7 * i - r); };
+  auto channel = [](int i) { return (i / 3) % 2; };
+  const double g[2] = {1.5, -0.5}, b[2] = {0.25, 2.0}, eps = 1e-5;
+  std::vector<float> xv, dyv;
+  for (int i = 0; i < 12; ++i) {
+    xv.push_back(float(x(rank, i)));
+    dyv.push_back(float(dy(rank, i)));
+  }
+  // The whole batch's statistics, from the f32 values every rank holds.
+  double count = 6.0 * size, sum[2] = {0, 0}, dev[2] = {0, 0};
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < 12; ++i)
+      sum[channel(i)] += double(float(x(r, i)));
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < 12; ++i) {
+      double d = double(float(x(r, i))) - sum[channel(i)] / count;
+      dev[channel(i)] += d * d;
+    }
+  auto xhat = [&](int r, int i) {
+    int c = channel(i);
+    return (double(float(x(r, i))) - sum[c] / count) /
+           std::sqrt(dev[c] / count + eps);
+  };
+  double sumDy[2] = {0, 0}, sumDyXhat[2] = {0, 0}, localDy[2] = {0, 0},
+         localDyXhat[2] = {0, 0};
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < 12; ++i) {
+      double d = double(float(dy(r, i)));
+      sumDy[channel(i)] += d;
+      sumDyXhat[channel(i)] += d * xhat(r, i);
+      if (r == rank) {
+        localDy[channel(i)] += d;
+        localDyXhat[channel(i)] += d * xhat(r, i);
+      }
+    }
+
+  HostTensor xt = HostTensor::fromFloats(ElementKind::F32, {2, 2, 3}, xv);
+  HostTensor dyt = HostTensor::fromFloats(ElementKind::F32, {2, 2, 3}, dyv);
+  HostTensor gt = HostTensor::fromFloats(ElementKind::F32, {2}, {1.5f, -0.5f});
+  HostTensor bt = HostTensor::fromFloats(ElementKind::F32, {2}, {0.25f, 2.0f});
+  HostTensor mt = HostTensor::fromFloats(ElementKind::F32, {2}, {0.0f, 1.0f});
+  HostTensor vt = HostTensor::fromFloats(ElementKind::F32, {2}, {1.0f, 3.0f});
+  auto out = fn->call({&xt, &dyt, &gt, &bt, &mt, &vt});
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  std::vector<float> y = (*out)[0].toFloats(), rm = (*out)[1].toFloats(),
+                     rv = (*out)[2].toFloats(), dx = (*out)[3].toFloats(),
+                     dg = (*out)[4].toFloats(), db = (*out)[5].toFloats();
+  const double running[2][2] = {{0.0, 1.0}, {1.0, 3.0}};
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(rm[c], 0.9 * running[0][c] + 0.1 * sum[c] / count, 1e-5)
+        << "rank " << rank << " channel " << c;
+    EXPECT_NEAR(rv[c], 0.9 * running[1][c] + 0.1 * dev[c] / (count - 1),
+                1e-5)
+        << "rank " << rank << " channel " << c;
+    // This rank's parameter gradients (data parallelism sums them).
+    EXPECT_NEAR(dg[c], localDyXhat[c], 1e-5) << "rank " << rank;
+    EXPECT_NEAR(db[c], localDy[c], 1e-5) << "rank " << rank;
+  }
+  for (int i = 0; i < 12; ++i) {
+    int c = channel(i);
+    EXPECT_NEAR(y[i], xhat(rank, i) * g[c] + b[c], 1e-5)
+        << "rank " << rank << " element " << i;
+    double rstd = 1.0 / std::sqrt(dev[c] / count + eps);
+    double expected = rstd * g[c] *
+                      (double(dyv[i]) - sumDy[c] / count -
+                       xhat(rank, i) * sumDyXhat[c] / count);
+    EXPECT_NEAR(dx[i], expected, 1e-5) << "rank " << rank << " element " << i;
+  }
+}
+
 TEST(Mpi, BroadcastFromRankZero) {
   ASSERT_TRUE(world);
   std::vector<int> data(5, world->rank() + 100);

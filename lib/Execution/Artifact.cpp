@@ -580,6 +580,8 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
         dlsym(handle, "amp_cpu_memory_stats"));
     artifact->resetCpuMemoryPeak = reinterpret_cast<void (*)()>(
         dlsym(handle, "amp_cpu_memory_reset_peak"));
+    artifact->setCommunicator = reinterpret_cast<void (*)(Communicator *)>(
+        dlsym(handle, "amp_cpu_set_communicator"));
     artifact->step = std::make_unique<HostArtifactFunction>(m.step, stepEntry);
     artifact->logits =
         std::make_unique<HostArtifactFunction>(m.logits, logitsEntry);
@@ -614,6 +616,17 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
   return artifact;
 }
 
+int64_t ArtifactManifest::getRanks() const {
+  llvm::SmallVector<llvm::StringRef> options;
+  llvm::StringRef(pipeline).split(options, ' ', -1, false);
+  for (llvm::StringRef option : options) {
+    int64_t ranks = 0;
+    if (option.consume_front("ranks=") && !option.getAsInteger(10, ranks))
+      return ranks;
+  }
+  return 1;
+}
+
 CompiledStep Artifact::getCompiledStep() {
   CompiledStep compiled;
   compiled.step = step.get();
@@ -624,6 +637,8 @@ CompiledStep Artifact::getCompiledStep() {
   compiled.getCpuThreads = getCpuThreads;
   compiled.cpuMemoryStats = cpuMemoryStats;
   compiled.resetCpuMemoryPeak = resetCpuMemoryPeak;
+  compiled.ranks = manifest.getRanks();
+  compiled.setCommunicator = setCommunicator;
   if (manifest.backend == "cuda" && step)
     compiled.openSession = [this]() {
       return static_cast<CudaArtifactFunction &>(*step).openSession(

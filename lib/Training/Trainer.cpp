@@ -11,6 +11,7 @@
 #include "amp/Training/Plot.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -402,6 +403,28 @@ int amp::runTraining(const TrainingConfig &config,
     return fail(llvm::toString(std::move(e)));
   if (compiled.setCpuThreads)
     compiled.setCpuThreads(config.threads);
+  // Data parallelism: the step is compiled for the job's size, and its
+  // collectives call the job's communicator, installed in the runtime that
+  // runs the step (for this run only).
+  int64_t jobRanks = config.communicator ? config.communicator->size() : 1;
+  if (compiled.ranks != jobRanks) {
+    if (!config.communicator)
+      return fail("the step is compiled for " + llvm::Twine(compiled.ranks) +
+                  " data-parallel ranks: run it with --data-parallel under "
+                  "mpirun -np " +
+                  llvm::Twine(compiled.ranks));
+    return fail("the step is compiled for " + llvm::Twine(compiled.ranks) +
+                " data-parallel ranks, but the job has " +
+                llvm::Twine(jobRanks) + " (amp-compile --ranks=" +
+                llvm::Twine(jobRanks) + " compiles it for " +
+                llvm::Twine(jobRanks) + ")");
+  }
+  if (config.communicator && compiled.setCommunicator)
+    compiled.setCommunicator(config.communicator);
+  auto uninstall = llvm::make_scope_exit([&] {
+    if (config.communicator && compiled.setCommunicator)
+      compiled.setCommunicator(nullptr);
+  });
   if (config.benchSteps > 0)
     return runBenchmark(config, compiled);
   const StepAbi *abi = &compiled.abi;

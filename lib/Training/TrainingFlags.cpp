@@ -6,6 +6,15 @@
 
 #include "amp/Training/TrainingFlags.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdio>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 using namespace amp;
 namespace cl = llvm::cl;
 
@@ -141,6 +150,32 @@ cl::opt<int64_t>
                 cl::desc("Benchmark: untimed steps first (default: 5)"),
                 cl::init(5), cl::cat(trainingCategory));
 
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Train as one rank of an mpirun job: each rank takes its shard "
+             "of every global batch, gradients are summed across ranks "
+             "inside the step (compiled for mpirun's number of processes: "
+             "amp-run does it, amp-train needs an artifact of amp-compile "
+             "--ranks=N), and rank 0 alone prints and writes files "
+             "(docs/Distributed.md)"),
+    cl::init(false), cl::cat(trainingCategory));
+cl::opt<bool> dpCheckReplicas(
+    "dp-check-replicas",
+    cl::desc("--data-parallel: compare every rank's parameters and state "
+             "with rank 0's after every step, not only after the last"),
+    cl::init(false), cl::cat(trainingCategory));
+cl::opt<double> dpTimeout(
+    "dp-timeout",
+    cl::desc("--data-parallel: seconds one step may take before the rank "
+             "ends the job, naming the step (a rank that stopped or hung "
+             "leaves the others waiting in a collective; 0: no deadline)"),
+    cl::init(300.0), cl::cat(trainingCategory));
+cl::opt<int64_t> injectRank(
+    "inject-rank",
+    cl::desc("--data-parallel: --inject-nonfinite on this rank only (-1: "
+             "every rank)"),
+    cl::init(-1), cl::cat(trainingCategory));
+
 } // namespace
 
 TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
@@ -170,5 +205,91 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.threads = threadsOption();
   config.benchSteps = benchSteps;
   config.benchWarmup = benchWarmup;
+  config.dataParallel = dataParallel;
+  config.checkReplicas = dpCheckReplicas;
+  config.dpTimeout = dpTimeout;
+  config.injectRank = injectRank;
   return config;
+}
+
+std::unique_ptr<Communicator> amp::joinMpiJob(std::string &error) {
+  static const char *const kPlugin = "libamp-mpi.so";
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&amp::joinMpiJob));
+  llvm::StringRef dir = llvm::sys::path::parent_path(exe);
+  std::vector<std::string> candidates;
+  for (llvm::StringRef sub : {"../lib", "."}) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, sub, kPlugin);
+    candidates.push_back(path.str().str());
+  }
+  candidates.push_back(kPlugin);
+  std::string tried;
+  for (const std::string &candidate : candidates) {
+    if (candidate != kPlugin && !llvm::sys::fs::exists(candidate))
+      continue;
+    // Global: OpenMPI's own components resolve libmpi's symbols.
+    void *handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!handle) {
+      tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
+      continue;
+    }
+    auto join = reinterpret_cast<Communicator *(*)(char *, size_t)>(
+        ::dlsym(handle, "amp_mpi_join"));
+    if (!join) {
+      error = candidate + " has no amp_mpi_join";
+      return nullptr;
+    }
+    char why[512] = "";
+    Communicator *communicator = join(why, sizeof(why));
+    if (!communicator)
+      error = why;
+    return std::unique_ptr<Communicator>(communicator);
+  }
+  error = std::string("cannot load amp's MPI plugin ") + kPlugin +
+          " (next to " + exe + " or on the library path; it needs OpenMPI's "
+          "libmpi: scripts/setup.sh installs it)" +
+          (tried.empty() ? "" : ": " + tried);
+  return nullptr;
+}
+
+llvm::Expected<std::unique_ptr<Communicator>>
+amp::joinDataParallelJob(TrainingConfig &config) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (!config.dataParallel) {
+    if (dpCheckReplicas || injectRank != -1 || dpTimeout.getNumOccurrences())
+      return fail(llvm::Twine(dpCheckReplicas    ? "--dp-check-replicas"
+                              : injectRank != -1 ? "--inject-rank"
+                                                 : "--dp-timeout") +
+                  " needs --data-parallel");
+    return nullptr;
+  }
+  if (config.benchSteps > 0)
+    return fail("--data-parallel does not combine with --bench-steps");
+  if (!(config.dpTimeout >= 0))
+    return fail("--dp-timeout must be 0 (none) or a number of seconds");
+  std::string error;
+  std::unique_ptr<Communicator> communicator = joinMpiJob(error);
+  if (!communicator)
+    return fail("--data-parallel: cannot join the MPI job: " + error);
+  if (config.injectRank >= communicator->size())
+    return fail("--inject-rank=" + llvm::Twine(config.injectRank) +
+                " but the job has " + llvm::Twine(communicator->size()) +
+                " ranks");
+  config.communicator = communicator.get();
+  // Rank 0 alone prints and writes; every rank reads a checkpoint.
+  if (communicator->rank() != 0) {
+    config.metricsPath.clear();
+    config.savePath.clear();
+    config.plotPath.clear();
+    std::fflush(stdout);
+    int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::close(null);
+    }
+  }
+  return std::move(communicator);
 }

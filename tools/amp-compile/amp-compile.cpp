@@ -74,11 +74,15 @@ int main(int argc, char **argv) {
     return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
-  if (options.ranks != 1)
+  // A data-parallel step (run by mpirun amp-train --data-parallel): the
+  // CPU runtime's collectives only.
+  if (options.ranks != 1 && backend != "cpu")
     return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
-                ": data-parallel artifacts are not built yet (amp-train has "
-                "no communicator); train data-parallel with mpirun amp-run "
-                "--data-parallel");
+                ": data-parallel artifacts are built for the cpu backend (the "
+                "NCCL runtime for cuda is not built yet)");
+  if (options.syncBatchnorm && options.ranks == 1)
+    return fail("--sync-batchnorm needs a data-parallel step (--ranks=N, N "
+                "> 1)");
 
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());

@@ -32,10 +32,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
-#include <cstdio>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 using namespace mlir;
 using namespace amp;
@@ -53,31 +49,6 @@ cl::opt<std::string> backend(
              "generated kernels, through an artifact as amp-compile builds) "
              "(default: cpu)"),
     cl::init("cpu"), cl::cat(category));
-
-cl::opt<bool> dataParallel(
-    "data-parallel",
-    cl::desc("Train as one rank of an mpirun job: the step is compiled for "
-             "mpirun's number of processes (amp-data-parallel), each rank "
-             "takes its shard of every global batch, gradients are summed "
-             "across ranks inside the step, and rank 0 alone prints and "
-             "writes files (docs/Distributed.md)"),
-    cl::init(false), cl::cat(category));
-cl::opt<bool> dpCheckReplicas(
-    "dp-check-replicas",
-    cl::desc("--data-parallel: compare every rank's parameters and state "
-             "with rank 0's after every step, not only after the last"),
-    cl::init(false), cl::cat(category));
-cl::opt<double> dpTimeout(
-    "dp-timeout",
-    cl::desc("--data-parallel: seconds one step may take before the rank "
-             "ends the job, naming the step (a rank that stopped or hung "
-             "leaves the others waiting in a collective; 0: no deadline)"),
-    cl::init(300.0), cl::cat(category));
-cl::opt<int64_t> injectRank(
-    "inject-rank",
-    cl::desc("--data-parallel: --inject-nonfinite on this rank only (-1: "
-             "every rank)"),
-    cl::init(-1), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
   // One write: the ranks of a data-parallel job share stderr.
@@ -110,58 +81,28 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(std::move(e)));
 
   // Data parallelism: join the mpirun job and compile for its size.
-  std::unique_ptr<MpiCommunicator> communicator;
-  if (dataParallel) {
-    if (backend != "cpu")
-      return fail("--data-parallel runs on the cpu backend (the NCCL "
-                  "runtime for cuda is not built yet)");
-    if (config.benchSteps > 0)
-      return fail("--data-parallel does not combine with --bench-steps");
-    if (!(dpTimeout >= 0))
-      return fail("--dp-timeout must be 0 (none) or a number of seconds");
-    std::string error;
-    communicator = MpiCommunicator::create(error);
-    if (!communicator)
-      return fail("--data-parallel: cannot join the MPI job: " + error);
+  if (config.dataParallel && backend != "cpu")
+    return fail("--data-parallel runs on the cpu backend (the NCCL runtime "
+                "for cuda is not built yet)");
+  auto joined = joinDataParallelJob(config);
+  if (!joined)
+    return fail(llvm::toString(joined.takeError()));
+  std::unique_ptr<Communicator> communicator = std::move(*joined);
+  if (communicator) {
     int64_t size = communicator->size();
     if (options.ranks != 1 && options.ranks != size)
       return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
                   " but mpirun started " + llvm::Twine(size) +
                   " processes (--data-parallel sets --ranks itself)");
     options.ranks = size;
-    if (injectRank >= size)
-      return fail("--inject-rank=" + llvm::Twine(int64_t(injectRank)) +
-                  " but the job has " + llvm::Twine(size) + " ranks");
-    config.communicator = communicator.get();
     for (auto &[name, value] : getPrintedOptions(options))
       config.compileSettings += name + "=" + value + " ";
-    config.checkReplicas = dpCheckReplicas;
-    config.dpTimeout = dpTimeout;
-    config.injectRank = injectRank;
-    setCommunicator(communicator.get());
-    // Rank 0 alone prints and writes; every rank reads a checkpoint.
-    if (communicator->rank() != 0) {
-      config.metricsPath.clear();
-      config.savePath.clear();
-      config.plotPath.clear();
-      std::fflush(stdout);
-      int null = ::open("/dev/null", O_WRONLY);
-      if (null >= 0) {
-        ::dup2(null, STDOUT_FILENO);
-        ::close(null);
-      }
-    }
   } else if (options.ranks != 1) {
     return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
                 " compiles a data-parallel step: run it with --data-parallel "
                 "under mpirun");
-  } else if (dpCheckReplicas || injectRank != -1 ||
-             dpTimeout.getNumOccurrences() || options.syncBatchnorm) {
-    return fail(llvm::Twine(dpCheckReplicas        ? "--dp-check-replicas"
-                            : injectRank != -1     ? "--inject-rank"
-                            : options.syncBatchnorm ? "--sync-batchnorm"
-                                                    : "--dp-timeout") +
-                " needs --data-parallel");
+  } else if (options.syncBatchnorm) {
+    return fail("--sync-batchnorm needs --data-parallel");
   }
 
   auto compileStart = std::chrono::steady_clock::now();
@@ -215,12 +156,13 @@ int main(int argc, char **argv) {
     compiled.getCpuThreads = &amp_cpu_get_num_threads;
     compiled.cpuMemoryStats = &amp_cpu_memory_stats;
     compiled.resetCpuMemoryPeak = &amp_cpu_memory_reset_peak;
+    compiled.setCommunicator = &amp_cpu_set_communicator;
+    compiled.ranks = options.ranks;
   }
   config.compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
   int status = runTraining(config, compiled);
-  setCommunicator(nullptr);
   // A rank that fails alone would leave the others in a collective: end
   // the whole job (mpirun reports it and exits non-zero).
   if (status != 0 && communicator && communicator->size() > 1)

@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // amp-train STEP.so: loads an artifact of amp-compile and trains with it,
-// taking amp-run's training flags. Links no MLIR or LLVM shared library: it
-// runs where only the artifact, the CUDA driver and cuBLASLt are.
+// taking amp-run's training flags (with --data-parallel, as one rank of an
+// mpirun job). Links no MLIR or LLVM shared library: it runs where only the
+// artifact, the CUDA driver and cuBLASLt (and, data-parallel, OpenMPI) are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,5 +96,25 @@ int main(int argc, char **argv) {
   config.dtype = m.dtype;
   config.optimizer = m.optimizer;
   config.backend = m.backend;
-  return runTraining(config, (*artifact)->getCompiledStep());
+  // Data parallelism: join the mpirun job; the artifact is compiled for its
+  // size (runTraining checks) and fingerprinted by its pipeline options.
+  if (config.dataParallel && m.backend != "cpu") {
+    llvm::errs() << "amp-train: error: --data-parallel runs cpu artifacts "
+                    "(the NCCL runtime for cuda is not built yet)\n";
+    return 1;
+  }
+  auto joined = joinDataParallelJob(config);
+  if (!joined) {
+    llvm::errs() << ("amp-train: error: " + llvm::toString(joined.takeError()) +
+                     "\n");
+    return 1;
+  }
+  std::unique_ptr<Communicator> communicator = std::move(*joined);
+  config.compileSettings = m.pipeline;
+  int status = runTraining(config, (*artifact)->getCompiledStep());
+  // A rank that fails alone would leave the others in a collective: end
+  // the whole job (mpirun reports it and exits non-zero).
+  if (status != 0 && communicator && communicator->size() > 1)
+    communicator->abort(status);
+  return status;
 }

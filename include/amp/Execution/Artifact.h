@@ -47,6 +47,9 @@ struct ArtifactManifest {
   /// "name=value ..." (getPrintedOptions); empty in older artifacts.
   std::string pipeline;
   ArtifactFunctionInfo step, logits;
+  /// The data-parallel ranks the step is compiled for: `ranks` of
+  /// `pipeline` (1 when absent).
+  int64_t getRanks() const;
   StepAbi abi;
   std::vector<std::pair<unsigned, InitSpec>> inits;
 };
@@ -84,6 +87,7 @@ private:
   int64_t (*getCpuThreads)() = nullptr;
   void (*cpuMemoryStats)(uint64_t *, uint64_t *) = nullptr;
   void (*resetCpuMemoryPeak)() = nullptr;
+  void (*setCommunicator)(Communicator *) = nullptr;
 };
 
 } // namespace amp

@@ -29,6 +29,8 @@
 
 namespace amp {
 
+class Communicator;
+
 /// The roles of @train_step's arguments, read from their train.* attributes
 /// (docs/Autodiff.md describes the ABI). Results: the loss, then the new
 /// value of each `state` argument in that order, then (dynamic loss scaling)
@@ -86,6 +88,14 @@ struct CompiledStep {
   /// steps.
   void (*cpuMemoryStats)(uint64_t *inUse, uint64_t *peak) = nullptr;
   void (*resetCpuMemoryPeak)() = nullptr;
+  /// The number of data-parallel ranks the step is compiled for
+  /// (amp-pipeline's `ranks`; 1: one process), and the installer of the
+  /// communicator its collectives call, in the runtime that runs it (the
+  /// JIT's, or the one an artifact links: amp_cpu_set_communicator). Null
+  /// where the runtime has none (CUDA steps, a CPU artifact without
+  /// collectives).
+  int64_t ranks = 1;
+  void (*setCommunicator)(Communicator *) = nullptr;
 };
 
 } // namespace amp

@@ -66,6 +66,11 @@ extern "C" {
 /// the process (under mpirun, that ends the job).
 void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype, int64_t op,
                         int64_t count, int64_t ranks);
+
+/// amp::setCommunicator under a name a loader finds with dlsym: an artifact
+/// links its own copy of the runtime, whose communicator the process
+/// installs through this entry point.
+void amp_cpu_set_communicator(amp::Communicator *communicator);
 }
 
 #endif // AMP_RUNTIME_COLLECTIVES_H

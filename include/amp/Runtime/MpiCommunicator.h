@@ -47,4 +47,10 @@ private:
 
 } // namespace amp
 
+extern "C" {
+/// The plugin's entry point: MpiCommunicator::create, the communicator
+/// owned by the caller; on failure null and the reason in `error`.
+amp::Communicator *amp_mpi_join(char *error, size_t capacity);
+}
+
 #endif // AMP_RUNTIME_MPICOMMUNICATOR_H

@@ -68,6 +68,8 @@ struct TrainingConfig {
   /// trains on its own shard of every global batch of `ranks` x batch
   /// examples, starts from rank 0's state, and only rank 0 writes files.
   Communicator *communicator = nullptr;
+  /// --data-parallel was given (joinDataParallelJob sets `communicator`).
+  bool dataParallel = false;
   /// Compare every rank's parameters and state with rank 0's after every
   /// step (always after the last one).
   bool checkReplicas = false;

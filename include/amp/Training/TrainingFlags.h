@@ -5,13 +5,15 @@
 //===----------------------------------------------------------------------===//
 //
 // The flags amp-run and amp-train share (--lr, --epochs, --dataset, --save,
-// ...), registered by linking AMPTrainingFlags: only tools link it.
+// --data-parallel, ...), registered by linking AMPTrainingFlags: only tools
+// link it (with MPI, for --data-parallel).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AMP_TRAINING_TRAININGFLAGS_H
 #define AMP_TRAINING_TRAININGFLAGS_H
 
+#include "amp/Runtime/Collectives.h"
 #include "amp/Training/Trainer.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -24,6 +26,22 @@ llvm::cl::OptionCategory &getTrainingFlagsCategory();
 /// The parsed flags as a configuration of `tool`; the compile-side fields
 /// (model, opt level, dtype, optimizer, backend) are left for the tool.
 TrainingConfig readTrainingFlags(llvm::StringRef tool);
+
+/// Joins the mpirun job through amp's MPI plugin, libamp-mpi.so (its
+/// amp_mpi_join; loaded from the executable's ../lib or directory, else by
+/// the dynamic loader), so that a driver links no MPI library and starts
+/// where none is installed. Null, with `error` set, when the plugin or MPI
+/// cannot be loaded or the job cannot be joined.
+std::unique_ptr<Communicator> joinMpiJob(std::string &error);
+
+/// --data-parallel (docs/Distributed.md): joins the mpirun job over MPI and
+/// makes `config` one rank of it (joinMpiJob; config.communicator; on every rank but 0
+/// no output files, and standard output to /dev/null). Returns the
+/// communicator, which must outlive the run, or null without
+/// --data-parallel. Errors: a data-parallel flag without --data-parallel,
+/// --bench-steps, a bad --dp-timeout or --inject-rank, no MPI job to join.
+llvm::Expected<std::unique_ptr<Communicator>>
+joinDataParallelJob(TrainingConfig &config);
 
 } // namespace amp
 

@@ -26,14 +26,18 @@ void amp::setCommunicator(Communicator *communicator) {
 
 Communicator *amp::getCommunicator() { return installed.load(); }
 
+extern "C" void amp_cpu_set_communicator(Communicator *communicator) {
+  setCommunicator(communicator);
+}
+
 extern "C" void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
                                    int64_t op, int64_t count, int64_t ranks) {
   Communicator *communicator = getCommunicator();
   if (!communicator) {
     std::fprintf(stderr,
                  "amp runtime: a data-parallel step (train.all_reduce) ran "
-                 "without a communicator; run it with amp-run --data-parallel "
-                 "under mpirun\n");
+                 "without a communicator; run it with --data-parallel under "
+                 "mpirun (amp-run, amp-train)\n");
     std::abort();
   }
   // Only compiled code calls in, with codes the lowering wrote.

@@ -269,8 +269,8 @@ func.func @f(%a: tensor<3xf32>) -> tensor<3xf32> {
   setCommunicator(nullptr);
   HostTensor a = HostTensor::fromFloats(ElementKind::F32, {3}, {1, 2, 3});
   EXPECT_DEATH((void)fn->call({&a}),
-               "ran without a communicator; run it with amp-run "
-               "--data-parallel under mpirun");
+               "ran without a communicator; run it with --data-parallel "
+               "under mpirun \\(amp-run, amp-train\\)");
 }
 
 // A step compiled for another number of ranks than the job has ends the

@@ -324,16 +324,21 @@ HostTensor amp::learningRateArgument(const TensorSpec &spec, float lr) {
 
 namespace {
 
-/// A data-parallel step's deadline: a thread that ends the process when a
-/// step armed with `arm` has not been disarmed within `seconds` (a
-/// collective waiting for a rank that stopped or hung never returns, and
-/// MPI has no timeout of its own). It prints the step and this rank and
-/// exits with status 1, so that mpirun ends the whole job.
+/// The watchdog's margin after --dp-timeout: the step's collectives give up
+/// at the deadline itself.
+constexpr double kWatchdogBackstopSeconds = 5.0;
+
+/// A data-parallel step's last resort: a thread that ends the process when
+/// a step armed with `arm` has not been disarmed within `seconds` plus
+/// `margin` (a step stuck outside the collectives, which give up at the
+/// deadline themselves). It prints the step and this rank and exits with
+/// status 1, so that mpirun ends the whole job.
 class StepWatchdog {
 public:
-  StepWatchdog(std::string tool, int64_t rank, int64_t ranks, double seconds)
+  StepWatchdog(std::string tool, int64_t rank, int64_t ranks, double seconds,
+               double margin)
       : tool(std::move(tool)), rank(rank), ranks(ranks), seconds(seconds),
-        thread([this] { watch(); }) {}
+        margin(margin), thread([this] { watch(); }) {}
   ~StepWatchdog() {
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -347,7 +352,7 @@ public:
     current = step;
     deadline = std::chrono::steady_clock::now() +
                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                   std::chrono::duration<double>(seconds));
+                   std::chrono::duration<double>(seconds + margin));
     armed = true;
     wake.notify_all();
   }
@@ -368,11 +373,11 @@ private:
           armed && std::chrono::steady_clock::now() >= deadline) {
         std::fprintf(stderr,
                      "%s: error: rank %lld of %lld: step %lld did not complete "
-                     "within %g s (--dp-timeout): a collective is waiting for "
-                     "a rank that stopped, hung or died; ending the job\n",
+                     "within %g s (--dp-timeout) and %g s more, outside any "
+                     "collective; ending the job\n",
                      tool.c_str(), static_cast<long long>(rank),
                      static_cast<long long>(ranks),
-                     static_cast<long long>(current), seconds);
+                     static_cast<long long>(current), seconds, margin);
         std::fflush(nullptr);
         std::_Exit(1);
       }
@@ -381,7 +386,7 @@ private:
 
   std::string tool;
   int64_t rank, ranks;
-  double seconds;
+  double seconds, margin;
   std::mutex mutex;
   std::condition_variable wake;
   bool armed = false, stopping = false;
@@ -848,11 +853,18 @@ int amp::runTraining(const TrainingConfig &config,
   if (endStep < startStep)
     return fail("--stop-at=" + llvm::Twine(int64_t(stopAt)) +
                 " is before the checkpoint's step " + llvm::Twine(startStep));
-  // Data parallelism: each step under the watchdog's deadline.
+  // Data parallelism: each step under a deadline. A collective still
+  // waiting at the deadline gives up, naming the ranks it waits for (the
+  // communicator's heartbeats), and ends the job; the watchdog thread backs
+  // it up a few seconds later for a step stuck anywhere else.
   std::unique_ptr<StepWatchdog> watchdog;
-  if (communicator && ranks > 1 && config.dpTimeout > 0)
+  bool deadlines = communicator && ranks > 1 && config.dpTimeout > 0;
+  auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config.dpTimeout));
+  if (deadlines)
     watchdog = std::make_unique<StepWatchdog>(config.tool, rank, ranks,
-                                              config.dpTimeout);
+                                              config.dpTimeout,
+                                              kWatchdogBackstopSeconds);
   // A progress bar on a terminal (stderr), plain lines otherwise.
   bool progressBar = llvm::sys::Process::StandardErrIsDisplayed();
   for (int64_t s = startStep; s < endStep; ++s) {
@@ -886,11 +898,19 @@ int amp::runTraining(const TrainingConfig &config,
     if (setError)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(std::move(setError)));
-    if (watchdog)
+    if (deadlines) {
+      communicator->setDeadline(
+          std::chrono::steady_clock::now() + timeout,
+          llvm::formatv("step {0} (--dp-timeout={1})", s,
+                        llvm::format("%g", config.dpTimeout)));
       watchdog->arm(s);
+    }
     auto out = session->step(routes);
-    if (watchdog)
+    if (deadlines) {
       watchdog->disarm();
+      communicator->setDeadline(std::chrono::steady_clock::time_point::max(),
+                                "");
+    }
     stepTimes.push_back(std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - t0)
                             .count());

@@ -16,6 +16,7 @@
 
 #include "amp/Runtime/CpuRuntime.h"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -42,6 +43,12 @@ public:
                                 RuntimeDType type, CollectiveOp op) = 0;
   /// Copies rank `root`'s `bytes` bytes at `data` to every rank's `data`.
   virtual std::string broadcast(void *data, int64_t bytes, int root) = 0;
+  /// From now on a collective still waiting at `deadline` gives up and
+  /// returns an error naming what was running (`what`, e.g. "step 5") and
+  /// the ranks it waits for; time_point::max(): wait for ever (the
+  /// default). Communicators that cannot tell ignore it.
+  virtual void setDeadline(std::chrono::steady_clock::time_point deadline,
+                           const std::string &what) {}
   /// Ends every rank of the job with exit status `code` (a rank that stops
   /// alone would leave the others waiting in a collective). The default
   /// ends this process only.

@@ -32,6 +32,12 @@ public:
   std::string allReduce(const void *in, void *out, int64_t count,
                         RuntimeDType type, CollectiveOp op) override;
   std::string broadcast(void *data, int64_t bytes, int root) override;
+  /// Collectives are non-blocking MPI calls polled until they complete or
+  /// the deadline passes. Each rank tells every other one when it enters a
+  /// collective (a heartbeat: the collective's number in the run), so that
+  /// a rank that gives up names the ranks that never arrived.
+  void setDeadline(std::chrono::steady_clock::time_point deadline,
+                   const std::string &what) override;
   /// MPI_Abort: mpirun ends every rank.
   [[noreturn]] void abort(int code) override;
 
@@ -40,9 +46,18 @@ public:
   static bool launchedByMpi();
 
 private:
-  MpiCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  struct Heartbeats;
+  MpiCommunicator(int rank, int size);
+  /// Sends this rank's heartbeat for the next collective, then polls
+  /// `request` (a started MPI_I* call named `call`) to completion or the
+  /// deadline.
+  std::string complete(void *request, const char *call);
   int rank_;
   int size_;
+  std::unique_ptr<Heartbeats> heartbeats_;
+  std::chrono::steady_clock::time_point deadline_ =
+      std::chrono::steady_clock::time_point::max();
+  std::string what_;
 };
 
 } // namespace amp

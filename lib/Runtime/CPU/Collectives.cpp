@@ -67,9 +67,10 @@ extern "C" void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
   if (!error.empty()) {
     std::fprintf(stderr,
                  "amp runtime: rank %d of %d: all-reduce of %lld "
-                 "values failed: %s\n",
+                 "values failed: %s; ending the job\n",
                  communicator->rank(), communicator->size(),
                  static_cast<long long>(count), error.c_str());
-    std::abort();
+    // Every rank, not only this one (under mpirun: MPI_Abort).
+    communicator->abort(1);
   }
 }

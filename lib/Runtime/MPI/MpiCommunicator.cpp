@@ -9,9 +9,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <limits>
+#include <thread>
+#include <vector>
 
 using namespace amp;
 
@@ -92,7 +96,162 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::create(std::string &error) {
   return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(rank, size));
 }
 
+/// The heartbeats of the other ranks: on a communicator of their own (a
+/// duplicate of MPI_COMM_WORLD), one receive posted per peer for its next
+/// heartbeat, and this rank's sends until they complete.
+struct MpiCommunicator::Heartbeats {
+  MPI_Comm comm = MPI_COMM_NULL;
+  /// Per rank: the number of the last collective it entered (0: none yet),
+  /// when its last heartbeat arrived, and the buffer and request of the
+  /// receive posted for its next one.
+  std::vector<int64_t> seen, inbox;
+  std::vector<std::chrono::steady_clock::time_point> heard;
+  std::vector<MPI_Request> receives;
+  /// This rank's heartbeats in flight: each buffer lives until its send
+  /// completes.
+  std::deque<std::pair<MPI_Request, std::unique_ptr<int64_t>>> sends;
+  /// The collectives this rank has entered.
+  int64_t entered = 0;
+
+  explicit Heartbeats(int size)
+      : seen(size, 0), inbox(size, 0),
+        heard(size, std::chrono::steady_clock::now()),
+        receives(size, MPI_REQUEST_NULL) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    for (int r = 0; r < size; ++r)
+      if (r != rank)
+        post(r);
+  }
+  ~Heartbeats() {
+    for (MPI_Request &request : receives)
+      if (request != MPI_REQUEST_NULL) {
+        MPI_Cancel(&request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+      }
+    for (auto &[request, buffer] : sends)
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&comm);
+  }
+  void post(int from) {
+    MPI_Irecv(&inbox[from], 1, MPI_INT64_T, from, 0, comm, &receives[from]);
+  }
+  /// Takes the heartbeats that arrived (each peer's latest) and retires the
+  /// completed sends.
+  void poll() {
+    for (size_t r = 0; r < receives.size(); ++r) {
+      int done = 0;
+      while (receives[r] != MPI_REQUEST_NULL &&
+             MPI_Test(&receives[r], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             done) {
+        seen[r] = std::max(seen[r], inbox[r]);
+        heard[r] = std::chrono::steady_clock::now();
+        post(int(r));
+      }
+    }
+    while (!sends.empty()) {
+      int done = 0;
+      if (MPI_Test(&sends.front().first, &done, MPI_STATUS_IGNORE) !=
+              MPI_SUCCESS ||
+          !done)
+        break;
+      sends.pop_front();
+    }
+  }
+  /// Tells every other rank that this one is alive in collective
+  /// `entered` (after entering its next one when `next`).
+  void beat(int self, bool next) {
+    entered += next;
+    for (size_t r = 0; r < receives.size(); ++r) {
+      if (int(r) == self)
+        continue;
+      auto buffer = std::make_unique<int64_t>(entered);
+      MPI_Request request;
+      if (MPI_Isend(buffer.get(), 1, MPI_INT64_T, int(r), 0, comm, &request) ==
+          MPI_SUCCESS)
+        sends.emplace_back(request, std::move(buffer));
+    }
+    poll();
+  }
+};
+
+MpiCommunicator::MpiCommunicator(int rank, int size)
+    : rank_(rank), size_(size) {
+  if (size > 1)
+    heartbeats_ = std::make_unique<Heartbeats>(size);
+}
+
 MpiCommunicator::~MpiCommunicator() = default;
+
+void MpiCommunicator::setDeadline(
+    std::chrono::steady_clock::time_point deadline, const std::string &what) {
+  deadline_ = deadline;
+  what_ = what;
+}
+
+std::string MpiCommunicator::complete(void *started, const char *call) {
+  auto *request = static_cast<MPI_Request *>(started);
+  if (!heartbeats_) {
+    if (int code = MPI_Wait(request, MPI_STATUS_IGNORE); code != MPI_SUCCESS)
+      return mpiError(call, code);
+    return "";
+  }
+  using Clock = std::chrono::steady_clock;
+  // While waiting, a heartbeat every kAlive: a rank silent for kSilent is
+  // not waiting with this one (stopped, hung, dead, or still computing).
+  constexpr auto kAlive = std::chrono::milliseconds(200);
+  constexpr auto kSilent = std::chrono::seconds(1);
+  heartbeats_->beat(rank_, /*next=*/true);
+  Clock::time_point lastBeat = Clock::now();
+  for (uint64_t spin = 0;; ++spin) {
+    int done = 0;
+    if (int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        code != MPI_SUCCESS)
+      return mpiError(call, code);
+    if (done)
+      return "";
+    // Check the clock and the heartbeats every so often; let other
+    // processes on this core run while waiting long.
+    if (spin % 64 != 63)
+      continue;
+    heartbeats_->poll();
+    if (spin > 100000)
+      std::this_thread::yield();
+    Clock::time_point now = Clock::now();
+    if (now - lastBeat >= kAlive) {
+      heartbeats_->beat(rank_, /*next=*/false);
+      lastBeat = now;
+    }
+    if (now < deadline_)
+      continue;
+    // Given up: name the ranks this one waits for, those not in this
+    // collective or silent (SIGSTOP leaves a rank inside it).
+    int64_t number = heartbeats_->entered;
+    std::string waiting;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_)
+        continue;
+      double silent =
+          std::chrono::duration<double>(now - heartbeats_->heard[r]).count();
+      if (heartbeats_->seen[r] >= number && now - heartbeats_->heard[r] < kSilent)
+        continue;
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "%srank %d (silent for %.1f s, last in collective %lld)",
+                    waiting.empty() ? "" : ", ", r, silent,
+                    static_cast<long long>(heartbeats_->seen[r]));
+      waiting += text;
+    }
+    std::string message = what_ + " did not complete in time: " + call +
+                          " (collective " + std::to_string(number) +
+                          " of the run) ";
+    if (waiting.empty())
+      return message + "is stuck though every rank is in it and responding";
+    return message + "is waiting for " + waiting;
+  }
+}
 
 std::string MpiCommunicator::allReduce(const void *in, void *out, int64_t count,
                                        RuntimeDType type, CollectiveOp op) {
@@ -110,21 +269,24 @@ std::string MpiCommunicator::allReduce(const void *in, void *out, int64_t count,
     datatype = MPI_UINT16_T;
     mpiOp = max ? halfOps().max[which] : halfOps().sum[which];
   }
-  if (int code =
-          MPI_Allreduce(in, out, int(count), datatype, mpiOp, MPI_COMM_WORLD);
+  MPI_Request request;
+  if (int code = MPI_Iallreduce(in, out, int(count), datatype, mpiOp,
+                                MPI_COMM_WORLD, &request);
       code != MPI_SUCCESS)
-    return mpiError("MPI_Allreduce", code);
-  return "";
+    return mpiError("MPI_Iallreduce", code);
+  return complete(&request, "MPI_Iallreduce");
 }
 
 std::string MpiCommunicator::broadcast(void *data, int64_t bytes, int root) {
   if (bytes > std::numeric_limits<int>::max())
     return "broadcast of " + std::to_string(bytes) +
            " bytes: more than MPI's int count";
-  if (int code = MPI_Bcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+  MPI_Request request;
+  if (int code = MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD,
+                            &request);
       code != MPI_SUCCESS)
-    return mpiError("MPI_Bcast", code);
-  return "";
+    return mpiError("MPI_Ibcast", code);
+  return complete(&request, "MPI_Ibcast");
 }
 
 void MpiCommunicator::abort(int code) {

@@ -8,7 +8,8 @@ waits until its step loop is running (rank 0's third progress line), sends
 SIGKILL or SIGSTOP to the process of rank RANK (found by
 OMPI_COMM_WORLD_RANK in its environment), and measures how long mpirun
 takes to end the job. Prints the exit status, whether it ended within LIMIT
-seconds of the signal, and the job's error lines (stderr).
+seconds of the signal, and the job's error lines (stderr: the tool's and
+the runtime's).
 """
 import os
 import signal
@@ -33,7 +34,7 @@ def main():
             break
     else:
         sys.exit("the job ended before its third step")
-    pid = rank_pid(rank)
+    pid = rank_pid(rank, job.pid)
     if pid is None:
         job.kill()
         sys.exit(f"no amp-run process of rank {rank}")
@@ -50,7 +51,7 @@ def main():
     seconds = time.monotonic() - killed
     print(f"exit status {status}, ended within {limit:g} s: {seconds < limit}")
     for line in stderr.splitlines():
-        if "error:" in line:
+        if "error:" in line or line.startswith("amp runtime:"):
             print(line)
 
 

@@ -55,7 +55,7 @@ def main():
             time.sleep(0.002)
         time.sleep(rng.uniform(0.0, 0.5))
         if ranks > 1:
-            writer = rank_pid(0)
+            writer = rank_pid(0, p.pid)
             killed = writer is not None
             if killed:
                 os.kill(writer, signal.SIGKILL)

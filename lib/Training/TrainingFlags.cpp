@@ -6,12 +6,10 @@
 
 #include "amp/Training/TrainingFlags.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
+#include "amp/Training/MpiJob.h"
 
 #include <cstdio>
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -210,47 +208,6 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.dpTimeout = dpTimeout;
   config.injectRank = injectRank;
   return config;
-}
-
-std::unique_ptr<Communicator> amp::joinMpiJob(std::string &error) {
-  static const char *const kPlugin = "libamp-mpi.so";
-  std::string exe = llvm::sys::fs::getMainExecutable(
-      nullptr, reinterpret_cast<void *>(&amp::joinMpiJob));
-  llvm::StringRef dir = llvm::sys::path::parent_path(exe);
-  std::vector<std::string> candidates;
-  for (llvm::StringRef sub : {"../lib", "."}) {
-    llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, sub, kPlugin);
-    candidates.push_back(path.str().str());
-  }
-  candidates.push_back(kPlugin);
-  std::string tried;
-  for (const std::string &candidate : candidates) {
-    if (candidate != kPlugin && !llvm::sys::fs::exists(candidate))
-      continue;
-    // Global: OpenMPI's own components resolve libmpi's symbols.
-    void *handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!handle) {
-      tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
-      continue;
-    }
-    auto join = reinterpret_cast<Communicator *(*)(char *, size_t)>(
-        ::dlsym(handle, "amp_mpi_join"));
-    if (!join) {
-      error = candidate + " has no amp_mpi_join";
-      return nullptr;
-    }
-    char why[512] = "";
-    Communicator *communicator = join(why, sizeof(why));
-    if (!communicator)
-      error = why;
-    return std::unique_ptr<Communicator>(communicator);
-  }
-  error = std::string("cannot load amp's MPI plugin ") + kPlugin +
-          " (next to " + exe + " or on the library path; it needs OpenMPI's "
-          "libmpi: scripts/setup.sh installs it)" +
-          (tried.empty() ? "" : ": " + tried);
-  return nullptr;
 }
 
 llvm::Expected<std::unique_ptr<Communicator>>

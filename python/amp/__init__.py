@@ -14,7 +14,8 @@ docs/Python.md is the guide.
 
 from __future__ import annotations
 
-from ._api import Step, StepResult, compile, get_num_threads, set_num_threads, to_mlir
+from ._api import (Step, StepResult, compile, get_num_threads, get_rank, get_world_size,
+                   set_num_threads, to_mlir)
 from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
                       UnsupportedNode)
 from ._explain import Report, explain
@@ -24,6 +25,8 @@ __all__ = [
     "to_mlir",
     "set_num_threads",
     "get_num_threads",
+    "get_rank",
+    "get_world_size",
     "explain",
     "Report",
     "Step",

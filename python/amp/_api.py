@@ -34,6 +34,30 @@ def set_num_threads(threads: int) -> None:
     _native.set_num_threads(threads)
 
 
+_RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                   ("PMIX_RANK", "PMIX_SIZE"), ("PMI_RANK", "PMI_SIZE"))
+
+
+def get_rank() -> int:
+    """This process's rank in its mpirun job (0 outside one), as
+    ``torch.distributed.get_rank``: which shard of each global batch to pass
+    a ``data_parallel=True`` step. Read from the launcher's environment."""
+    for rank, _ in _RANK_VARIABLES:
+        if rank in os.environ:
+            return int(os.environ[rank])
+    return 0
+
+
+def get_world_size() -> int:
+    """The number of processes of this mpirun job (1 outside one), as
+    ``torch.distributed.get_world_size``: the ranks a ``data_parallel=True``
+    step is compiled for."""
+    for _, size in _RANK_VARIABLES:
+        if size in os.environ:
+            return int(os.environ[size])
+    return 1
+
+
 def get_num_threads() -> int:
     """The threads compiled CPU steps run on (``torch.get_num_threads``'s
     counterpart): what ``set_num_threads`` set, else the cores available to
@@ -221,6 +245,8 @@ class Step:
             self._native.set(index, _to_numpy(value, self._arguments[index][1]))
             if index in masters:
                 self._native.set(masters[index], _to_numpy(value, "f32"))
+        # Data parallel: rank 0's values on every rank (DDP's broadcast).
+        self._native.broadcast_state()
 
     def _check_tensor(self, index: int, name: str, tensor: torch.Tensor) -> None:
         """``tensor`` fits data argument ``index`` (the inputs, then the target)."""
@@ -322,6 +348,7 @@ class Step:
                                f"shape mismatches {wrong}")
         for key, index, element in names:
             self._native.set(index, _to_numpy(state_dict[key], element))
+        self._native.broadcast_state()
         self._calls = int(state_dict["amp.calls"])
 
     def predict(self, *inputs: torch.Tensor) -> torch.Tensor:
@@ -374,7 +401,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             backoff_factor: float = 0.5, growth_interval: int = 2000,
             enabled: bool = True, accumulate: int = 1,
             clip_grad_norm: Optional[float] = None,
-            loss_scale: Union[str, float] = "dynamic") -> Step:
+            loss_scale: Union[str, float] = "dynamic",
+            data_parallel: bool = False, sync_batchnorm: bool = False) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target): ``loss_fn(model(*inputs),
@@ -392,6 +420,16 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     ``init_scale``) or a number, a fixed scale (a step with inf/NaN
     gradients is still skipped; the scale never changes). The model is not
     run, changed or moved.
+
+    ``data_parallel=True`` makes the step one rank of an mpirun job
+    (``mpirun -np N python train.py``), as DistributedDataParallel: the step
+    is compiled for the job's N processes, every rank starts from rank 0's
+    parameters and state, each call's gradients are averaged across the
+    ranks inside the step, and every rank applies the same update. Each rank
+    passes its own shard of the global batch (:func:`get_rank`,
+    :func:`get_world_size`). ``sync_batchnorm=True`` (with
+    ``data_parallel``) normalizes batch norm with the global batch's
+    statistics, as ``torch.nn.SyncBatchNorm``. docs/Distributed.md.
     """
     _check_precision(opt_level, dtype)
     if backend not in ("cpu", "cuda"):
@@ -400,6 +438,11 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         raise ValueError(f"accumulate must be a positive int, given {accumulate!r}")
     if clip_grad_norm is not None and not clip_grad_norm > 0:
         raise ValueError(f"clip_grad_norm must be positive (or None), given {clip_grad_norm!r}")
+    if sync_batchnorm and not data_parallel:
+        raise ValueError("sync_batchnorm=True needs data_parallel=True")
+    if data_parallel and backend != "cpu":
+        raise ValueError("data_parallel=True runs on backend='cpu' (the NCCL runtime for "
+                         "cuda is not built yet)")
     static_scale = None
     if loss_scale != "dynamic":
         if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or \
@@ -423,6 +466,16 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     flags.append(f"--accumulate={accumulate}")
     if clip_grad_norm is not None:
         flags.append(f"--clip-norm={float(clip_grad_norm)!r}")
+    if data_parallel:
+        from . import _native
+        try:
+            _, ranks = _native.join_mpi_job()
+        except RuntimeError as error:
+            raise RuntimeError(f"data_parallel=True: {error}") from None
+        if ranks > 1:
+            flags.append(f"--ranks={ranks}")
+            if sync_batchnorm:
+                flags.append("--sync-batchnorm")
     # The artifact is loaded (dlopen'ed) before its directory goes: nothing
     # is left on disk, whatever happens after.
     with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:
@@ -444,4 +497,6 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             raise DeviceUnavailableError(
                 f"backend='cuda': the step compiled, but {reason} (use backend='cpu' "
                 "on a machine without an NVIDIA GPU)") from None
+        # A data-parallel step: the job's communicator in its runtime.
+        native.join_job()
     return Step(native, imported, model, optimizer, static_scale)

@@ -11,6 +11,7 @@
 #include "amp/Runtime/Collectives.h"
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace amp {
@@ -52,6 +53,9 @@ private:
   /// `request` (a started MPI_I* call named `call`) to completion or the
   /// deadline.
   std::string complete(void *request, const char *call);
+  /// The communicators not yet destroyed (MPI_Finalize stops their
+  /// heartbeats first).
+  static std::set<MpiCommunicator *> &liveCommunicators();
   int rank_;
   int size_;
   std::unique_ptr<Heartbeats> heartbeats_;

@@ -27,15 +27,8 @@ llvm::cl::OptionCategory &getTrainingFlagsCategory();
 /// (model, opt level, dtype, optimizer, backend) are left for the tool.
 TrainingConfig readTrainingFlags(llvm::StringRef tool);
 
-/// Joins the mpirun job through amp's MPI plugin, libamp-mpi.so (its
-/// amp_mpi_join; loaded from the executable's ../lib or directory, else by
-/// the dynamic loader), so that a driver links no MPI library and starts
-/// where none is installed. Null, with `error` set, when the plugin or MPI
-/// cannot be loaded or the job cannot be joined.
-std::unique_ptr<Communicator> joinMpiJob(std::string &error);
-
 /// --data-parallel (docs/Distributed.md): joins the mpirun job over MPI and
-/// makes `config` one rank of it (joinMpiJob; config.communicator; on every rank but 0
+/// makes `config` one rank of it (joinMpiJob in MpiJob.h; config.communicator; on every rank but 0
 /// no output files, and standard output to /dev/null). Returns the
 /// communicator, which must outlive the run, or null without
 /// --data-parallel. Errors: a data-parallel flag without --data-parallel,

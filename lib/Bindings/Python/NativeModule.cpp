@@ -16,6 +16,7 @@
 
 #include "amp/Execution/Artifact.h"
 #include "amp/Execution/CompiledStep.h"
+#include "amp/Training/MpiJob.h"
 #include "amp/Training/Trainer.h"
 
 #include <nanobind/nanobind.h>
@@ -62,6 +63,11 @@ const char *numpyName(ElementKind kind) {
   return "?";
 }
 
+/// The process's data-parallel job (amp.compile(data_parallel=True)):
+/// joined once through the MPI plugin and kept until the process ends (MPI
+/// is finalized at exit).
+Communicator *job = nullptr;
+
 /// A loaded artifact and one session of its step: the arguments live in the
 /// session between calls.
 class NativeStep {
@@ -76,7 +82,44 @@ public:
     routes = stepResultRoutes(compiled);
   }
 
+  ~NativeStep() {
+    if (joined)
+      compiled.setCommunicator(nullptr);
+  }
   const ArtifactManifest &manifest() const { return artifact->getManifest(); }
+  /// The data-parallel ranks the step is compiled for.
+  int64_t ranks() const { return compiled.ranks; }
+  /// A data-parallel step: installs the job's communicator in the
+  /// artifact's runtime.
+  void joinJob() {
+    if (compiled.ranks == 1)
+      return;
+    if (!job || job->size() != compiled.ranks)
+      throw std::runtime_error(
+          "the step is compiled for " + std::to_string(compiled.ranks) +
+          " data-parallel ranks, but the job has " +
+          std::to_string(job ? job->size() : 1));
+    if (!compiled.setCommunicator)
+      throw std::runtime_error("the artifact's runtime has no collectives");
+    compiled.setCommunicator(job);
+    joined = true;
+  }
+  /// A data-parallel step: copies rank 0's value of every persistent
+  /// argument (parameters, optimizer and scaler state) to this rank, as
+  /// DistributedDataParallel does at construction.
+  void broadcastState() {
+    if (!joined)
+      return;
+    for (auto &[name, i] : abi().persistent) {
+      HostTensor value = take(session->get(i));
+      std::string error =
+          job->broadcast(value.data(), int64_t(value.getSizeInBytes()), 0);
+      if (!error.empty())
+        throw std::runtime_error("broadcasting " + name + ": " + error);
+      if (llvm::Error e = session->set(i, value))
+        raise(std::move(e));
+    }
+  }
 
   /// (shape, element name) of each step argument.
   std::vector<std::tuple<std::vector<int64_t>, std::string>> arguments() const {
@@ -187,6 +230,7 @@ private:
   }
 
   std::unique_ptr<Artifact> artifact;
+  bool joined = false;
   CompiledStep compiled;
   std::unique_ptr<StepSession> session;
   std::vector<ResultRoute> routes;
@@ -209,6 +253,18 @@ NB_MODULE(_native, m) {
   m.def(
       "get_num_threads", []() { return omp_get_max_threads(); },
       "The threads compiled CPU steps run on.");
+  m.def(
+      "join_mpi_job",
+      []() {
+        if (!job) {
+          std::string error;
+          job = joinMpiJob(error).release();
+          if (!job)
+            throw std::runtime_error("cannot join the MPI job: " + error);
+        }
+        return std::make_tuple(job->rank(), job->size());
+      },
+      "Joins the mpirun job this process belongs to (once): (rank, size).");
   nb::class_<NativeStep>(m, "NativeStep")
       .def(nb::init<const std::string &>(), nb::arg("artifact"),
            "Loads an artifact of amp-compile and opens a session of its step.")
@@ -245,6 +301,13 @@ NB_MODULE(_native, m) {
            "Runs one step on [(argument index, address, element bytes)] of "
            "memory the caller keeps alive, read in place where the backend "
            "allows: (loss, scale, skipped, collapsed).")
+      .def_prop_ro("ranks", &NativeStep::ranks,
+                   "The data-parallel ranks the step is compiled for.")
+      .def("join_job", &NativeStep::joinJob,
+           "Installs the joined job's communicator in the step's runtime.")
+      .def("broadcast_state", &NativeStep::broadcastState,
+           "Copies rank 0's parameters and state to every rank (a "
+           "data-parallel step).")
       .def("logits", &NativeStep::logits,
            "The forward's outputs on the current arguments.");
 }

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <deque>
 #include <limits>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -81,12 +82,16 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::create(std::string &error) {
       error = mpiError("MPI_Init_thread", code);
       return nullptr;
     }
-    // Finalize at exit, after every communicator is gone.
+    // Finalize at exit, after every communicator is gone (or, for one
+    // kept to the end, its heartbeats: a process may keep its job).
     std::atexit([] {
       int finalized = 0;
       MPI_Finalized(&finalized);
-      if (!finalized)
-        MPI_Finalize();
+      if (finalized)
+        return;
+      for (MpiCommunicator *live : liveCommunicators())
+        live->heartbeats_.reset();
+      MPI_Finalize();
     });
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -181,9 +186,15 @@ MpiCommunicator::MpiCommunicator(int rank, int size)
     : rank_(rank), size_(size) {
   if (size > 1)
     heartbeats_ = std::make_unique<Heartbeats>(size);
+  liveCommunicators().insert(this);
 }
 
-MpiCommunicator::~MpiCommunicator() = default;
+MpiCommunicator::~MpiCommunicator() { liveCommunicators().erase(this); }
+
+std::set<MpiCommunicator *> &MpiCommunicator::liveCommunicators() {
+  static auto *live = new std::set<MpiCommunicator *>();
+  return *live;
+}
 
 void MpiCommunicator::setDeadline(
     std::chrono::steady_clock::time_point deadline, const std::string &what) {

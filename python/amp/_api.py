@@ -402,7 +402,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             enabled: bool = True, accumulate: int = 1,
             clip_grad_norm: Optional[float] = None,
             loss_scale: Union[str, float] = "dynamic",
-            data_parallel: bool = False, sync_batchnorm: bool = False) -> Step:
+            data_parallel: bool = False, sync_batchnorm: bool = False,
+            dp_timeout: float = 300.0) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target): ``loss_fn(model(*inputs),
@@ -429,7 +430,10 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     passes its own shard of the global batch (:func:`get_rank`,
     :func:`get_world_size`). ``sync_batchnorm=True`` (with
     ``data_parallel``) normalizes batch norm with the global batch's
-    statistics, as ``torch.nn.SyncBatchNorm``. docs/Distributed.md.
+    statistics, as ``torch.nn.SyncBatchNorm``. ``dp_timeout`` (seconds, 0:
+    none; amp-run's ``--dp-timeout``): a call whose collectives wait longer
+    ends the job with an error naming the ranks they wait for.
+    docs/Distributed.md.
     """
     _check_precision(opt_level, dtype)
     if backend not in ("cpu", "cuda"):
@@ -440,6 +444,9 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         raise ValueError(f"clip_grad_norm must be positive (or None), given {clip_grad_norm!r}")
     if sync_batchnorm and not data_parallel:
         raise ValueError("sync_batchnorm=True needs data_parallel=True")
+    if isinstance(dp_timeout, bool) or not isinstance(dp_timeout, (int, float)) or \
+            not 0 <= dp_timeout < float("inf"):
+        raise ValueError(f"dp_timeout must be 0 (none) or a number of seconds, given {dp_timeout!r}")
     if data_parallel and backend != "cpu":
         raise ValueError("data_parallel=True runs on backend='cpu' (the NCCL runtime for "
                          "cuda is not built yet)")
@@ -499,4 +506,5 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
                 "on a machine without an NVIDIA GPU)") from None
         # A data-parallel step: the job's communicator in its runtime.
         native.join_job()
+        native.set_timeout(float(dp_timeout))
     return Step(native, imported, model, optimizer, static_scale)

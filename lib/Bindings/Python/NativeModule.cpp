@@ -27,6 +27,8 @@
 
 #include <omp.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -63,6 +65,13 @@ const char *numpyName(ElementKind kind) {
   return "?";
 }
 
+/// `seconds` as printf's %g.
+std::string formatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", seconds);
+  return text;
+}
+
 /// The process's data-parallel job (amp.compile(data_parallel=True)):
 /// joined once through the MPI plugin and kept until the process ends (MPI
 /// is finalized at exit).
@@ -89,6 +98,15 @@ public:
   const ArtifactManifest &manifest() const { return artifact->getManifest(); }
   /// The data-parallel ranks the step is compiled for.
   int64_t ranks() const { return compiled.ranks; }
+  /// A data-parallel step's collectives give up (and end the job, naming
+  /// the ranks they wait for) when a call has not completed within
+  /// `seconds` (0: never).
+  void setTimeout(double seconds) {
+    if (!(seconds >= 0))
+      throw std::invalid_argument("the timeout must be 0 (none) or a number "
+                                  "of seconds");
+    timeout = seconds;
+  }
   /// A data-parallel step: installs the job's communicator in the
   /// artifact's runtime.
   void joinJob() {
@@ -159,6 +177,7 @@ public:
 
   /// One step: (loss, scale, skipped, collapsed).
   std::tuple<double, double, bool, bool> step() {
+    Deadline deadline(*this);
     std::vector<HostTensor> toHost = take(session->step(routes));
     StepScalars s = readStepScalars(compiled.abi, toHost);
     return {s.loss, s.scale, s.skipped, s.collapsed};
@@ -201,6 +220,7 @@ public:
       std::memcpy(copy.data(), data, copy.getSizeInBytes());
       values.emplace_back(i, std::move(copy));
     }
+    Deadline deadline(*this);
     std::vector<HostTensor> toHost = take(session->stepWith(routes, values));
     StepScalars s = readStepScalars(compiled.abi, toHost);
     return {s.loss, s.scale, s.skipped, s.collapsed};
@@ -231,6 +251,23 @@ private:
 
   std::unique_ptr<Artifact> artifact;
   bool joined = false;
+  double timeout = 0;
+  /// One call's deadline in the job's communicator (data-parallel steps).
+  struct Deadline {
+    explicit Deadline(NativeStep &step) : step(step) {
+      if (step.joined && step.timeout > 0)
+        job->setDeadline(
+            std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(step.timeout)),
+            "a call of the step (timeout=" + formatSeconds(step.timeout) + ")");
+    }
+    ~Deadline() {
+      if (step.joined && step.timeout > 0)
+        job->setDeadline(std::chrono::steady_clock::time_point::max(), "");
+    }
+    NativeStep &step;
+  };
   CompiledStep compiled;
   std::unique_ptr<StepSession> session;
   std::vector<ResultRoute> routes;
@@ -303,6 +340,8 @@ NB_MODULE(_native, m) {
            "allows: (loss, scale, skipped, collapsed).")
       .def_prop_ro("ranks", &NativeStep::ranks,
                    "The data-parallel ranks the step is compiled for.")
+      .def("set_timeout", &NativeStep::setTimeout, nb::arg("seconds"),
+           "A data-parallel call's deadline in seconds (0: none).")
       .def("join_job", &NativeStep::joinJob,
            "Installs the joined job's communicator in the step's runtime.")
       .def("broadcast_state", &NativeStep::broadcastState,

@@ -32,6 +32,16 @@ namespace {
 
 MpiCommunicator *world = nullptr;
 
+/// `source` compiled for a job of `size` ranks: each `ranks N` of its ops
+/// becomes `ranks <size>` (the runtime checks the count).
+std::unique_ptr<CpuFunction> compileForJob(test::TestContext &context,
+                                           std::string source, int size) {
+  for (size_t at = source.find("ranks N"); at != std::string::npos;
+       at = source.find("ranks N"))
+    source.replace(at, 7, "ranks " + std::to_string(size));
+  return test::compileFunction(context, source);
+}
+
 TEST(Mpi, AllReduceAcrossRanks) {
   ASSERT_TRUE(world);
   const int rank = world->rank(), size = world->size();
@@ -47,10 +57,7 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, %c: tensor<3xbf16>, %flag: 
   return %s#0, %s#1, %s#2, %m, %f, %k : tensor<2x3xf32>, tensor<4xf16>, tensor<3xbf16>, tensor<2x3xf32>, tensor<i1>, tensor<2x3xf32>
 }
 )mlir";
-  for (size_t at = source.find("ranks N"); at != std::string::npos;
-       at = source.find("ranks N"))
-    source.replace(at, 7, "ranks " + std::to_string(size));
-  std::unique_ptr<CpuFunction> fn = test::compileFunction(context, source);
+  std::unique_ptr<CpuFunction> fn = compileForJob(context, source, size);
   ASSERT_TRUE(fn);
 
   // Rank r's values, and their sums over the ranks.
@@ -117,10 +124,7 @@ func.func @f(%x: tensor<2x2x3xf32>, %dy: tensor<2x2x3xf32>, %g: tensor<2xf32>, %
   return %y, %rm, %rv, %dx, %dg, %db : tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>
 }
 )mlir";
-  for (size_t at = source.find("ranks N"); at != std::string::npos;
-       at = source.find("ranks N"))
-    source.replace(at, 7, "ranks " + std::to_string(size));
-  std::unique_ptr<CpuFunction> fn = test::compileFunction(context, source);
+  std::unique_ptr<CpuFunction> fn = compileForJob(context, source, size);
   ASSERT_TRUE(fn);
 
   // Element i = (n * 2 + c) * 3 + s of rank r's shard; channel c.

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/Artifact.h"
+#include "amp/Runtime/Collectives.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -580,8 +581,13 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
         dlsym(handle, "amp_cpu_memory_stats"));
     artifact->resetCpuMemoryPeak = reinterpret_cast<void (*)()>(
         dlsym(handle, "amp_cpu_memory_reset_peak"));
-    artifact->setCommunicator = reinterpret_cast<void (*)(Communicator *)>(
-        dlsym(handle, "amp_cpu_set_communicator"));
+    // A communicator crosses into the artifact's runtime only when both
+    // agree on its layout (an artifact of another amp build may not).
+    auto abi = reinterpret_cast<int64_t (*)()>(
+        dlsym(handle, "amp_cpu_communicator_abi"));
+    if (abi && abi() == kCommunicatorAbi)
+      artifact->setCommunicator = reinterpret_cast<void (*)(Communicator *)>(
+          dlsym(handle, "amp_cpu_set_communicator"));
     artifact->step = std::make_unique<HostArtifactFunction>(m.step, stepEntry);
     artifact->logits =
         std::make_unique<HostArtifactFunction>(m.logits, logitsEntry);

@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -373,8 +374,8 @@ private:
           armed && std::chrono::steady_clock::now() >= deadline) {
         std::fprintf(stderr,
                      "%s: error: rank %lld of %lld: step %lld did not complete "
-                     "within %g s (--dp-timeout) and %g s more, outside any "
-                     "collective; ending the job\n",
+                     "within %g s (--dp-timeout) and %g s more, and no "
+                     "collective gave up; ending the job\n",
                      tool.c_str(), static_cast<long long>(rank),
                      static_cast<long long>(ranks),
                      static_cast<long long>(current), seconds, margin);
@@ -397,6 +398,54 @@ private:
 
 } // namespace
 
+llvm::Error amp::installCommunicator(const CompiledStep &compiled,
+                                     Communicator *communicator) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  int64_t jobRanks = communicator ? communicator->size() : 1;
+  if (compiled.ranks != jobRanks) {
+    if (!communicator)
+      return fail("the step is compiled for " + llvm::Twine(compiled.ranks) +
+                  " data-parallel ranks: run it with --data-parallel under "
+                  "mpirun -np " +
+                  llvm::Twine(compiled.ranks));
+    return fail("the step is compiled for " + llvm::Twine(compiled.ranks) +
+                " data-parallel ranks, but the job has " +
+                llvm::Twine(jobRanks) + " (amp-compile --ranks=" +
+                llvm::Twine(jobRanks) + " compiles it for " +
+                llvm::Twine(jobRanks) + ")");
+  }
+  if (!communicator)
+    return llvm::Error::success();
+  if (!compiled.setCommunicator) {
+    if (compiled.ranks > 1)
+      return fail("the step's runtime takes no communicator (an artifact of "
+                  "another amp build: compile it again with this one's "
+                  "amp-compile)");
+    return llvm::Error::success();
+  }
+  compiled.setCommunicator(communicator);
+  return llvm::Error::success();
+}
+
+llvm::Error amp::broadcastPersistent(StepSession &session, const StepAbi &abi,
+                                     Communicator &communicator) {
+  for (auto &[name, index] : abi.persistent) {
+    auto value = session.get(index);
+    if (!value)
+      return value.takeError();
+    if (std::string e = communicator.broadcast(
+            value->data(), int64_t(value->getSizeInBytes()), 0);
+        !e.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "broadcasting " + name + ": " + e);
+    if (llvm::Error e = session.set(index, *value))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
 int amp::runTraining(const TrainingConfig &config,
                      const CompiledStep &compiled) {
   auto fail = [&](const llvm::Twine &message) {
@@ -408,24 +457,10 @@ int amp::runTraining(const TrainingConfig &config,
     return fail(llvm::toString(std::move(e)));
   if (compiled.setCpuThreads)
     compiled.setCpuThreads(config.threads);
-  // Data parallelism: the step is compiled for the job's size, and its
-  // collectives call the job's communicator, installed in the runtime that
-  // runs the step (for this run only).
-  int64_t jobRanks = config.communicator ? config.communicator->size() : 1;
-  if (compiled.ranks != jobRanks) {
-    if (!config.communicator)
-      return fail("the step is compiled for " + llvm::Twine(compiled.ranks) +
-                  " data-parallel ranks: run it with --data-parallel under "
-                  "mpirun -np " +
-                  llvm::Twine(compiled.ranks));
-    return fail("the step is compiled for " + llvm::Twine(compiled.ranks) +
-                " data-parallel ranks, but the job has " +
-                llvm::Twine(jobRanks) + " (amp-compile --ranks=" +
-                llvm::Twine(jobRanks) + " compiles it for " +
-                llvm::Twine(jobRanks) + ")");
-  }
-  if (config.communicator && compiled.setCommunicator)
-    compiled.setCommunicator(config.communicator);
+  // Data parallelism: the step's collectives call the job's communicator,
+  // installed in the runtime that runs the step (for this run only).
+  if (llvm::Error e = installCommunicator(compiled, config.communicator))
+    return fail(llvm::toString(std::move(e)));
   auto uninstall = llvm::make_scope_exit([&] {
     if (config.communicator && compiled.setCommunicator)
       compiled.setCommunicator(nullptr);
@@ -700,9 +735,10 @@ int amp::runTraining(const TrainingConfig &config,
     return saveSafetensors(savePath, checkpoint);
   };
 
-  // Batch norm's running statistics are each rank's own (DDP's default):
-  // rank 0's go to every rank before an evaluation or a checkpoint, so that
-  // all evaluate and save the same model.
+  // Batch norm's running statistics are each rank's own (DDP's default;
+  // with SyncBatchNorm they agree up to the order of MPI's sums): rank 0's
+  // go to every rank before an evaluation or a checkpoint, so that all
+  // evaluate and save the same model.
   auto syncRunningStatistics = [&]() -> llvm::Error {
     if (!communicator || ranks < 2)
       return llvm::Error::success();
@@ -728,7 +764,7 @@ int amp::runTraining(const TrainingConfig &config,
     uint64_t hash = 0;
     for (auto &[name, index] : abi->persistent) {
       if (llvm::StringRef(name).starts_with("state."))
-        continue; // batch norm's running statistics: each rank's own
+        continue; // batch norm's running statistics: synchronized above
       auto value = session->get(index);
       if (!value)
         return value.takeError();
@@ -859,8 +895,6 @@ int amp::runTraining(const TrainingConfig &config,
   // it up a few seconds later for a step stuck anywhere else.
   std::unique_ptr<StepWatchdog> watchdog;
   bool deadlines = communicator && ranks > 1 && config.dpTimeout > 0;
-  auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(config.dpTimeout));
   if (deadlines)
     watchdog = std::make_unique<StepWatchdog>(config.tool, rank, ranks,
                                               config.dpTimeout,
@@ -898,18 +932,17 @@ int amp::runTraining(const TrainingConfig &config,
     if (setError)
       return fail("step " + llvm::Twine(s) + ": " +
                   llvm::toString(std::move(setError)));
+    std::optional<ScopedDeadline> deadline;
     if (deadlines) {
-      communicator->setDeadline(
-          std::chrono::steady_clock::now() + timeout,
-          llvm::formatv("step {0} (--dp-timeout={1})", s,
-                        llvm::format("%g", config.dpTimeout)));
+      deadline.emplace(communicator, config.dpTimeout,
+                       llvm::formatv("step {0} (--dp-timeout={1})", s,
+                                     llvm::format("%g", config.dpTimeout)));
       watchdog->arm(s);
     }
     auto out = session->step(routes);
     if (deadlines) {
       watchdog->disarm();
-      communicator->setDeadline(std::chrono::steady_clock::time_point::max(),
-                                "");
+      deadline.reset();
     }
     stepTimes.push_back(std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - t0)

@@ -38,10 +38,21 @@ _RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
                    ("PMIX_RANK", "PMIX_SIZE"), ("PMI_RANK", "PMI_SIZE"))
 
 
+def _joined() -> Optional[Tuple[int, int]]:
+    """(rank, size) of the mpirun job a data_parallel step joined, or None."""
+    import sys
+    native = sys.modules.get(__package__ + "._native")
+    return native.job() if native is not None else None
+
+
 def get_rank() -> int:
     """This process's rank in its mpirun job (0 outside one), as
     ``torch.distributed.get_rank``: which shard of each global batch to pass
-    a ``data_parallel=True`` step. Read from the launcher's environment."""
+    a ``data_parallel=True`` step. The joined job's, else read from the
+    launcher's environment."""
+    joined = _joined()
+    if joined is not None:
+        return joined[0]
     for rank, _ in _RANK_VARIABLES:
         if rank in os.environ:
             return int(os.environ[rank])
@@ -52,10 +63,33 @@ def get_world_size() -> int:
     """The number of processes of this mpirun job (1 outside one), as
     ``torch.distributed.get_world_size``: the ranks a ``data_parallel=True``
     step is compiled for."""
+    joined = _joined()
+    if joined is not None:
+        return joined[1]
     for _, size in _RANK_VARIABLES:
         if size in os.environ:
             return int(os.environ[size])
     return 1
+
+
+def _abort_job_on_uncaught_exception() -> None:
+    """Once a process has joined an mpirun job: an exception nobody catches
+    prints its traceback, then ends every rank (MPI_Abort), since the other
+    ranks would otherwise wait for this one in a collective (or in MPI's
+    finalization) for ever. mpi4py's ``python -m mpi4py`` does the same."""
+    import sys
+    hook = sys.excepthook
+    if getattr(hook, "_amp_aborts_job", False):
+        return
+
+    def abort_on_uncaught(kind, value, traceback):
+        hook(kind, value, traceback)
+        sys.stderr.flush()
+        from . import _native
+        _native.abort_job(1)
+
+    abort_on_uncaught._amp_aborts_job = True
+    sys.excepthook = abort_on_uncaught
 
 
 def get_num_threads() -> int:
@@ -479,6 +513,7 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             _, ranks = _native.join_mpi_job()
         except RuntimeError as error:
             raise RuntimeError(f"data_parallel=True: {error}") from None
+        _abort_job_on_uncaught_exception()
         if ranks > 1:
             flags.append(f"--ranks={ranks}")
             if sync_batchnorm:

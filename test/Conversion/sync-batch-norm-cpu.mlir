@@ -50,4 +50,5 @@ func.func @backward(%dy: tensor<4x8x2x2xf32>, %x: tensor<4x8x2x2xf32>, %g: tenso
 // @forward, four in @backward).
 // LLVM: llvm.func @amp_cpu_all_reduce(
 // LLVM-COUNT-6: llvm.call @amp_cpu_all_reduce(
+// LLVM-NOT: llvm.call @amp_cpu_all_reduce(
 

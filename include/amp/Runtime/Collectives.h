@@ -46,13 +46,47 @@ public:
   /// From now on a collective still waiting at `deadline` gives up and
   /// returns an error naming what was running (`what`, e.g. "step 5") and
   /// the ranks it waits for; time_point::max(): wait for ever (the
-  /// default). Communicators that cannot tell ignore it.
+  /// default). Communicators that cannot tell ignore it. After such an
+  /// error the collective is still under way in MPI, on the caller's
+  /// buffers, and the ranks are out of step: the caller must end the job
+  /// (abort), not use the communicator again.
   virtual void setDeadline(std::chrono::steady_clock::time_point deadline,
                            const std::string &what) {}
   /// Ends every rank of the job with exit status `code` (a rank that stops
   /// alone would leave the others waiting in a collective). The default
   /// ends this process only.
   [[noreturn]] virtual void abort(int code);
+};
+
+/// The layout of Communicator an artifact's runtime and the MPI plugin must
+/// share (the object crosses shared objects of possibly different builds):
+/// bump it whenever Communicator's virtual functions change.
+constexpr int64_t kCommunicatorAbi = 1;
+
+/// `communicator`'s deadline, `seconds` from construction, until
+/// destruction (nothing for a null communicator or `seconds` <= 0).
+class ScopedDeadline {
+public:
+  ScopedDeadline(Communicator *communicator, double seconds,
+                 const std::string &what)
+      : communicator(seconds > 0 ? communicator : nullptr) {
+    if (this->communicator)
+      this->communicator->setDeadline(
+          std::chrono::steady_clock::now() +
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(seconds)),
+          what);
+  }
+  ~ScopedDeadline() {
+    if (communicator)
+      communicator->setDeadline(std::chrono::steady_clock::time_point::max(),
+                                "");
+  }
+  ScopedDeadline(const ScopedDeadline &) = delete;
+  ScopedDeadline &operator=(const ScopedDeadline &) = delete;
+
+private:
+  Communicator *communicator;
 };
 
 /// Installs the communicator compiled steps' collectives use (null: none).
@@ -78,6 +112,10 @@ void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype, int64_t op,
 /// links its own copy of the runtime, whose communicator the process
 /// installs through this entry point.
 void amp_cpu_set_communicator(amp::Communicator *communicator);
+
+/// amp::kCommunicatorAbi of this runtime: a loader installs a communicator
+/// only in a runtime of its own layout.
+int64_t amp_cpu_communicator_abi(void);
 }
 
 #endif // AMP_RUNTIME_COLLECTIVES_H

@@ -68,8 +68,9 @@ private:
 
 extern "C" {
 /// The plugin's entry point: MpiCommunicator::create, the communicator
-/// owned by the caller; on failure null and the reason in `error`.
-amp::Communicator *amp_mpi_join(char *error, size_t capacity);
+/// owned by the caller, whose amp::kCommunicatorAbi is `abi`; on failure
+/// (another layout, no job to join) null and the reason in `error`.
+amp::Communicator *amp_mpi_join(int64_t abi, char *error, size_t capacity);
 }
 
 #endif // AMP_RUNTIME_MPICOMMUNICATOR_H

@@ -86,6 +86,19 @@ struct TrainingConfig {
   std::string compileSettings;
 };
 
+/// Checks that `compiled`'s step is compiled for the job of `communicator`
+/// (null: one process) and installs the communicator in the runtime that
+/// runs the step (uninstall with compiled.setCommunicator(nullptr)). Errors
+/// say how to run the step instead.
+llvm::Error installCommunicator(const CompiledStep &compiled,
+                                Communicator *communicator);
+
+/// Copies rank 0's value of every persistent argument of `session`
+/// (parameters, optimizer and scaler state) to this rank, as
+/// DistributedDataParallel does at construction.
+llvm::Error broadcastPersistent(StepSession &session, const StepAbi &abi,
+                                Communicator &communicator);
+
 /// "O1 f16", or "O0 f32" (O0 runs in f32 whatever the dtype): how banners,
 /// plots and benchmarks name a run's precision.
 std::string precisionLabel(const TrainingConfig &config);

@@ -6,7 +6,7 @@
 //
 // The flags amp-run and amp-train share (--lr, --epochs, --dataset, --save,
 // --data-parallel, ...), registered by linking AMPTrainingFlags: only tools
-// link it (with MPI, for --data-parallel).
+// link it (MPI itself is a plugin, loaded when a job is joined: MpiJob.h).
 //
 //===----------------------------------------------------------------------===//
 

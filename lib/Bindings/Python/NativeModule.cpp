@@ -65,10 +65,11 @@ const char *numpyName(ElementKind kind) {
   return "?";
 }
 
-/// `seconds` as printf's %g.
-std::string formatSeconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", seconds);
+/// What a data-parallel call's error names when it times out.
+std::string callDeadline(double timeout) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "a call of the step (dp_timeout=%g)",
+                timeout);
   return text;
 }
 
@@ -112,14 +113,8 @@ public:
   void joinJob() {
     if (compiled.ranks == 1)
       return;
-    if (!job || job->size() != compiled.ranks)
-      throw std::runtime_error(
-          "the step is compiled for " + std::to_string(compiled.ranks) +
-          " data-parallel ranks, but the job has " +
-          std::to_string(job ? job->size() : 1));
-    if (!compiled.setCommunicator)
-      throw std::runtime_error("the artifact's runtime has no collectives");
-    compiled.setCommunicator(job);
+    if (llvm::Error e = installCommunicator(compiled, job))
+      raise(std::move(e));
     joined = true;
   }
   /// A data-parallel step: copies rank 0's value of every persistent
@@ -128,17 +123,16 @@ public:
   void broadcastState() {
     if (!joined)
       return;
-    for (auto &[name, i] : abi().persistent) {
-      HostTensor value = take(session->get(i));
-      std::string error =
-          job->broadcast(value.data(), int64_t(value.getSizeInBytes()), 0);
-      if (!error.empty())
-        throw std::runtime_error("broadcasting " + name + ": " + error);
-      if (llvm::Error e = session->set(i, value))
-        raise(std::move(e));
+    ScopedDeadline deadline(job, timeout, "broadcasting rank 0's state");
+    if (llvm::Error e = broadcastPersistent(*session, abi(), *job)) {
+      // The ranks are out of step (a broadcast may still be under way):
+      // end the job rather than raise.
+      std::fprintf(stderr, "amp: rank %d of %d: %s; ending the job\n",
+                   job->rank(), job->size(),
+                   llvm::toString(std::move(e)).c_str());
+      job->abort(1);
     }
   }
-
   /// (shape, element name) of each step argument.
   std::vector<std::tuple<std::vector<int64_t>, std::string>> arguments() const {
     std::vector<std::tuple<std::vector<int64_t>, std::string>> out;
@@ -177,7 +171,8 @@ public:
 
   /// One step: (loss, scale, skipped, collapsed).
   std::tuple<double, double, bool, bool> step() {
-    Deadline deadline(*this);
+    ScopedDeadline deadline(joined ? job : nullptr, timeout,
+                            callDeadline(timeout));
     std::vector<HostTensor> toHost = take(session->step(routes));
     StepScalars s = readStepScalars(compiled.abi, toHost);
     return {s.loss, s.scale, s.skipped, s.collapsed};
@@ -220,7 +215,8 @@ public:
       std::memcpy(copy.data(), data, copy.getSizeInBytes());
       values.emplace_back(i, std::move(copy));
     }
-    Deadline deadline(*this);
+    ScopedDeadline deadline(joined ? job : nullptr, timeout,
+                            callDeadline(timeout));
     std::vector<HostTensor> toHost = take(session->stepWith(routes, values));
     StepScalars s = readStepScalars(compiled.abi, toHost);
     return {s.loss, s.scale, s.skipped, s.collapsed};
@@ -252,22 +248,7 @@ private:
   std::unique_ptr<Artifact> artifact;
   bool joined = false;
   double timeout = 0;
-  /// One call's deadline in the job's communicator (data-parallel steps).
-  struct Deadline {
-    explicit Deadline(NativeStep &step) : step(step) {
-      if (step.joined && step.timeout > 0)
-        job->setDeadline(
-            std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(step.timeout)),
-            "a call of the step (timeout=" + formatSeconds(step.timeout) + ")");
-    }
-    ~Deadline() {
-      if (step.joined && step.timeout > 0)
-        job->setDeadline(std::chrono::steady_clock::time_point::max(), "");
-    }
-    NativeStep &step;
-  };
+
   CompiledStep compiled;
   std::unique_ptr<StepSession> session;
   std::vector<ResultRoute> routes;
@@ -302,6 +283,22 @@ NB_MODULE(_native, m) {
         return std::make_tuple(job->rank(), job->size());
       },
       "Joins the mpirun job this process belongs to (once): (rank, size).");
+  m.def(
+      "job",
+      []() -> nb::object {
+        if (!job)
+          return nb::none();
+        return nb::make_tuple(job->rank(), job->size());
+      },
+      "(rank, size) of the joined mpirun job, or None.");
+  m.def(
+      "abort_job",
+      [](int code) {
+        if (job)
+          job->abort(code);
+      },
+      nb::arg("code"),
+      "Ends every rank of the joined job (MPI_Abort); nothing without one.");
   nb::class_<NativeStep>(m, "NativeStep")
       .def(nb::init<const std::string &>(), nb::arg("artifact"),
            "Loads an artifact of amp-compile and opens a session of its step.")

@@ -498,6 +498,8 @@ SmallVector<Value> normGrads(OpBuilder &b, Location loc, Value dy, Value x,
                              ArrayRef<int64_t> paramDims, double epsilon,
                              FloatType accType, int64_t ranks = 1,
                              const AcrossRanks &across = nullptr) {
+  // Across ranks only batch norm's form (below) sums what dx needs.
+  assert((!across || statDims == paramDims) && "only batch norm spans ranks");
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   auto scaleType = cast<RankedTensorType>(scale.getType());

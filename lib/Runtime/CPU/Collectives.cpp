@@ -30,6 +30,8 @@ extern "C" void amp_cpu_set_communicator(Communicator *communicator) {
   setCommunicator(communicator);
 }
 
+extern "C" int64_t amp_cpu_communicator_abi(void) { return kCommunicatorAbi; }
+
 extern "C" void amp_cpu_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
                                    int64_t op, int64_t count, int64_t ranks) {
   Communicator *communicator = getCommunicator();

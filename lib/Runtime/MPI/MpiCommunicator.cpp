@@ -82,18 +82,31 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::create(std::string &error) {
       error = mpiError("MPI_Init_thread", code);
       return nullptr;
     }
-    // Finalize at exit, after every communicator is gone (or, for one
-    // kept to the end, its heartbeats: a process may keep its job).
+    // Finalize at exit (after every communicator is gone, or stopped).
     std::atexit([] {
       int finalized = 0;
       MPI_Finalized(&finalized);
-      if (finalized)
-        return;
-      for (MpiCommunicator *live : liveCommunicators())
-        live->heartbeats_.reset();
-      MPI_Finalize();
+      if (!finalized)
+        MPI_Finalize();
     });
   }
+  // Whoever finalizes MPI (this process's atexit, or a library that
+  // initialized it), the heartbeats of a communicator kept to the end stop
+  // first: MPI_Finalize deletes MPI_COMM_SELF's attributes before anything.
+  static const bool teardown = [] {
+    int key = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(
+        MPI_COMM_NULL_COPY_FN,
+        [](MPI_Comm, int, void *, void *) -> int {
+          for (MpiCommunicator *live : liveCommunicators())
+            live->heartbeats_.reset();
+          return MPI_SUCCESS;
+        },
+        &key, nullptr);
+    MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
+    return true;
+  }();
+  (void)teardown;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -13,7 +13,16 @@
 
 #include <cstdio>
 
-extern "C" amp::Communicator *amp_mpi_join(char *error, size_t capacity) {
+extern "C" amp::Communicator *amp_mpi_join(int64_t abi, char *error,
+                                           size_t capacity) {
+  if (abi != amp::kCommunicatorAbi) {
+    std::snprintf(error, capacity,
+                  "the plugin is of another amp build (communicator layout "
+                  "%lld, the caller's %lld)",
+                  static_cast<long long>(amp::kCommunicatorAbi),
+                  static_cast<long long>(abi));
+    return nullptr;
+  }
   std::string why;
   std::unique_ptr<amp::MpiCommunicator> communicator =
       amp::MpiCommunicator::create(why);

@@ -34,6 +34,12 @@ def Train_RuntimeCallOp : Train_Op<"runtime_call", [Pure,
                       <each param as i64>)
     ```
 
+    The op is `Pure`, also when the callee is a collective
+    (`amp_cpu_all_reduce`): every rank of a data-parallel job compiles the
+    same step, so CSE merging two identical calls, or DCE dropping an unused
+    one, happens on every rank alike and the ranks' collectives still pair
+    up.
+
     The inputs are read and never written; each result is a new tensor the
     callee fills (f32 for the CPU runtime's accumulators, the op's type for
     cuBLASLt; a GEMM with cuBLASLt's bias-gradient epilogue fills two, one

@@ -233,3 +233,13 @@ train::RuntimeCallOp amp::createRuntimeCall(OpBuilder &b, Operation *anchor,
   return train::RuntimeCallOp::create(b, anchor->getLoc(), types, callee,
                                       inputs, params);
 }
+
+Value amp::createAllReduceCall(OpBuilder &b, Operation *anchor,
+                               StringRef callee, Value values, int64_t dtype,
+                               int64_t op, int64_t ranks) {
+  auto type = cast<RankedTensorType>(values.getType());
+  return createRuntimeCall(b, anchor, callee, TypeRange{type},
+                           ValueRange{values},
+                           {dtype, op, type.getNumElements(), ranks})
+      .getResult(0);
+}

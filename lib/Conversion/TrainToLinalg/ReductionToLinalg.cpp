@@ -384,11 +384,8 @@ template <typename Op> struct NormPattern : OpRewritePattern<Op> {
       int64_t dtype = int64_t(type.getElementType().isF64()
                                   ? RuntimeDType::F64
                                   : RuntimeDType::F32);
-      return createRuntimeCall(b, anchor, callee, TypeRange{type},
-                               ValueRange{sums},
-                               {dtype, int64_t(CollectiveOp::Sum),
-                                type.getNumElements(), ranks})
-          .getResult(0);
+      return createAllReduceCall(b, anchor, callee, sums, dtype,
+                                 int64_t(CollectiveOp::Sum), ranks);
     };
   }
 };

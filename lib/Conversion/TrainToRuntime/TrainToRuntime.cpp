@@ -211,7 +211,6 @@ struct AllReduceToRuntime : OpRewritePattern<AllReduceOp> {
 
     auto build = [&](OpBuilder &b) {
       SmallVector<Value> pieces;
-      int64_t total = 0;
       for (Value v : op.getInputs()) {
         auto type = cast<RankedTensorType>(v.getType());
         int64_t n = type.getNumElements();
@@ -232,7 +231,6 @@ struct AllReduceToRuntime : OpRewritePattern<AllReduceOp> {
         if (cast<RankedTensorType>(x.getType()).getElementType() != wire)
           x = CastOp::create(b, loc, RankedTensorType::get({n}, wire), x);
         pieces.push_back(x);
-        total += n;
       }
       Value packed = pieces.size() == 1
                          ? pieces.front()
@@ -241,10 +239,8 @@ struct AllReduceToRuntime : OpRewritePattern<AllReduceOp> {
       int64_t code =
           int64_t(flags ? amp::CollectiveOp::Max : amp::CollectiveOp::Sum);
       Value reduced =
-          createRuntimeCall(b, op, callee, TypeRange{packed.getType()},
-                            ValueRange{packed},
-                            {*dtype, code, total, op.getRanks()})
-              .getResult(0);
+          createAllReduceCall(b, op, callee, packed, *dtype, code,
+                              op.getRanks());
       SmallVector<Value> results;
       int64_t offset = 0;
       for (Value v : op.getInputs()) {

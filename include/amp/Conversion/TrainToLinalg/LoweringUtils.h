@@ -117,6 +117,15 @@ train::RuntimeCallOp createRuntimeCall(mlir::OpBuilder &b,
                                        mlir::ValueRange inputs,
                                        llvm::ArrayRef<int64_t> params);
 
+/// The collective runtime's all-reduce (amp_cpu_all_reduce's signature) of
+/// `values`, a static tensor of runtime element type `dtype`
+/// (amp::RuntimeDType), combined with `op` (amp::CollectiveOp) across
+/// `ranks` ranks: one call of `callee` at `anchor`, its result of `values`'
+/// type.
+mlir::Value createAllReduceCall(mlir::OpBuilder &b, mlir::Operation *anchor,
+                                llvm::StringRef callee, mlir::Value values,
+                                int64_t dtype, int64_t op, int64_t ranks);
+
 } // namespace amp
 
 #endif // AMP_CONVERSION_TRAINTOLINALG_LOWERINGUTILS_H

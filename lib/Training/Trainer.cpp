@@ -461,7 +461,7 @@ int amp::runTraining(const TrainingConfig &config,
   // installed in the runtime that runs the step (for this run only).
   if (llvm::Error e = installCommunicator(compiled, config.communicator))
     return fail(llvm::toString(std::move(e)));
-  auto uninstall = llvm::make_scope_exit([&] {
+  llvm::scope_exit uninstall([&] {
     if (config.communicator && compiled.setCommunicator)
       compiled.setCommunicator(nullptr);
   });
@@ -703,22 +703,25 @@ int amp::runTraining(const TrainingConfig &config,
                   llvm::Twine(rank) +
                   "): start every rank with the same model and flags");
   }
-  // Every rank starts from rank 0's state (the same seed gives the same
-  // initial values; a checkpoint each rank read may not).
-  if (communicator && ranks > 1)
-    for (HostTensor &t : args)
-      if (std::string e = communicator->broadcast(
-              t.data(), int64_t(t.getSizeInBytes()), 0);
-          !e.empty())
-        return fail("broadcasting the initial state from rank 0: " + e);
   // The arguments move to where the step runs (device memory for CUDA).
   auto opened = openStepSession(compiled, args);
   if (!opened)
     return fail(llvm::toString(opened.takeError()));
   std::unique_ptr<StepSession> session = std::move(*opened);
-  double finalScale =
-      abi->scaler.size() == 2 ? args[abi->scaler[0]].getAsDouble(0) : 1.0;
   args.clear();
+  // Every rank starts from rank 0's state (the same seed gives the same
+  // initial values; a checkpoint each rank read may not).
+  if (communicator && ranks > 1)
+    if (llvm::Error e = broadcastPersistent(*session, *abi, *communicator))
+      return fail("broadcasting the initial state from rank 0: " +
+                  llvm::toString(std::move(e)));
+  double finalScale = 1.0;
+  if (abi->scaler.size() == 2) {
+    auto scale = session->get(abi->scaler[0]);
+    if (!scale)
+      return fail(llvm::toString(scale.takeError()));
+    finalScale = scale->getAsDouble(0);
+  }
 
   auto save = [&](int64_t done) -> llvm::Error {
     Checkpoint checkpoint;

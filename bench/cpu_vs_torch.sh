@@ -28,18 +28,10 @@
 # per-process medians. Writes bench/results/cpu_vs_torch.{md,json};
 # docs/benchmarks.md quotes it.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
 threads_list="${1:-1 $(nproc)}"
 repeats="${2:-3}"
 models="${3:-mlp cnn transformer vgg16}"
-run="$root/build/bin/amp-run"
-out="$root/bench/results"
-mkdir -p "$out"
-[ -x "$run" ] || { echo "build first: scripts/test.sh or ninja -C build" >&2; exit 1; }
-"$root/scripts/setup.sh" > /dev/null
-python=$("$root/scripts/setup.sh" --print-python)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/common.sh"
 "$python" "$root/bench/gen_model.py" vgg16 --batch 32 > "$work/vgg16.mlir"
 
 mlir_of() {

@@ -16,17 +16,9 @@
 # median step. The table gives the median over the processes. Writes
 # bench/results/dp_vs_torch.{md,jsonl}; docs/benchmarks.md quotes it.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
 repeats="${1:-3}"
 steps="${2:-30}"
-run="$root/build/bin/amp-run"
-out="$root/bench/results"
-mkdir -p "$out"
-[ -x "$run" ] || { echo "build first: scripts/test.sh or ninja -C build" >&2; exit 1; }
-"$root/scripts/setup.sh" > /dev/null
-python=$("$root/scripts/setup.sh" --print-python)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/common.sh"
 mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 

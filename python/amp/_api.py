@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -40,7 +41,6 @@ _RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
 
 def _joined() -> Optional[Tuple[int, int]]:
     """(rank, size) of the mpirun job a data_parallel step joined, or None."""
-    import sys
     native = sys.modules.get(__package__ + "._native")
     return native.job() if native is not None else None
 
@@ -77,7 +77,6 @@ def _abort_job_on_uncaught_exception() -> None:
     prints its traceback, then ends every rank (MPI_Abort), since the other
     ranks would otherwise wait for this one in a collective (or in MPI's
     finalization) for ever. mpi4py's ``python -m mpi4py`` does the same."""
-    import sys
     hook = sys.excepthook
     if getattr(hook, "_amp_aborts_job", False):
         return

@@ -8,9 +8,12 @@
 // memory, so that the runtime's host logic (loading, error paths, the caching
 // allocator, argument packing of launches) runs on a machine without a GPU.
 // AMP_FAKE_CUDA_MODE selects cuInit's behaviour: "no-device" fails with
-// CUDA_ERROR_NO_DEVICE, "zero" reports no devices, anything else works.
+// CUDA_ERROR_NO_DEVICE, "zero" reports no devices, "hang" never completes
+// events, anything else works; AMP_FAKE_CUDA_DEVICES sets the device count
+// (1).
 // With AMP_FAKE_CUDA_TRACE set, launches and copies are printed on stderr
-// ("fake-cuda: launch NAME", "fake-cuda: memcpy BYTES").
+// ("fake-cuda: launch NAME", "fake-cuda: memcpy BYTES"), and so is the
+// device chosen ("fake-cuda: device N").
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,11 +57,14 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char **name) {
   return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_EXPORT CUresult cuDeviceGetCount(int *count) {
-  *count = mode() == "zero" ? 0 : 1;
+  const char *devices = std::getenv("AMP_FAKE_CUDA_DEVICES");
+  *count = mode() == "zero" ? 0 : devices ? std::atoi(devices) : 1;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   *device = ordinal;
+  if (tracing())
+    std::fprintf(stderr, "fake-cuda: device %d\n", ordinal);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice) {
@@ -151,6 +157,11 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent *event, unsigned int) {
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+// Work on the stream never completes in mode "hang" (a collective waiting
+// for a rank that does not come).
+FAKE_EXPORT CUresult cuEventQuery(CUevent) {
+  return mode() == "hang" ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
 FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) {
   *ms = 0.0f;
   return CUDA_SUCCESS;

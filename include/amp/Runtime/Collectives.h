@@ -7,7 +7,9 @@
 // A data-parallel step (amp-data-parallel) combines values across processes
 // through `amp_cpu_all_reduce`, which calls the communicator the driver
 // installed: MPI between processes (MpiCommunicator.h), or a test's own.
-// The runtime itself links no communication library.
+// The runtime itself links no communication library. On the GPU,
+// `amp_cuda_all_reduce` runs NCCL, started over this communicator
+// (CudaCollectives.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 namespace amp {
@@ -26,10 +29,11 @@ namespace amp {
 /// receives. (train.all_reduce's `mean` arrives pre-divided, as a sum.)
 enum class CollectiveOp : int64_t { Sum = 0, Max = 1 };
 
-/// The processes (ranks) of one data-parallel job.
+/// The processes (ranks) of one data-parallel job. (Defined in this header
+/// alone: the CPU and CUDA runtimes both call it, neither owns it.)
 class Communicator {
 public:
-  virtual ~Communicator();
+  virtual ~Communicator() = default;
   /// This process's rank, 0 .. size() - 1.
   virtual int rank() const = 0;
   /// The number of ranks.
@@ -52,16 +56,23 @@ public:
   /// (abort), not use the communicator again.
   virtual void setDeadline(std::chrono::steady_clock::time_point deadline,
                            const std::string &what) {}
+  /// The deadline setDeadline set (time_point::max() for none, and from
+  /// communicators that ignore it), with its `what`. The CUDA runtime's
+  /// collectives run asynchronously on NCCL and hold themselves to it.
+  virtual std::chrono::steady_clock::time_point
+  getDeadline(std::string *what) const {
+    return std::chrono::steady_clock::time_point::max();
+  }
   /// Ends every rank of the job with exit status `code` (a rank that stops
   /// alone would leave the others waiting in a collective). The default
   /// ends this process only.
-  [[noreturn]] virtual void abort(int code);
+  [[noreturn]] virtual void abort(int code) { std::_Exit(code); }
 };
 
 /// The layout of Communicator an artifact's runtime and the MPI plugin must
 /// share (the object crosses shared objects of possibly different builds):
 /// bump it whenever Communicator's virtual functions change.
-constexpr int64_t kCommunicatorAbi = 1;
+constexpr int64_t kCommunicatorAbi = 2;
 
 /// `communicator`'s deadline, `seconds` from construction, until
 /// destruction (nothing for a null communicator or `seconds` <= 0).

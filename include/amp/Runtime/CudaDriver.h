@@ -58,6 +58,7 @@ struct DriverApi {
   X(eventCreate, "cuEventCreate", CUresult, CUevent *, unsigned int)           \
   X(eventRecord, "cuEventRecord", CUresult, CUevent, CUstream)                 \
   X(eventSynchronize, "cuEventSynchronize", CUresult, CUevent)                 \
+  X(eventQuery, "cuEventQuery", CUresult, CUevent)                             \
   X(eventElapsedTime, "cuEventElapsedTime_v2", CUresult, float *, CUevent,     \
     CUevent)                                                                   \
   X(eventDestroy, "cuEventDestroy_v2", CUresult, CUevent)
@@ -67,13 +68,19 @@ struct DriverApi {
   AMP_CUDA_DRIVER_FUNCTIONS(AMP_CUDA_DECLARE)
 #undef AMP_CUDA_DECLARE
 
-  /// The device the runtime uses (ordinal 0) and its primary context.
+  /// The device the runtime uses (deviceOrdinal) and its primary context.
   CUdevice device = 0;
   CUcontext context = nullptr;
 };
 
+/// The device a process uses among the driver's `count`: the ordinal
+/// AMP_CUDA_DEVICE names, else the process's local rank when a launcher
+/// (mpirun, srun, torchrun) started it (one GPU per rank), else 0; -1 with
+/// `error` set when that device does not exist.
+int deviceOrdinal(int count, std::string &error);
+
 /// Opens the driver library `path`, resolves every entry point, initializes
-/// it and retains device 0's primary context. Null with `error` set to
+/// it and retains the primary context of the device deviceOrdinal chooses. Null with `error` set to
 /// "no CUDA device: <why>" when any of that fails. Not cached.
 std::unique_ptr<DriverApi> loadDriver(const std::string &path,
                                       std::string *error);

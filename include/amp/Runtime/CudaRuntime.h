@@ -57,6 +57,13 @@ namespace amp {
 std::vector<std::pair<const char *, void *>> getCudaRuntimeSymbols();
 
 namespace cuda {
+struct DriverApi;
+
+/// The driver with its device's context current on this thread, or null
+/// (error recorded, naming `entry`) when there is none or an earlier call
+/// failed.
+const DriverApi *driverFor(const char *entry);
+
 /// The one stream a compiled step runs on: created on first use, returned by
 /// every mgpuStreamCreate (whose mgpuStreamDestroy then does nothing), and
 /// used by the cuBLASLt calls, so kernels and GEMMs run in program order with
@@ -66,6 +73,16 @@ void *getStream();
 /// Records `message` as the runtime's first failure (ignored when one is
 /// already recorded: later failures are usually its consequences).
 void recordRuntimeError(const std::string &message);
+
+/// Whether a failure is recorded.
+bool hasRuntimeError();
+
+/// A data-parallel step's NCCL collectives that failed or missed their
+/// deadline (found by the collectives' watchdog thread): reports them,
+/// naming the rank waited for when the job's communicator can tell, and
+/// ends the job. Called on the step's thread wherever the runtime waits for
+/// the stream; returns when nothing failed.
+void checkCollectives();
 } // namespace cuda
 
 /// Device memory the runtime holds (in use + cached) at most, in bytes.

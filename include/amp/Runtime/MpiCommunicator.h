@@ -39,6 +39,8 @@ public:
   /// a rank that gives up names the ranks that never arrived.
   void setDeadline(std::chrono::steady_clock::time_point deadline,
                    const std::string &what) override;
+  std::chrono::steady_clock::time_point
+  getDeadline(std::string *what) const override;
   /// MPI_Abort: mpirun ends every rank.
   [[noreturn]] void abort(int code) override;
 

@@ -16,10 +16,6 @@ namespace {
 std::atomic<Communicator *> installed{nullptr};
 } // namespace
 
-Communicator::~Communicator() = default;
-
-void Communicator::abort(int code) { std::_Exit(code); }
-
 void amp::setCommunicator(Communicator *communicator) {
   installed.store(communicator);
 }

@@ -19,6 +19,48 @@ std::string amp::cuda::errorName(const DriverApi &api, CUresult result) {
   return "CUresult " + std::to_string(int(result));
 }
 
+int amp::cuda::deviceOrdinal(int count, std::string &error) {
+  auto parse = [](const char *text) {
+    char *end = nullptr;
+    long value = text && *text ? std::strtol(text, &end, 10) : -1;
+    return end && *end == '\0' && value >= 0 && value < 1 << 20 ? int(value)
+                                                                  : -1;
+  };
+  if (const char *chosen = std::getenv("AMP_CUDA_DEVICE")) {
+    int ordinal = parse(chosen);
+    if (ordinal < 0 || ordinal >= count) {
+      error = "AMP_CUDA_DEVICE=" + std::string(chosen) +
+              " names no device (the driver reports " + std::to_string(count) +
+              ")";
+      return -1;
+    }
+    return ordinal;
+  }
+  // One GPU per rank of a job on this machine, as NCCL requires: the local
+  // rank of OpenMPI, MPICH, Slurm or torchrun.
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "SLURM_LOCALID", "LOCAL_RANK"}) {
+    const char *text = std::getenv(name);
+    if (!text)
+      continue;
+    int local = parse(text);
+    if (local < 0) {
+      error = std::string(name) + "=" + text + " is not a local rank";
+      return -1;
+    }
+    if (local >= count) {
+      error = "this is local rank " + std::to_string(local) + " (" + name +
+              ") on a machine whose driver reports " + std::to_string(count) +
+              " device" + (count == 1 ? "" : "s") +
+              ": a data-parallel job runs one rank per GPU (start fewer "
+              "ranks per machine, or choose one with AMP_CUDA_DEVICE)";
+      return -1;
+    }
+    return local;
+  }
+  return 0;
+}
+
 std::unique_ptr<DriverApi> amp::cuda::loadDriver(const std::string &path,
                                                  std::string *error) {
   auto fail = [&](const std::string &why) -> std::unique_ptr<DriverApi> {
@@ -50,8 +92,13 @@ std::unique_ptr<DriverApi> amp::cuda::loadDriver(const std::string &path,
     return fail("cuDeviceGetCount failed with " + errorName(*api, r));
   if (count < 1)
     return fail("the CUDA driver reports no devices");
-  if (CUresult r = api->deviceGet(&api->device, 0))
-    return fail("cuDeviceGet(0) failed with " + errorName(*api, r));
+  std::string why;
+  int ordinal = deviceOrdinal(count, why);
+  if (ordinal < 0)
+    return fail(why);
+  if (CUresult r = api->deviceGet(&api->device, ordinal))
+    return fail("cuDeviceGet(" + std::to_string(ordinal) + ") failed with " +
+                errorName(*api, r));
   if (CUresult r = api->primaryCtxRetain(&api->context, api->device))
     return fail("cuDevicePrimaryCtxRetain failed with " + errorName(*api, r));
   return api;

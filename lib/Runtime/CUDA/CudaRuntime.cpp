@@ -41,9 +41,9 @@ bool failed() {
   return !errors.first.empty();
 }
 
-/// The driver with its context current on this thread, or null (error
-/// recorded) when there is none or an earlier call failed.
-const DriverApi *driverFor(const char *entry) {
+} // namespace
+
+const DriverApi *amp::cuda::driverFor(const char *entry) {
   if (failed())
     return nullptr;
   std::string error;
@@ -63,6 +63,10 @@ const DriverApi *driverFor(const char *entry) {
   }
   return api;
 }
+
+bool amp::cuda::hasRuntimeError() { return failed(); }
+
+namespace {
 
 /// Checks a driver call's result; false (error recorded) on failure.
 bool check(const DriverApi &api, CUresult result, const char *entry,
@@ -169,6 +173,8 @@ extern "C" void mgpuStreamSynchronize(void *stream) {
   if (const DriverApi *api = driverFor("mgpuStreamSynchronize"))
     check(*api, api->streamSynchronize(static_cast<CUstream>(stream)),
           "mgpuStreamSynchronize", "cuStreamSynchronize");
+  // A collective the watchdog gave up on ends the job from here.
+  checkCollectives();
 }
 
 extern "C" void *mgpuMemAlloc(uint64_t bytes, void *, bool isHostShared) {

@@ -215,6 +215,13 @@ void MpiCommunicator::setDeadline(
   what_ = what;
 }
 
+std::chrono::steady_clock::time_point
+MpiCommunicator::getDeadline(std::string *what) const {
+  if (what)
+    *what = what_;
+  return deadline_;
+}
+
 std::string MpiCommunicator::complete(void *started, const char *call) {
   auto *request = static_cast<MPI_Request *>(started);
   if (!heartbeats_) {

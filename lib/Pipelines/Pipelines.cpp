@@ -103,7 +103,9 @@ std::string amp::getDefaultLibdevicePath() {
 std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
       // GEMMs -> cuBLASLt calls, then the shared middle.
-      std::string("amp-convert-train-to-cuda-runtime,") + toLinalg("f32") +
+      std::string("amp-convert-train-to-cuda-runtime,") +
+      // SyncBatchNorm's sums cross the ranks on NCCL.
+      toLinalg("f32", "amp_cuda_all_reduce") +
       kSplitReductions + bufferizePipeline(options.copyBeforeWrite) +
       // One kernel per linalg op, device buffers; then the passes of
       // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into

@@ -24,6 +24,8 @@
 // CPU: llvm.func @runtime_call(
 // CPU: llvm.call @amp_test_gemm(
 // CPU: llvm.func @grouped_conv(
+// CPU: llvm.func @collectives(
+// CPU-COUNT-4: llvm.call @amp_cpu_all_reduce(
 // CUDA-NOT: train.
 // CUDA: llvm.func @elementwise(
 // CUDA: gpu.binary @elementwise_kernel
@@ -39,6 +41,8 @@
 // CUDA: llvm.func @runtime_call(
 // CUDA: llvm.call @amp_test_gemm(
 // CUDA: llvm.func @grouped_conv(
+// CUDA: llvm.func @collectives(
+// CUDA-COUNT-4: llvm.call @amp_cuda_all_reduce(
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
@@ -274,4 +278,14 @@ func.func @grouped_conv(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: te
   %1 = train.conv2d_grad_input %dy, %w padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
   %2 = train.conv2d_grad_filter %dy, %x padding [1, 1] groups 4 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<4x1x3x3xf32>
   return %0, %1, %2 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>
+}
+
+// train.all_reduce, and a batch norm over ranks (SyncBatchNorm): calls of
+// the backend's collective runtime (amp_cpu_all_reduce, amp_cuda_all_reduce).
+func.func @collectives(%g: tensor<2x3xf32>, %f: tensor<i1>, %x: tensor<4x8x2x2xf32>, %s: tensor<8xf32>)
+    -> (tensor<2x3xf32>, tensor<i1>, tensor<4x8x2x2xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %0 = train.all_reduce mean(%g) ranks 2 wire bf16 : (tensor<2x3xf32>)
+  %1 = train.all_reduce max(%f) ranks 2 : (tensor<i1>)
+  %2:3 = train.batch_norm %x, %s, %s, %s, %s ranks 2 : tensor<4x8x2x2xf32>, tensor<8xf32>
+  return %0, %1, %2#0, %2#1, %2#2 : tensor<2x3xf32>, tensor<i1>, tensor<4x8x2x2xf32>, tensor<8xf32>, tensor<8xf32>
 }

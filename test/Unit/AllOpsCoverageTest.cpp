@@ -36,12 +36,7 @@ namespace {
 /// lowers when given directly (bufferization turns it into a call), so it is
 /// held to them like every other op. Add an entry only for an op one of the
 /// lowerings cannot take yet, with where the other is tested.
-const std::map<std::string, std::string> kExcluded = {
-    {"train.all_reduce",
-     "only amp-lower-cpu lowers it so far (the NCCL runtime for CUDA is not "
-     "built: docs/Distributed.md); test/Conversion/all-reduce-cpu.mlir "
-     "holds the CPU lowering to it"},
-};
+const std::map<std::string, std::string> kExcluded = {};
 
 /// The names of the ops the train dialect registers.
 llvm::StringSet<> registeredTrainOps(MLIRContext &context) {

@@ -48,7 +48,8 @@ def ConvertTrainToLinalgPass : Pass<"amp-convert-train-to-linalg"> {
     Option<"allReduceCallee", "all-reduce-callee", "std::string", "\"\"",
            "The runtime function that sums a batch norm's statistics across "
            "ranks (`ranks` > 1, SyncBatchNorm): amp_cpu_all_reduce in "
-           "amp-lower-cpu; empty: such a batch norm is an error">,
+           "amp-lower-cpu, amp_cuda_all_reduce in amp-lower-cuda; empty: such "
+           "a batch norm is an error">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -159,6 +160,11 @@ def ConvertTrainToCudaRuntimePass
     BGRADA epilogue; the runtime falls back to a second GEMM with a row of
     ones where cuBLASLt has no algorithm for it).
 
+    `train.all_reduce` (a data-parallel step's buckets) becomes
+    `train.runtime_call @amp_cuda_all_reduce` on the packed bucket, as on
+    the CPU: ncclAllReduce on the step's stream
+    (lib/Runtime/CUDA/CudaCollectives.cpp).
+
     ```
     amp-opt step.mlir --amp-convert-train-to-cuda-runtime
     ```
@@ -167,6 +173,7 @@ def ConvertTrainToCudaRuntimePass
     "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
 }

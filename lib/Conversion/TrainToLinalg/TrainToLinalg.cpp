@@ -64,8 +64,8 @@ struct ConvertTrainToLinalgPass
         op.emitOpError("over ")
             << op.getRanks()
             << " ranks (SyncBatchNorm) needs a collective runtime to sum its "
-               "statistics: lower it with amp-lower-cpu (this lowering has "
-               "no all-reduce-callee)";
+               "statistics: lower it with amp-lower-cpu or amp-lower-cuda "
+               "(this lowering has no all-reduce-callee)";
         return WalkResult::interrupt();
       };
       if (getOperation()

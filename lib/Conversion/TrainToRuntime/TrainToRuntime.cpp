@@ -174,7 +174,8 @@ struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
   RuntimeTarget target;
 };
 
-/// train.all_reduce as one runtime call per bucket (amp_cpu_all_reduce):
+/// train.all_reduce as one runtime call per bucket (amp_cpu_all_reduce,
+/// amp_cuda_all_reduce):
 /// the inputs flattened (flags as 0/1 in f32), pre-divided in f32 for a
 /// mean, rounded to the wire type and packed into one buffer; the call
 /// combines the buffer across the ranks; the result is cut back into the
@@ -995,8 +996,9 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
   // Batch matmuls of any rank and broadcast batch dims: the rank-3 form.
   populateBatchMatmulToRank3Patterns(patterns);
   patterns.add<EmbeddingGradToRuntime>(ctx, target);
-  if (target == RuntimeTarget::Cpu)
-    patterns.add<AllReduceToRuntime>(ctx, "amp_cpu_all_reduce");
+  patterns.add<AllReduceToRuntime>(ctx, target == RuntimeTarget::Cuda
+                                             ? "amp_cuda_all_reduce"
+                                             : "amp_cpu_all_reduce");
   if (target == RuntimeTarget::Cuda || convAsGemm) {
     patterns.add<ConvAsGemm<Conv2dOp>, ConvAsGemm<Conv2dGradInputOp>,
                  ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);

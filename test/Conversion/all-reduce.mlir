@@ -1,14 +1,24 @@
 // RUN: amp-opt %s --amp-convert-train-to-cpu-runtime | FileCheck %s
 // RUN: amp-opt %s --amp-lower-cpu | FileCheck %s --check-prefix=LLVM --implicit-check-not=train.
+// RUN: amp-opt %s --amp-convert-train-to-cuda-runtime | FileCheck %s --check-prefix=CUDA
 
 // train.all_reduce on the CPU: one call of amp_cpu_all_reduce per bucket on
 // the inputs packed into one buffer of the wire type ([element type, op,
 // count, ranks]), cut back into the inputs' shapes and types; a mean
 // pre-divides in f32; flags travel as 0/1 in f32 with max; with skip
-// nothing is packed or sent. (The numbers: test/Integration/CPU/
+// nothing is packed or sent. On the GPU the same, with amp_cuda_all_reduce
+// (NCCL on the step's stream). (The numbers: test/Integration/CPU/
 // CollectivesTest.cpp; across processes: test/Integration/MPI.)
 
 // CHECK: func.func private @amp_cpu_all_reduce(index, index, i64, i64, i64, i64)
+// CUDA: func.func private @amp_cuda_all_reduce(index, index, i64, i64, i64, i64)
+// CUDA-LABEL: func.func @bucket
+// CUDA: train.runtime_call @amp_cuda_all_reduce(%{{.*}}) [0, 0, 10, 2] : (tensor<10xf32>) -> tensor<10xf32>
+// CUDA-LABEL: func.func @mean_f16_wire
+// CUDA: train.runtime_call @amp_cuda_all_reduce(%{{.*}}) [1, 0, 8, 4] : (tensor<8xf16>) -> tensor<8xf16>
+// CUDA-LABEL: func.func @flags_with_skip
+// CUDA: train.runtime_call @amp_cuda_all_reduce(%{{.*}}) [0, 1, 1, 2] : (tensor<1xf32>) -> tensor<1xf32>
+
 // CHECK-LABEL: func.func @bucket
 // CHECK-SAME: (%[[ARGA:.*]]: tensor<2x3xf32>, %[[ARGB:.*]]: tensor<4xf32>)
 // CHECK: %[[A:.*]] = train.reshape %[[ARGA]] : tensor<2x3xf32> -> tensor<6xf32>

@@ -50,3 +50,6 @@ if config.amp_enable_cuda:
     # are recorded, not run).
     config.substitutions.append(("%fake_cuda_driver", os.path.join(
         config.amp_obj_root, "test", "Unit", "libAMPFakeCudaDriver" + config.llvm_shlib_ext)))
+    # ... and its stand-in libnccl (every rank's peers hold its values).
+    config.substitutions.append(("%fake_nccl", os.path.join(
+        config.amp_obj_root, "test", "Unit", "libAMPFakeNccl" + config.llvm_shlib_ext)))

@@ -586,8 +586,12 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
     auto abi = reinterpret_cast<int64_t (*)()>(
         dlsym(handle, "amp_cpu_communicator_abi"));
     if (abi && abi() == kCommunicatorAbi)
-      artifact->setCommunicator = reinterpret_cast<void (*)(Communicator *)>(
-          dlsym(handle, "amp_cpu_set_communicator"));
+      if (auto set = reinterpret_cast<void (*)(Communicator *)>(
+              dlsym(handle, "amp_cpu_set_communicator")))
+        artifact->setCommunicator = [set](Communicator *communicator) {
+          set(communicator);
+          return std::string();
+        };
     artifact->step = std::make_unique<HostArtifactFunction>(m.step, stepEntry);
     artifact->logits =
         std::make_unique<HostArtifactFunction>(m.logits, logitsEntry);
@@ -610,6 +614,19 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
       dlsym(handle, "amp_cuda_memory_stats"));
   if (!found)
     return err("a CUDA artifact without the CUDA runtime's entry points");
+  // NCCL starts over the job's communicator in the artifact's runtime;
+  // what failed is the runtime's recorded error.
+  auto abi = reinterpret_cast<int64_t (*)()>(
+      dlsym(handle, "amp_cuda_communicator_abi"));
+  if (abi && abi() == kCommunicatorAbi)
+    if (auto set = reinterpret_cast<void (*)(Communicator *)>(
+            dlsym(handle, "amp_cuda_set_communicator")))
+      artifact->setCommunicator = [set, cuda](Communicator *communicator) {
+        set(communicator);
+        char buffer[1024];
+        return cuda.takeError(buffer, sizeof(buffer)) ? std::string(buffer)
+                                                      : std::string();
+      };
   if (!openDevice)
     return artifact;
   void *stream = cuda.streamCreate();

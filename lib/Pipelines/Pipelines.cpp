@@ -309,7 +309,8 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     parallel.wireType = options.wireType;
     parallel.bucketMb = options.bucketMb;
     parallel.syncBatchnorm = options.syncBatchnorm;
-    if (options.ranks > 1)
+    // (ranks < 1 too: the pass rejects it.)
+    if (options.ranks != 1)
       add(pm, amp::train::createDataParallelPass(parallel));
     else
       checkForwarded(*amp::train::createDataParallelPass(parallel), pipeline,

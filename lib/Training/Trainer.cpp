@@ -425,7 +425,8 @@ llvm::Error amp::installCommunicator(const CompiledStep &compiled,
                   "amp-compile)");
     return llvm::Error::success();
   }
-  compiled.setCommunicator(communicator);
+  if (std::string e = compiled.setCommunicator(communicator); !e.empty())
+    return fail("starting the job's collectives: " + e);
   return llvm::Error::success();
 }
 
@@ -458,8 +459,13 @@ int amp::runTraining(const TrainingConfig &config,
   if (compiled.setCpuThreads)
     compiled.setCpuThreads(config.threads);
   // Data parallelism: the step's collectives call the job's communicator,
-  // installed in the runtime that runs the step (for this run only).
-  if (llvm::Error e = installCommunicator(compiled, config.communicator))
+  // installed in the runtime that runs the step (for this run only); a
+  // CUDA step's NCCL starts then, held to the steps' deadline.
+  if (llvm::Error e = [&] {
+        ScopedDeadline starting(config.communicator, config.dpTimeout,
+                                "starting NCCL");
+        return installCommunicator(compiled, config.communicator);
+      }())
     return fail(llvm::toString(std::move(e)));
   llvm::scope_exit uninstall([&] {
     if (config.communicator && compiled.setCommunicator)

@@ -480,9 +480,6 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     if isinstance(dp_timeout, bool) or not isinstance(dp_timeout, (int, float)) or \
             not 0 <= dp_timeout < float("inf"):
         raise ValueError(f"dp_timeout must be 0 (none) or a number of seconds, given {dp_timeout!r}")
-    if data_parallel and backend != "cpu":
-        raise ValueError("data_parallel=True runs on backend='cpu' (the NCCL runtime for "
-                         "cuda is not built yet)")
     static_scale = None
     if loss_scale != "dynamic":
         if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or \
@@ -538,7 +535,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             raise DeviceUnavailableError(
                 f"backend='cuda': the step compiled, but {reason} (use backend='cpu' "
                 "on a machine without an NVIDIA GPU)") from None
-        # A data-parallel step: the job's communicator in its runtime.
-        native.join_job()
+        # A data-parallel step: the job's communicator in its runtime (on
+        # the GPU, NCCL starts over it, within the timeout).
         native.set_timeout(float(dp_timeout))
+        native.join_job()
     return Step(native, imported, model, optimizer, static_scale)

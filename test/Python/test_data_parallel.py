@@ -102,6 +102,3 @@ def test_errors():
     with pytest.raises(ValueError, match="sync_batchnorm=True needs data_parallel=True"):
         amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
                     sync_batchnorm=True)
-    with pytest.raises(ValueError, match="data_parallel=True runs on backend='cpu'"):
-        amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
-                    data_parallel=True, backend="cuda")

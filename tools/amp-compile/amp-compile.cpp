@@ -74,12 +74,6 @@ int main(int argc, char **argv) {
     return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
-  // A data-parallel step (run by mpirun amp-train --data-parallel): the
-  // CPU runtime's collectives only.
-  if (options.ranks != 1 && backend != "cpu")
-    return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
-                ": data-parallel artifacts are built for the cpu backend (the "
-                "NCCL runtime for cuda is not built yet)");
   if (options.syncBatchnorm && options.ranks == 1)
     return fail("--sync-batchnorm needs a data-parallel step (--ranks=N, N "
                 "> 1)");

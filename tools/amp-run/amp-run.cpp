@@ -81,9 +81,9 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(std::move(e)));
 
   // Data parallelism: join the mpirun job and compile for its size.
-  if (config.dataParallel && backend != "cpu")
-    return fail("--data-parallel runs on the cpu backend (the NCCL runtime "
-                "for cuda is not built yet)");
+  if (config.dataParallel && backend == "cpu-loops")
+    return fail("--data-parallel runs on the cpu and cuda backends (not on "
+                "cpu-loops, whose steps have no collectives)");
   auto joined = joinDataParallelJob(config);
   if (!joined)
     return fail(llvm::toString(joined.takeError()));
@@ -156,7 +156,10 @@ int main(int argc, char **argv) {
     compiled.getCpuThreads = &amp_cpu_get_num_threads;
     compiled.cpuMemoryStats = &amp_cpu_memory_stats;
     compiled.resetCpuMemoryPeak = &amp_cpu_memory_reset_peak;
-    compiled.setCommunicator = &amp_cpu_set_communicator;
+    compiled.setCommunicator = [](Communicator *communicator) {
+      amp_cpu_set_communicator(communicator);
+      return std::string();
+    };
     compiled.ranks = options.ranks;
   }
   config.compileSeconds = std::chrono::duration<double>(

@@ -98,11 +98,6 @@ int main(int argc, char **argv) {
   config.backend = m.backend;
   // Data parallelism: join the mpirun job; the artifact is compiled for its
   // size (runTraining checks) and fingerprinted by its pipeline options.
-  if (config.dataParallel && m.backend != "cpu") {
-    llvm::errs() << "amp-train: error: --data-parallel runs cpu artifacts "
-                    "(the NCCL runtime for cuda is not built yet)\n";
-    return 1;
-  }
   auto joined = joinDataParallelJob(config);
   if (!joined) {
     llvm::errs() << ("amp-train: error: " + llvm::toString(joined.takeError()) +

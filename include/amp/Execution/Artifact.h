@@ -87,7 +87,7 @@ private:
   int64_t (*getCpuThreads)() = nullptr;
   void (*cpuMemoryStats)(uint64_t *, uint64_t *) = nullptr;
   void (*resetCpuMemoryPeak)() = nullptr;
-  void (*setCommunicator)(Communicator *) = nullptr;
+  std::function<std::string(Communicator *)> setCommunicator;
 };
 
 } // namespace amp

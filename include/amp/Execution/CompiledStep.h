@@ -91,11 +91,12 @@ struct CompiledStep {
   /// The number of data-parallel ranks the step is compiled for
   /// (amp-pipeline's `ranks`; 1: one process), and the installer of the
   /// communicator its collectives call, in the runtime that runs it (the
-  /// JIT's, or the one an artifact links: amp_cpu_set_communicator). Null
-  /// where the runtime has none (CUDA steps, a CPU artifact without
-  /// collectives).
+  /// JIT's, or the one an artifact links: amp_cpu_set_communicator,
+  /// amp_cuda_set_communicator, which also starts NCCL over it and returns
+  /// why that failed; empty on success). Null where the runtime has none
+  /// (an artifact of another amp build).
   int64_t ranks = 1;
-  void (*setCommunicator)(Communicator *) = nullptr;
+  std::function<std::string(Communicator *)> setCommunicator;
 };
 
 } // namespace amp

@@ -113,7 +113,11 @@ public:
   void joinJob() {
     if (compiled.ranks == 1)
       return;
-    if (llvm::Error e = installCommunicator(compiled, job))
+    llvm::Error e = [&] {
+      ScopedDeadline starting(job, timeout, "starting NCCL");
+      return installCommunicator(compiled, job);
+    }();
+    if (e)
       raise(std::move(e));
     joined = true;
   }

@@ -102,3 +102,27 @@ def test_errors():
     with pytest.raises(ValueError, match="sync_batchnorm=True needs data_parallel=True"):
         amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
                     sync_batchnorm=True)
+
+
+def test_cuda_starts_nccl_over_the_job(monkeypatch, capfd):
+    """backend='cuda' on the runtime tests' stand-in driver and NCCL (this
+    machine may have no GPU): each rank takes the device of its local rank,
+    NCCL starts over MPI with the job's size and this rank, and a step fails
+    at cuBLASLt (which needs a real driver) with the runtime's error."""
+    import os
+    monkeypatch.setenv("AMP_CUDA_DRIVER", os.environ["AMP_TEST_FAKE_CUDA_DRIVER"])
+    monkeypatch.setenv("AMP_NCCL_LIBRARY", os.environ["AMP_TEST_FAKE_NCCL"])
+    monkeypatch.setenv("AMP_FAKE_CUDA_DEVICES", "2")
+    monkeypatch.setenv("AMP_FAKE_CUDA_TRACE", "1")
+    monkeypatch.setenv("AMP_FAKE_NCCL_TRACE", "1")
+    rank = amp.get_rank()
+    model = mlp()
+    x, y = torch.randn(16, 784), torch.randint(0, 10, (16,))
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y),
+                       optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                       backend="cuda", data_parallel=True)
+    with pytest.raises(RuntimeError, match="cublasLtCreate failed"):
+        step(x, y)
+    err = capfd.readouterr().err
+    assert f"fake-cuda: device {rank}\n" in err
+    assert f"fake-nccl: init rank {rank} of 2 id fake-id-" in err

@@ -14,6 +14,7 @@
 #include "amp/Runtime/CudaCollectives.h"
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaRuntime.h"
+#include "amp/Runtime/Nccl.h"
 
 #include <gtest/gtest.h>
 
@@ -350,3 +351,18 @@ TEST(CudaDriver, DeviceByLocalRank) {
   EXPECT_EQ(error, "LOCAL_RANK=x is not a local rank");
   unsetenv("LOCAL_RANK");
 }
+
+#ifdef AMP_REAL_NCCL
+// The NCCL the toolkit ships has every entry point by the names Nccl.h
+// resolves (no GPU is needed to load it and ask its version).
+TEST(Nccl, ToolkitsLibraryResolves) {
+  setenv("AMP_NCCL_LIBRARY", AMP_REAL_NCCL, 1);
+  std::string error;
+  const cuda::NcclApi *nccl = cuda::getNccl(&error);
+  ASSERT_NE(nccl, nullptr) << error;
+  EXPECT_GE(nccl->version, 21800) << "NCCL 2.18 or later";
+  EXPECT_EQ(cuda::ncclErrorName(*nccl, ncclRemoteError).rfind(
+                "ncclRemoteError (", 0),
+            0u);
+}
+#endif

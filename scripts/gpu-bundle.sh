@@ -7,7 +7,9 @@
 # CUDA backend's checks run there from ahead-of-time artifacts built here
 # (needs a build: scripts/test.sh or ninja -C build). DIR receives:
 #   bin/amp-train              the loader (no MLIR, no libLLVM)
-#   artifacts/NAME.so          CUDA training steps (amp-compile)
+#   artifacts/NAME.so          CUDA training steps (amp-compile), data-
+#                              parallel ones among them
+#   lib/                       OpenBLAS and the MPI plugin (libamp-mpi.so)
 #   reference/step-NAME.*      one SGD step (lr 0.1, loss scale 1024) on
 #                              synthetic data on the CPU backend, and the
 #                              initial state, to compare every tensor of the
@@ -76,6 +78,15 @@ for cfg in "mlp O0 f16" "mlp O1 f16" "mlp O2 f16" "mlp O1 bf16" "cnn O1 f16"; do
     --save="$out/reference/$name.cpu.safetensors" \
     --metrics="$out/reference/$name.cpu.json" > /dev/null
 done
+
+# Data parallelism on NCCL (gpu-checks.sh's dp phase, on 2 GPUs): the MLP
+# at O0 for 2 ranks, and for one process accumulating the two shards; the
+# MPI plugin beside amp-train (the machine brings OpenMPI).
+"$compile" "$root/examples/mlp.mlir" --backend=cuda --opt-level=O0 --ranks=2 \
+  -o "$out/artifacts/dp2-mlp-O0.so"
+"$compile" "$root/examples/mlp.mlir" --backend=cuda --opt-level=O0 \
+  --accumulate=2 -o "$out/artifacts/acc2-mlp-O0.so"
+cp "$build/lib/libamp-mpi.so" "$out/lib/"
 
 # The CPU backend's accuracy runs, if bench/accuracy.sh made them here.
 for m in mlp-O1-f16 mlp-O2-f16 mlp-O1-bf16 cnn-O1-f16; do

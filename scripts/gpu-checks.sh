@@ -22,6 +22,10 @@
 #   ncu        the GEMM kernels are Tensor Core ones (names and counters)
 #   timing     median MLP step (amp-train --bench-steps), amp vs PyTorch
 #              autocast+GradScaler
+#   dp         data parallelism on NCCL: mpirun -np 2 amp-train
+#              --data-parallel (one GPU per rank) against one process
+#              accumulating the same two shards; needs 2 GPUs and OpenMPI
+#              (NCCL refuses two ranks on one GPU), else it says SKIP
 # OUT receives each phase's log and summary.txt. One device call runs at most
 # 10 minutes: run "env gtests steps sanitizer ncu timing" in one call and each
 # accuracy configuration in its own (AMP_GPU_ACCURACY=cnn-O1-f16 ... accuracy).
@@ -33,7 +37,7 @@ bundle="$(cd "${1:?usage: gpu-checks.sh BUNDLE OUT [PHASE...]}" && pwd)"
 out="${2:?usage: gpu-checks.sh BUNDLE OUT [PHASE...]}"
 shift 2
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(env gtests steps accuracy sanitizer ncu timing)
+[ ${#phases[@]} -gt 0 ] || phases=(env gtests steps accuracy sanitizer ncu timing dp)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -191,6 +195,27 @@ phase_timing() {
   amp="$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["step_ms_median"])' "$out/timing-amp.json")"
   timeout 540 python3 "$here/gpu/torch_mlp.py" 300 | tee "$out/timing-torch.txt"
   result "timing: MLP O1 f16 step" INFO "amp ${amp} ms; $(tr '\n' ';' < "$out/timing-torch.txt")"
+}
+
+phase_dp() {
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "$gpus" -lt 2 ] || ! command -v mpirun > /dev/null; then
+    result "dp: 2 ranks on NCCL" SKIP "needs 2 GPUs and mpirun: $gpus GPU(s), mpirun $(command -v mpirun || echo absent)"
+    return 0
+  fi
+  local common=(--dataset=synthetic --shuffle=false --seed=7 --log-every=0)
+  if timeout 300 mpirun --allow-run-as-root -np 2 "$train" "$art/dp2-mlp-O0.so" \
+       --data-parallel --dp-check-replicas --dp-timeout=60 --steps=10 "${common[@]}" \
+       --save="$out/dp2.safetensors" &&
+     timeout 300 "$train" "$art/acc2-mlp-O0.so" --steps=20 "${common[@]}" \
+       --save="$out/acc2.safetensors" &&
+     python3 "$here/../test/Tools/amp-run/Inputs/close_checkpoints.py" \
+       "$out/dp2.safetensors" "$out/acc2.safetensors" 1e-5 param. | tee "$out/dp.compare.txt"; then
+    result "dp: 2 ranks on NCCL" PASS "vs accumulate=2: $(tail -1 "$out/dp.compare.txt")"
+  else
+    result "dp: 2 ranks on NCCL" FAIL "see dp.log"
+  fi
 }
 
 for p in "${phases[@]}"; do

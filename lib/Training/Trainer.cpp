@@ -327,7 +327,9 @@ namespace {
 
 /// The watchdog's margin after --dp-timeout: the step's collectives give up
 /// at the deadline itself.
-constexpr double kWatchdogBackstopSeconds = 5.0;
+/// (On the GPU the rank that gives up first aborts NCCL and asks the others
+/// over MPI for up to 3 s: CudaCollectives.cpp.)
+constexpr double kWatchdogBackstopSeconds = 8.0;
 
 /// A data-parallel step's last resort: a thread that ends the process when
 /// a step armed with `arm` has not been disarmed within `seconds` plus

@@ -210,6 +210,12 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   return config;
 }
 
+int amp::finishRank(int status, Communicator *communicator) {
+  if (status != 0 && communicator && communicator->size() > 1)
+    communicator->abort(status);
+  return status;
+}
+
 llvm::Expected<std::unique_ptr<Communicator>>
 amp::joinDataParallelJob(TrainingConfig &config) {
   auto fail = [](const llvm::Twine &message) {

@@ -10,14 +10,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FakeNccl.h"
 #include "amp/Runtime/CudaCollectives.h"
+#include "FakeNccl.h"
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaRuntime.h"
 #include "amp/Runtime/Nccl.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -30,9 +31,10 @@ using namespace amp;
 
 namespace {
 
-/// Rank `rank` of `size`: rank 0's broadcast data is recorded, the others
-/// receive `rootData`; an all-reduce returns its input (the simulated ranks
-/// agree) unless a peer failed to prepare (a max of 1) or `error` is set.
+/// Rank `rank` of `size`: what it broadcasts as the root is recorded
+/// (`sent`), as another rank it receives `rootData`; an all-reduce returns
+/// its input, with max at least `peerMax` (what the simulated ranks hold),
+/// and `error`.
 class TestCommunicator final : public Communicator {
 public:
   TestCommunicator(int rank, int size) : rank_(rank), size_(size) {}
@@ -43,13 +45,13 @@ public:
     EXPECT_EQ(type, RuntimeDType::F32);
     ++allReduces;
     std::memcpy(out, in, size_t(count) * sizeof(float));
-    if (peerFailed && op == CollectiveOp::Max)
-      static_cast<float *>(out)[0] = 1.0f;
+    if (op == CollectiveOp::Max)
+      static_cast<float *>(out)[0] =
+          std::max(static_cast<float *>(out)[0], peerMax);
     lastInput = static_cast<const float *>(in)[0];
     return error;
   }
   std::string broadcast(void *data, int64_t bytes, int root) override {
-    EXPECT_EQ(root, 0);
     if (rank_ == root)
       sent.emplace_back(static_cast<const char *>(data), size_t(bytes));
     else
@@ -74,7 +76,7 @@ public:
     std::_Exit(code);
   }
 
-  bool peerFailed = false;
+  float peerMax = 0.0f;
   std::string error, rootData;
   std::vector<std::string> sent;
   int allReduces = 0;
@@ -93,13 +95,18 @@ void useFakes() {
   setenv("AMP_NCCL_LIBRARY", AMP_FAKE_NCCL, 1);
   unsetenv("AMP_FAKE_CUDA_MODE");
   unsetenv("AMP_FAKE_NCCL_MODE");
+  void *library = dlopen(AMP_FAKE_NCCL, RTLD_NOW);
+  ASSERT_NE(library, nullptr);
+  auto reset = reinterpret_cast<void (*)()>(dlsym(library, "fakeNcclReset"));
+  ASSERT_NE(reset, nullptr);
+  reset();
 }
 
 const FakeNcclRecord &fakeNccl() {
   void *library = dlopen(AMP_FAKE_NCCL, RTLD_NOW);
   EXPECT_NE(library, nullptr);
-  auto get = reinterpret_cast<const void *(*)()>(
-      dlsym(library, "fakeNcclRecord"));
+  auto get =
+      reinterpret_cast<const void *(*)()>(dlsym(library, "fakeNcclRecord"));
   EXPECT_NE(get, nullptr);
   return *static_cast<const FakeNcclRecord *>(get());
 }
@@ -115,12 +122,11 @@ intptr_t deviceFloats(const std::vector<float> &values) {
   return reinterpret_cast<intptr_t>(p);
 }
 
-/// Waits on the stream until the collectives' failure ends the process.
+/// Waits on the stream, as a step does at its end: on the fake driver in
+/// mode "hang" until the watchdog aborts NCCL, whose failure must then end
+/// the process.
 [[noreturn]] void waitForTheEnd() {
-  for (int i = 0; i < 500; ++i) {
-    mgpuStreamSynchronize(cuda::getStream());
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  mgpuStreamSynchronize(cuda::getStream());
   std::fprintf(stderr, "the job was not ended\n");
   std::_Exit(3);
 }
@@ -129,41 +135,58 @@ constexpr int64_t kF32 = int64_t(RuntimeDType::F32);
 constexpr int64_t kSum = int64_t(CollectiveOp::Sum);
 
 [[noreturn]] void dieNcclErrorEndsTheJob() {
-    useFakes();
-    setenv("AMP_FAKE_NCCL_MODE", "async-error", 1);
-    TestCommunicator host(0, 2);
-    amp_cuda_set_communicator(&host);
-    intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-    amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
-    waitForTheEnd();
+  useFakes();
+  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
+  setenv("AMP_FAKE_NCCL_MODE", "async-error", 1);
+  TestCommunicator host(0, 2);
+  amp_cuda_set_communicator(&host);
+  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
+  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  waitForTheEnd();
 }
 
 [[noreturn]] void dieLateCollectiveNamesTheSilentRank() {
-    useFakes();
-    setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
-    TestCommunicator host(0, 2);
-    amp_cuda_set_communicator(&host);
-    host.setDeadline(std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(200),
-                     "step 3 (--dp-timeout=0.2)");
-    host.error = "MPI_Iallreduce (collective 9 of the run) is waiting "
-                 "for rank 1 (silent for 3.0 s, last in collective 8)";
-    intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-    amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
-    amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
-    waitForTheEnd();
+  useFakes();
+  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
+  TestCommunicator host(0, 2);
+  amp_cuda_set_communicator(&host);
+  host.setDeadline(std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(200),
+                   "step 3 (--dp-timeout=0.2)");
+  host.error = "MPI_Iallreduce (collective 9 of the run) is waiting "
+               "for rank 1 (silent for 3.0 s, last in collective 8)";
+  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
+  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  waitForTheEnd();
 }
 
 [[noreturn]] void dieLateCollectiveWithEveryRankPresent() {
-    useFakes();
-    setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
-    TestCommunicator host(1, 2);
-    host.rootData = std::string(NCCL_UNIQUE_ID_BYTES, 'x');
-    amp_cuda_set_communicator(&host);
-    host.setDeadline(std::chrono::steady_clock::now(), "step 0");
-    intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-    amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
-    waitForTheEnd();
+  useFakes();
+  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
+  TestCommunicator host(1, 2);
+  host.rootData = std::string(NCCL_UNIQUE_ID_BYTES, 'x');
+  amp_cuda_set_communicator(&host);
+  host.setDeadline(std::chrono::steady_clock::now(), "step 0");
+  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
+  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  waitForTheEnd();
+}
+
+[[noreturn]] void dieUninstallingReportsALateCollective() {
+  useFakes();
+  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
+  TestCommunicator host(0, 2);
+  amp_cuda_set_communicator(&host);
+  host.setDeadline(std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(100),
+                   "step 9");
+  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
+  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  host.setDeadline(std::chrono::steady_clock::time_point::max(), "");
+  amp_cuda_set_communicator(nullptr);
+  std::fprintf(stderr, "the job was not ended\n");
+  std::_Exit(3);
 }
 
 } // namespace
@@ -192,8 +215,8 @@ TEST(CudaCollectives, RankZeroSendsItsNcclId) {
 TEST(CudaCollectives, OtherRanksJoinWithRankZerosId) {
   useFakes();
   TestCommunicator host(2, 3);
-  host.rootData = std::string("rank zero's id") +
-                  std::string(NCCL_UNIQUE_ID_BYTES, '\0');
+  host.rootData =
+      std::string("rank zero's id") + std::string(NCCL_UNIQUE_ID_BYTES, '\0');
   amp_cuda_set_communicator(&host);
   EXPECT_EQ(takeError(), "");
   const FakeNcclRecord &nccl = fakeNccl();
@@ -265,14 +288,16 @@ TEST(CudaCollectives, BadCallsAreRecorded) {
 
 TEST(CudaCollectives, RanksAgreeBeforeNcclStarts) {
   useFakes();
-  // Another rank could not prepare: nobody enters NCCL's start (it would
-  // wait for that rank for ever).
+  // Rank 1 could not prepare: nobody enters NCCL's start (it would wait
+  // for that rank for ever), and every rank says why.
   TestCommunicator host(0, 2);
-  host.peerFailed = true;
+  host.peerMax = 2.0f;
+  host.rootData = "no CUDA device: the CUDA driver reports no devices";
+  host.rootData.resize(512, '\0');
   amp_cuda_set_communicator(&host);
   EXPECT_EQ(takeError(),
-            "amp_cuda_set_communicator: rank 0 of 2: another rank could not "
-            "start NCCL (its error says why)");
+            "amp_cuda_set_communicator: rank 0 of 2: rank 1 could not start "
+            "NCCL: no CUDA device: the CUDA driver reports no devices");
   EXPECT_EQ(fakeNccl().ranks, 0);
   // NCCL's own start failing is named.
   setenv("AMP_FAKE_NCCL_MODE", "init-error", 1);
@@ -295,14 +320,16 @@ TEST(CudaCollectives, MissingNcclIsSaidAndShared) {
                         0),
             0u)
       << error;
-  // This rank told the others it failed.
-  EXPECT_EQ(host.lastInput, 1.0f);
+  // This rank told the others it failed (its rank + 1), and why.
+  EXPECT_EQ(host.lastInput, 2.0f);
+  ASSERT_EQ(host.sent.size(), 1u);
+  EXPECT_EQ(host.sent[0].rfind("cannot load NCCL /nonexistent/", 0), 0u);
   amp_cuda_set_communicator(nullptr);
 }
 
 TEST(CudaCollectives, NcclErrorEndsTheJob) {
-  EXPECT_EXIT(dieNcclErrorEndsTheJob(),
-      testing::ExitedWithCode(1),
+  EXPECT_EXIT(
+      dieNcclErrorEndsTheJob(), testing::ExitedWithCode(1),
       "amp runtime: rank 0 of 2: NCCL all-reduce 1 of the run failed: NCCL "
       "reported ncclRemoteError \\(remote process exited or there was a "
       "network error\\): fake peer went away; ending the job\n"
@@ -310,8 +337,8 @@ TEST(CudaCollectives, NcclErrorEndsTheJob) {
 }
 
 TEST(CudaCollectives, LateCollectiveNamesTheSilentRank) {
-  EXPECT_EXIT(dieLateCollectiveNamesTheSilentRank(),
-      testing::ExitedWithCode(1),
+  EXPECT_EXIT(
+      dieLateCollectiveNamesTheSilentRank(), testing::ExitedWithCode(1),
       "amp runtime: rank 0 of 2: step 3 \\(--dp-timeout=0.2\\): NCCL "
       "all-reduce 1 of the run did not complete in time; asked over MPI: "
       "MPI_Iallreduce \\(collective 9 of the run\\) is waiting for rank 1 "
@@ -319,11 +346,21 @@ TEST(CudaCollectives, LateCollectiveNamesTheSilentRank) {
 }
 
 TEST(CudaCollectives, LateCollectiveWithEveryRankPresent) {
-  EXPECT_EXIT(dieLateCollectiveWithEveryRankPresent(),
-      testing::ExitedWithCode(1),
+  EXPECT_EXIT(
+      dieLateCollectiveWithEveryRankPresent(), testing::ExitedWithCode(1),
       "rank 1 of 2: step 0: NCCL all-reduce 1 of the run did not complete in "
       "time; every rank answered over MPI, so NCCL itself is stuck; ending "
       "the job");
+}
+
+// Uninstalling waits for the enqueued all-reduces, still under their
+// deadline: one that never completes ends the job there.
+TEST(CudaCollectives, UninstallingReportsALateCollective) {
+  EXPECT_EXIT(dieUninstallingReportsALateCollective(),
+              testing::ExitedWithCode(1),
+              "rank 0 of 2: step 9: NCCL all-reduce 1 of the run did not "
+              "complete in time; every rank answered over MPI, so NCCL "
+              "itself is stuck; ending the job");
 }
 
 TEST(CudaDriver, DeviceByLocalRank) {
@@ -334,6 +371,8 @@ TEST(CudaDriver, DeviceByLocalRank) {
   EXPECT_EQ(cuda::deviceOrdinal(4, error), 0);
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
   EXPECT_EQ(cuda::deviceOrdinal(4, error), 3);
+  // One visible device (CUDA_VISIBLE_DEVICES per rank) serves any rank.
+  EXPECT_EQ(cuda::deviceOrdinal(1, error), 0);
   EXPECT_EQ(cuda::deviceOrdinal(2, error), -1);
   EXPECT_EQ(error, "this is local rank 3 (OMPI_COMM_WORLD_LOCAL_RANK) on a "
                    "machine whose driver reports 2 devices: a data-parallel "
@@ -356,13 +395,12 @@ TEST(CudaDriver, DeviceByLocalRank) {
 // The NCCL the toolkit ships has every entry point by the names Nccl.h
 // resolves (no GPU is needed to load it and ask its version).
 TEST(Nccl, ToolkitsLibraryResolves) {
-  setenv("AMP_NCCL_LIBRARY", AMP_REAL_NCCL, 1);
   std::string error;
-  const cuda::NcclApi *nccl = cuda::getNccl(&error);
+  std::unique_ptr<cuda::NcclApi> nccl = cuda::loadNccl(AMP_REAL_NCCL, error);
   ASSERT_NE(nccl, nullptr) << error;
   EXPECT_GE(nccl->version, 21800) << "NCCL 2.18 or later";
-  EXPECT_EQ(cuda::ncclErrorName(*nccl, ncclRemoteError).rfind(
-                "ncclRemoteError (", 0),
-            0u);
+  EXPECT_EQ(
+      cuda::ncclErrorName(*nccl, ncclRemoteError).rfind("ncclRemoteError (", 0),
+      0u);
 }
 #endif

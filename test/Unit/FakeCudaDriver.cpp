@@ -8,8 +8,8 @@
 // memory, so that the runtime's host logic (loading, error paths, the caching
 // allocator, argument packing of launches) runs on a machine without a GPU.
 // AMP_FAKE_CUDA_MODE selects cuInit's behaviour: "no-device" fails with
-// CUDA_ERROR_NO_DEVICE, "zero" reports no devices, "hang" never completes
-// events, anything else works; AMP_FAKE_CUDA_DEVICES sets the device count
+// CUDA_ERROR_NO_DEVICE, "zero" reports no devices, "hang" completes the
+// stream's work only when released (below), anything else works; AMP_FAKE_CUDA_DEVICES sets the device count
 // (1).
 // With AMP_FAKE_CUDA_TRACE set, launches and copies are printed on stderr
 // ("fake-cuda: launch NAME", "fake-cuda: memcpy BYTES"), and so is the
@@ -19,11 +19,14 @@
 
 #include <cuda.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace {
 std::string mode() {
@@ -35,6 +38,7 @@ bool tracing() {
   return on;
 }
 int allocations = 0;
+std::atomic<bool> released{false};
 struct Launch {
   unsigned grid[3], block[3], smem;
   void **params;
@@ -115,7 +119,15 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream) { return CUDA_SUCCESS; }
-FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+// In mode "hang" the stream's work (a collective waiting for a rank that
+// does not come) ends only when fakeCudaRelease is called (the fake NCCL's
+// ncclCommAbort does), or after 10 s.
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) {
+  if (mode() == "hang")
+    for (int i = 0; i < 10000 && !released.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return CUDA_SUCCESS;
+}
 FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   if (bytes > (size_t(1) << 30))
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -157,10 +169,9 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent *event, unsigned int) {
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
-// Work on the stream never completes in mode "hang" (a collective waiting
-// for a rank that does not come).
 FAKE_EXPORT CUresult cuEventQuery(CUevent) {
-  return mode() == "hang" ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+  return mode() == "hang" && !released.load() ? CUDA_ERROR_NOT_READY
+                                              : CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) {
   *ms = 0.0f;
@@ -168,6 +179,7 @@ FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) {
 }
 FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent) { return CUDA_SUCCESS; }
 /// Test hooks.
+FAKE_EXPORT void fakeCudaRelease() { released.store(true); }
 FAKE_EXPORT int fakeAllocations() { return allocations; }
 FAKE_EXPORT const void *fakeLastLaunch() { return &lastLaunch; }
 }

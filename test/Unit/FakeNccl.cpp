@@ -11,6 +11,7 @@
 // non-blocking when asked (their calls return ncclInProgress once).
 // AMP_FAKE_NCCL_MODE: "init-error" fails ncclCommInitRankConfig, "async-error"
 // makes the communicator report ncclRemoteError after its first all-reduce.
+// ncclCommAbort releases the fake driver's stream (its mode "hang").
 // With AMP_FAKE_NCCL_TRACE set, calls are printed on stderr
 // ("fake-nccl: init rank R of N id ID", "fake-nccl: all-reduce COUNT type T
 // op O", "fake-nccl: abort", "fake-nccl: destroy").
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <string>
 #include <unistd.h>
 
@@ -107,6 +109,12 @@ FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   ++record.aborts;
   if (tracing())
     std::fprintf(stderr, "fake-nccl: abort\n");
+  // NCCL's kernels end: the fake driver's stream (mode "hang") drains.
+  if (const char *driver = std::getenv("AMP_CUDA_DRIVER"))
+    if (void *handle = dlopen(driver, RTLD_NOW | RTLD_NOLOAD))
+      if (auto release =
+              reinterpret_cast<void (*)()>(dlsym(handle, "fakeCudaRelease")))
+        release();
   delete comm;
   return ncclSuccess;
 }
@@ -147,6 +155,7 @@ FAKE_EXPORT ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
   }
   return started(comm);
 }
-/// Test hook: the last calls' arguments.
+/// Test hooks: the last calls' arguments, and forgetting them.
 FAKE_EXPORT const void *fakeNcclRecord() { return &record; }
+FAKE_EXPORT void fakeNcclReset() { record = FakeNcclRecord(); }
 }

@@ -88,21 +88,26 @@ int main(int argc, char **argv) {
   if (!joined)
     return fail(llvm::toString(joined.takeError()));
   std::unique_ptr<Communicator> communicator = std::move(*joined);
+  // From here on a failing rank ends the job (the others may be waiting for
+  // it, e.g. in NCCL's start on the GPU).
+  auto finish = [&](int status) {
+    return finishRank(status, communicator.get());
+  };
   if (communicator) {
     int64_t size = communicator->size();
     if (options.ranks != 1 && options.ranks != size)
-      return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
+      return finish(fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
                   " but mpirun started " + llvm::Twine(size) +
-                  " processes (--data-parallel sets --ranks itself)");
+                  " processes (--data-parallel sets --ranks itself)"));
     options.ranks = size;
     for (auto &[name, value] : getPrintedOptions(options))
       config.compileSettings += name + "=" + value + " ";
   } else if (options.ranks != 1) {
-    return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
+    return finish(fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
                 " compiles a data-parallel step: run it with --data-parallel "
-                "under mpirun");
+                "under mpirun"));
   } else if (options.syncBatchnorm) {
-    return fail("--sync-batchnorm needs --data-parallel");
+    return finish(fail("--sync-batchnorm needs --data-parallel"));
   }
 
   auto compileStart = std::chrono::steady_clock::now();
@@ -111,7 +116,7 @@ int main(int argc, char **argv) {
   auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
                                      modelPath, options);
   if (!training)
-    return fail(llvm::toString(training.takeError()));
+    return finish(fail(llvm::toString(training.takeError())));
 
   CompiledStep compiled;
   std::unique_ptr<CpuFunction> step, logits;
@@ -122,17 +127,17 @@ int main(int argc, char **argv) {
     llvm::SmallString<128> path;
     if (std::error_code ec =
             llvm::sys::fs::createTemporaryFile("amp-run-step", "so", path))
-      return fail("cannot create a temporary file: " + ec.message());
+      return finish(fail("cannot create a temporary file: " + ec.message()));
     llvm::FileRemover remover(path);
     ArtifactOptions artifactOptions;
     artifactOptions.backend = "cuda";
     if (llvm::Error e = compileArtifact(
             *training->module, training->getManifest(modelPath, options),
             artifactOptions, path))
-      return fail(llvm::toString(std::move(e)));
+      return finish(fail(llvm::toString(std::move(e))));
     auto loaded = Artifact::load(path);
     if (!loaded)
-      return fail(llvm::toString(loaded.takeError()));
+      return finish(fail(llvm::toString(loaded.takeError())));
     artifact = std::move(*loaded);
     compiled = artifact->getCompiledStep();
   } else {
@@ -141,11 +146,11 @@ int main(int argc, char **argv) {
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,
                                        compileOptions);
     if (!stepFn)
-      return fail(llvm::toString(stepFn.takeError()));
+      return finish(fail(llvm::toString(stepFn.takeError())));
     auto logitsFn = CpuFunction::compile(*training->module,
                                          training->logitsName, compileOptions);
     if (!logitsFn)
-      return fail(llvm::toString(logitsFn.takeError()));
+      return finish(fail(llvm::toString(logitsFn.takeError())));
     step = std::move(*stepFn);
     logits = std::move(*logitsFn);
     compiled.step = step.get();
@@ -165,10 +170,5 @@ int main(int argc, char **argv) {
   config.compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
-  int status = runTraining(config, compiled);
-  // A rank that fails alone would leave the others in a collective: end
-  // the whole job (mpirun reports it and exits non-zero).
-  if (status != 0 && communicator && communicator->size() > 1)
-    communicator->abort(status);
-  return status;
+  return finish(runTraining(config, compiled));
 }

@@ -106,10 +106,6 @@ int main(int argc, char **argv) {
   }
   std::unique_ptr<Communicator> communicator = std::move(*joined);
   config.compileSettings = m.pipeline;
-  int status = runTraining(config, (*artifact)->getCompiledStep());
-  // A rank that fails alone would leave the others in a collective: end
-  // the whole job (mpirun reports it and exits non-zero).
-  if (status != 0 && communicator && communicator->size() > 1)
-    communicator->abort(status);
-  return status;
+  return finishRank(runTraining(config, (*artifact)->getCompiledStep()),
+                    communicator.get());
 }

@@ -75,8 +75,9 @@ struct DriverApi {
 
 /// The device a process uses among the driver's `count`: the ordinal
 /// AMP_CUDA_DEVICE names, else the process's local rank when a launcher
-/// (mpirun, srun, torchrun) started it (one GPU per rank), else 0; -1 with
-/// `error` set when that device does not exist.
+/// (mpirun, srun, torchrun) started it and more than one device is visible
+/// (one GPU per rank), else 0; -1 with `error` set when that device does
+/// not exist.
 int deviceOrdinal(int count, std::string &error);
 
 /// Opens the driver library `path`, resolves every entry point, initializes

@@ -16,6 +16,7 @@
 
 #include <nccl.h>
 
+#include <memory>
 #include <string>
 
 namespace amp {
@@ -47,9 +48,12 @@ struct NcclApi {
   int version = 0;
 };
 
+/// Opens the NCCL library `path` and resolves every entry point; null with
+/// `error` set when it cannot. Not cached.
+std::unique_ptr<NcclApi> loadNccl(const std::string &path, std::string &error);
+
 /// The process's NCCL: `libnccl.so.2`, or the library the AMP_NCCL_LIBRARY
-/// environment variable names, opened once. Null with `error` set when it
-/// cannot be loaded or lacks an entry point.
+/// environment variable names, loadNccl'ed once per library.
 const NcclApi *getNccl(std::string *error = nullptr);
 
 /// "ncclSystemError (<NCCL's explanation>)" for a result.

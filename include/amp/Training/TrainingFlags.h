@@ -36,6 +36,12 @@ TrainingConfig readTrainingFlags(llvm::StringRef tool);
 llvm::Expected<std::unique_ptr<Communicator>>
 joinDataParallelJob(TrainingConfig &config);
 
+/// A rank's exit status `status`; a failure first ends every rank of a
+/// data-parallel job (`communicator` of more than one rank): a rank that
+/// returned alone would leave the others waiting in a collective (mpirun
+/// reports the abort and exits non-zero).
+int finishRank(int status, Communicator *communicator);
+
 } // namespace amp
 
 #endif // AMP_TRAINING_TRAININGFLAGS_H

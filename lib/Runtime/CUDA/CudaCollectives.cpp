@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -69,10 +70,24 @@ NcclJob *installed = nullptr;
 
 const char *const kEntry = "amp_cuda_all_reduce";
 
-/// The watchdog: fails the job (aborting the NCCL communicator, which ends
-/// its kernels, so the step's thread stops waiting on the stream) when NCCL
-/// reports an error or the oldest pending all-reduce is still running at
-/// its deadline. The step's thread reports it (checkCollectives).
+/// Fails `job` (its lock held): records what failed, marks it failed, then
+/// aborts the NCCL communicator, which ends NCCL's kernels, so the stream
+/// drains and the step's thread, waiting on it, finds the failure
+/// (checkCollectives) -- never before it is marked.
+void failJob(NcclJob &job, bool timedOut, const std::string &why) {
+  job.timedOut = timedOut;
+  job.failure = why;
+  if (!job.pending.empty())
+    job.failedCollective = job.pending.front();
+  else
+    job.failedCollective.number = job.collectives;
+  job.failed.store(true);
+  job.nccl->commAbort(job.comm);
+}
+
+/// The watchdog: fails the job when NCCL reports an error or the oldest
+/// pending all-reduce is still running at its deadline. The step's thread
+/// reports it (checkCollectives).
 void watch(NcclJob &job) {
   // Events belong to the device's context.
   job.driver->ctxPushCurrent(job.driver->context);
@@ -105,16 +120,7 @@ void watch(NcclJob &job) {
                 Clock::now() >= job.pending.front().deadline;
     if (why.empty() && !late)
       continue;
-    job.timedOut = late;
-    job.failure = why;
-    if (!job.pending.empty())
-      job.failedCollective = job.pending.front();
-    else
-      job.failedCollective.number = job.collectives;
-    // Ends NCCL's kernels: the stream drains and the step's thread, waiting
-    // on it, sees the failure.
-    job.nccl->commAbort(job.comm);
-    job.failed.store(true);
+    failJob(job, late, why);
   }
 }
 
@@ -147,29 +153,44 @@ ncclResult_t settle(const NcclApi &nccl, ncclComm_t comm, ncclResult_t r,
   return r;
 }
 
-/// Stops `job`'s watchdog and NCCL (finalized after the stream drained, or
-/// already aborted), and frees it.
+[[noreturn]] void reportFailure(NcclJob &job);
+
+/// How long a rank's NCCL teardown waits for the other ranks
+/// (ncclCommFinalize completes once the communicator is globally quiescent)
+/// before it frees its resources alone (ncclCommAbort: nothing is lost, its
+/// collectives have completed).
+constexpr auto kFinalizeWait = std::chrono::seconds(2);
+
+/// Stops `job` and frees it: its enqueued all-reduces complete first (the
+/// watchdog still holding each to its deadline; a failure ends the job),
+/// then the watchdog stops and NCCL is finalized.
 void stop(NcclJob *job) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(job->mutex);
+      if (job->pending.empty() || job->failed.load())
+        break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (job->failed.load())
+    reportFailure(*job);
   {
     std::lock_guard<std::mutex> lock(job->mutex);
     job->stopping = true;
   }
   job->wake.notify_all();
   job->watchdog.join();
-  if (!job->failed.load()) {
-    if (void *stream = getStream())
-      job->driver->streamSynchronize(static_cast<CUstream>(stream));
-    bool late = false;
-    ncclResult_t r = settle(*job->nccl, job->comm,
-                            job->nccl->commFinalize(job->comm),
-                            Clock::now() + std::chrono::seconds(10), late);
-    if (r == ncclSuccess)
-      job->nccl->commDestroy(job->comm);
-    else
-      job->nccl->commAbort(job->comm);
-  }
-  for (const Pending &p : job->pending)
-    job->driver->eventDestroy(p.done);
+  if (void *stream = getStream())
+    job->driver->streamSynchronize(static_cast<CUstream>(stream));
+  bool late = false;
+  ncclResult_t r =
+      settle(*job->nccl, job->comm, job->nccl->commFinalize(job->comm),
+             Clock::now() + kFinalizeWait, late);
+  if (r == ncclSuccess)
+    job->nccl->commDestroy(job->comm);
+  else
+    job->nccl->commAbort(job->comm);
   for (CUevent e : job->spareEvents)
     job->driver->eventDestroy(e);
   delete job;
@@ -196,23 +217,33 @@ NcclJob *start(Communicator &host) {
   if (error.empty() && host.rank() == 0)
     if (ncclResult_t r = nccl->getUniqueId(&id))
       error = "ncclGetUniqueId failed with " + ncclErrorName(*nccl, r);
-  // Rank 0's id to every rank, then whether every rank is ready.
+  // Rank 0's id to every rank, then whether every rank is ready: the
+  // highest rank that is not (plus one), whose reason every rank then gets
+  // (the first rank to stop ends the job: its message must say why).
   std::string hostError = host.broadcast(&id, sizeof(id), 0);
-  float failed = error.empty() ? 0.0f : 1.0f, anyFailed = 0.0f;
+  float failed = error.empty() ? 0.0f : float(host.rank() + 1), anyFailed = 0;
   if (hostError.empty())
     hostError = host.allReduce(&failed, &anyFailed, 1, RuntimeDType::F32,
                                CollectiveOp::Max);
+  char reason[512] = {};
+  int root = int(anyFailed) - 1;
+  if (hostError.empty() && root >= 0) {
+    if (root == host.rank())
+      std::snprintf(reason, sizeof(reason), "%s", error.c_str());
+    hostError = host.broadcast(reason, sizeof(reason), root);
+  }
   if (!hostError.empty()) {
     recordRuntimeError(std::string(entry) + ": " + rankOf(host) +
                        ": sending NCCL's id failed: " + hostError);
     return nullptr;
   }
-  if (anyFailed != 0.0f) {
+  if (root >= 0) {
     // The first error wins: a driver failure recorded above stays.
     recordRuntimeError(std::string(entry) + ": " + rankOf(host) + ": " +
-                       (error.empty() ? "another rank could not start NCCL "
-                                        "(its error says why)"
-                                      : error));
+                       (root == host.rank()
+                            ? error
+                            : "rank " + std::to_string(root) +
+                                  " could not start NCCL: " + reason));
     return nullptr;
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -223,8 +254,8 @@ NcclJob *start(Communicator &host) {
   std::string what;
   Clock::time_point deadline = host.getDeadline(&what);
   bool late = false;
-  ncclResult_t r = nccl->commInitRankConfig(&comm, host.size(), id,
-                                            host.rank(), &config);
+  ncclResult_t r =
+      nccl->commInitRankConfig(&comm, host.size(), id, host.rank(), &config);
   if (comm)
     r = settle(*nccl, comm, r, deadline, late);
   if (r != ncclSuccess) {
@@ -258,47 +289,98 @@ std::optional<ncclDataType_t> ncclTypeOf(int64_t dtype) {
 
 } // namespace
 
-void amp::cuda::checkCollectives() {
-  NcclJob *job = installed;
-  if (!job || !job->failed.load())
+namespace {
+
+/// Enqueues one all-reduce on `stream` (the step's thread); a failure
+/// fails the job.
+void enqueue(NcclJob &job, intptr_t in, intptr_t out, ncclDataType_t type,
+             int64_t op, int64_t count, void *stream,
+             Clock::time_point deadline, const std::string &what) {
+  std::lock_guard<std::mutex> lock(job.mutex);
+  if (job.failed.load())
+    return; // Reported by the caller.
+  ++job.collectives;
+  bool late = false;
+  ncclResult_t r = settle(
+      *job.nccl, job.comm,
+      job.nccl->allReduce(reinterpret_cast<const void *>(in),
+                          reinterpret_cast<void *>(out), size_t(count), type,
+                          op == int64_t(CollectiveOp::Max) ? ncclMax : ncclSum,
+                          job.comm, static_cast<cudaStream_t>(stream)),
+      deadline, late);
+  if (r != ncclSuccess) {
+    // The ranks are out of step: the job ends (the caller's checkCollectives).
+    failJob(job, late,
+            "ncclAllReduce of " + std::to_string(count) + " values " +
+                (late ? "was not enqueued by the deadline"
+                      : "failed with " + ncclErrorName(*job.nccl, r)));
     return;
+  }
+  CUevent done = nullptr;
+  if (!job.spareEvents.empty()) {
+    done = job.spareEvents.back();
+    job.spareEvents.pop_back();
+  } else if (CUresult e =
+                 job.driver->eventCreate(&done, CU_EVENT_DISABLE_TIMING)) {
+    record("cuEventCreate failed with " + errorName(*job.driver, e));
+    return;
+  }
+  if (CUresult e =
+          job.driver->eventRecord(done, static_cast<CUstream>(stream))) {
+    job.spareEvents.push_back(done);
+    record("cuEventRecord failed with " + errorName(*job.driver, e));
+    return;
+  }
+  job.pending.push_back({done, job.collectives, deadline, what});
+}
+
+/// Reports `job`'s failure on the step's thread and ends the job. NCCL
+/// cannot tell which rank is missing; the job's communicator can: the other
+/// ranks' watchdogs send them here too, where they enter an all-reduce with
+/// a short deadline, and a stopped, hung or dead rank stays silent.
+void reportFailure(NcclJob &job) {
   bool timedOut;
   std::string failure;
   Pending collective;
   {
-    std::lock_guard<std::mutex> lock(job->mutex);
-    timedOut = job->timedOut;
-    failure = job->failure;
-    collective = job->failedCollective;
+    // Waits for the watchdog to finish failing the job.
+    std::lock_guard<std::mutex> lock(job.mutex);
+    timedOut = job.timedOut;
+    failure = job.failure;
+    collective = job.failedCollective;
   }
-  Communicator &host = *job->host;
+  Communicator &host = *job.host;
+  host.setDeadline(
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(kProbeSeconds)),
+      collective.what.empty() ? "NCCL's failure" : collective.what);
+  float one = 1.0f, ranks = 0.0f;
+  std::string silent =
+      host.allReduce(&one, &ranks, 1, RuntimeDType::F32, CollectiveOp::Sum);
   std::string message = "amp runtime: " + rankOf(host) + ": ";
   if (!collective.what.empty())
     message += collective.what + ": ";
-  message += "NCCL all-reduce " + std::to_string(collective.number) +
-             " of the run ";
-  if (timedOut) {
-    // NCCL cannot tell which rank is missing; the job's communicator can:
-    // the other ranks' watchdogs send them here too, a stopped or hung rank
-    // stays silent.
-    host.setDeadline(Clock::now() +
-                         std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(kProbeSeconds)),
-                     collective.what.empty() ? "NCCL's deadline"
-                                             : collective.what);
-    float one = 1.0f, ranks = 0.0f;
-    std::string silent =
-        host.allReduce(&one, &ranks, 1, RuntimeDType::F32, CollectiveOp::Sum);
-    message += "did not complete in time; ";
-    message += silent.empty() ? "every rank answered over MPI, so NCCL "
-                                "itself is stuck"
-                              : "asked over MPI: " + silent;
-  } else {
-    message += "failed: " + failure;
-  }
+  message +=
+      "NCCL all-reduce " + std::to_string(collective.number) + " of the run ";
+  if (timedOut)
+    message += "did not complete in time; " +
+               (silent.empty() ? std::string("every rank answered over MPI, "
+                                             "so NCCL itself is stuck")
+                               : "asked over MPI: " + silent);
+  else
+    message += "failed: " + failure +
+               (silent.empty() ? "" : "; asked over MPI: " + silent);
   std::fprintf(stderr, "%s; ending the job\n", message.c_str());
   std::fflush(nullptr);
   host.abort(1);
+  std::_Exit(1); // (Communicator::abort does not return.)
+}
+
+} // namespace
+
+void amp::cuda::checkCollectives() {
+  if (NcclJob *job = installed; job && job->failed.load())
+    reportFailure(*job);
 }
 
 extern "C" void amp_cuda_set_communicator(Communicator *communicator) {
@@ -324,8 +406,8 @@ extern "C" void amp_cuda_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
     return;
   }
   std::optional<ncclDataType_t> type = ncclTypeOf(dtype);
-  if (!type || (op != int64_t(CollectiveOp::Sum) &&
-                op != int64_t(CollectiveOp::Max)) ||
+  if (!type ||
+      (op != int64_t(CollectiveOp::Sum) && op != int64_t(CollectiveOp::Max)) ||
       count < 0) {
     record("called with element type " + std::to_string(dtype) + ", op " +
            std::to_string(op) + ", count " + std::to_string(count));
@@ -345,37 +427,6 @@ extern "C" void amp_cuda_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
     return;
   std::string what;
   Clock::time_point deadline = host.getDeadline(&what);
-  std::lock_guard<std::mutex> lock(job->mutex);
-  if (job->failed.load())
-    return; // Reported at the next wait.
-  bool late = false;
-  ncclResult_t r = settle(
-      *job->nccl, job->comm,
-      job->nccl->allReduce(reinterpret_cast<const void *>(in),
-                           reinterpret_cast<void *>(out), size_t(count), *type,
-                           op == int64_t(CollectiveOp::Max) ? ncclMax : ncclSum,
-                           job->comm, static_cast<cudaStream_t>(stream)),
-      deadline, late);
-  if (r != ncclSuccess) {
-    record(rankOf(host) + ": ncclAllReduce of " + std::to_string(count) +
-           " values " +
-           (late ? "was not enqueued by the deadline of " + what
-                 : "failed with " + ncclErrorName(*job->nccl, r)));
-    return;
-  }
-  CUevent done = nullptr;
-  if (!job->spareEvents.empty()) {
-    done = job->spareEvents.back();
-    job->spareEvents.pop_back();
-  } else if (CUresult e =
-                 job->driver->eventCreate(&done, CU_EVENT_DISABLE_TIMING)) {
-    record("cuEventCreate failed with " + errorName(*job->driver, e));
-    return;
-  }
-  if (CUresult e =
-          job->driver->eventRecord(done, static_cast<CUstream>(stream))) {
-    record("cuEventRecord failed with " + errorName(*job->driver, e));
-    return;
-  }
-  job->pending.push_back({done, ++job->collectives, deadline, what});
+  enqueue(*job, in, out, *type, op, count, stream, deadline, what);
+  checkCollectives();
 }

@@ -48,6 +48,9 @@ int amp::cuda::deviceOrdinal(int count, std::string &error) {
       error = std::string(name) + "=" + text + " is not a local rank";
       return -1;
     }
+    // One device visible (CUDA_VISIBLE_DEVICES set per rank): that one.
+    if (count == 1)
+      return 0;
     if (local >= count) {
       error = "this is local rank " + std::to_string(local) + " (" + name +
               ") on a machine whose driver reports " + std::to_string(count) +

@@ -8,7 +8,9 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <map>
 #include <memory>
+#include <mutex>
 
 using namespace amp::cuda;
 
@@ -26,8 +28,8 @@ std::string amp::cuda::ncclErrorName(const NcclApi &api, ncclResult_t result) {
   return name;
 }
 
-static std::unique_ptr<NcclApi> loadNccl(const std::string &path,
-                                         std::string &error) {
+std::unique_ptr<NcclApi> amp::cuda::loadNccl(const std::string &path,
+                                             std::string &error) {
   // Never closed: the communicator lives as long as the process.
   void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
@@ -41,7 +43,8 @@ static std::unique_ptr<NcclApi> loadNccl(const std::string &path,
   api->member =                                                                \
       reinterpret_cast<ret (*)(__VA_ARGS__)>(dlsym(library, symbol));          \
   if (!api->member) {                                                          \
-    error = "NCCL " + path + " has no " symbol " (NCCL 2.18 or later is "      \
+    error = "NCCL " + path +                                                   \
+            " has no " symbol " (NCCL 2.18 or later is "                       \
             "needed)";                                                         \
     return nullptr;                                                            \
   }
@@ -55,14 +58,18 @@ static std::unique_ptr<NcclApi> loadNccl(const std::string &path,
 }
 
 const NcclApi *amp::cuda::getNccl(std::string *error) {
-  // Never destroyed, like the driver.
-  static std::string *loadError = new std::string;
-  static const NcclApi *nccl = [] {
-    const char *path = std::getenv("AMP_NCCL_LIBRARY");
-    return loadNccl(path && *path ? path : "libnccl.so.2", *loadError)
-        .release();
-  }();
-  if (!nccl && error)
-    *error = *loadError;
-  return nccl;
+  const char *named = std::getenv("AMP_NCCL_LIBRARY");
+  std::string path = named && *named ? named : "libnccl.so.2";
+  // Each library once, never destroyed (like the driver); the error of one
+  // that did not load is kept too.
+  static std::mutex mutex;
+  static auto *loaded =
+      new std::map<std::string, std::pair<const NcclApi *, std::string>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = loaded->try_emplace(path);
+  if (inserted)
+    it->second.first = loadNccl(path, it->second.second).release();
+  if (!it->second.first && error)
+    *error = it->second.second;
+  return it->second.first;
 }

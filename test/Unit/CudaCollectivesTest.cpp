@@ -118,6 +118,10 @@ std::string takeError() {
 
 intptr_t deviceFloats(const std::vector<float> &values) {
   void *p = mgpuMemAlloc(values.size() * sizeof(float), nullptr, false);
+  if (!p) {
+    std::fprintf(stderr, "no fake device memory: %s\n", takeError().c_str());
+    std::_Exit(4);
+  }
   std::memcpy(p, values.data(), values.size() * sizeof(float));
   return reinterpret_cast<intptr_t>(p);
 }
@@ -134,55 +138,55 @@ intptr_t deviceFloats(const std::vector<float> &values) {
 constexpr int64_t kF32 = int64_t(RuntimeDType::F32);
 constexpr int64_t kSum = int64_t(CollectiveOp::Sum);
 
+/// Installs `host` on the fake driver in mode "hang" (the stream drains
+/// only when NCCL is aborted) and enqueues `count` all-reduces of one value
+/// under a deadline `ms` milliseconds from now (none if negative) named
+/// `what`; the job's communicator then answers every all-reduce with
+/// `error`.
+void enqueueHanging(TestCommunicator &host, int ms, const char *what,
+                    int count = 1, const char *error = "") {
+  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
+  amp_cuda_set_communicator(&host);
+  host.error = error;
+  if (ms >= 0)
+    host.setDeadline(std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(ms),
+                     what);
+  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
+  for (int i = 0; i < count; ++i)
+    amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+}
+
 [[noreturn]] void dieNcclErrorEndsTheJob() {
   useFakes();
-  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
   setenv("AMP_FAKE_NCCL_MODE", "async-error", 1);
   TestCommunicator host(0, 2);
-  amp_cuda_set_communicator(&host);
-  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  enqueueHanging(host, -1, "");
   waitForTheEnd();
 }
 
 [[noreturn]] void dieLateCollectiveNamesTheSilentRank() {
   useFakes();
-  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
   TestCommunicator host(0, 2);
-  amp_cuda_set_communicator(&host);
-  host.setDeadline(std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(200),
-                   "step 3 (--dp-timeout=0.2)");
-  host.error = "MPI_Iallreduce (collective 9 of the run) is waiting "
-               "for rank 1 (silent for 3.0 s, last in collective 8)";
-  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
-  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  enqueueHanging(host, 200, "step 3 (--dp-timeout=0.2)", 2,
+                 "MPI_Iallreduce (collective 9 of the run) is waiting for "
+                 "rank 1 (silent for 3.0 s, last in collective 8)");
   waitForTheEnd();
 }
 
 [[noreturn]] void dieLateCollectiveWithEveryRankPresent() {
   useFakes();
-  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
   TestCommunicator host(1, 2);
   host.rootData = std::string(NCCL_UNIQUE_ID_BYTES, 'x');
-  amp_cuda_set_communicator(&host);
-  host.setDeadline(std::chrono::steady_clock::now(), "step 0");
-  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  enqueueHanging(host, 0, "step 0");
   waitForTheEnd();
 }
 
 [[noreturn]] void dieUninstallingReportsALateCollective() {
   useFakes();
-  setenv("AMP_FAKE_CUDA_MODE", "hang", 1);
   TestCommunicator host(0, 2);
-  amp_cuda_set_communicator(&host);
-  host.setDeadline(std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(100),
-                   "step 9");
-  intptr_t in = deviceFloats({1}), out = deviceFloats({0});
-  amp_cuda_all_reduce(in, out, kF32, kSum, 1, 2);
+  enqueueHanging(host, 100, "step 9");
+  // The step ended (its deadline with it); its all-reduce still runs.
   host.setDeadline(std::chrono::steady_clock::time_point::max(), "");
   amp_cuda_set_communicator(nullptr);
   std::fprintf(stderr, "the job was not ended\n");

@@ -56,7 +56,8 @@ struct NcclJob {
   std::deque<Pending> pending;
   std::vector<CUevent> spareEvents;
   bool stopping = false;
-  /// Set once, by the watchdog, with the communicator aborted.
+  /// Set once (failJob: by the watchdog, or by a failed enqueue), before
+  /// the communicator is aborted.
   std::atomic<bool> failed{false};
   bool timedOut = false;
   std::string failure;

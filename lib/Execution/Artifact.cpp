@@ -302,6 +302,19 @@ public:
   }
 };
 
+/// An artifact runtime's entry point `set` that installs a communicator,
+/// when that runtime's layout of it (entry point `abi`) is this build's: a
+/// communicator crosses into the artifact only then (an artifact of another
+/// amp build may not agree). Null otherwise.
+using CommunicatorInstaller = void (*)(Communicator *);
+CommunicatorInstaller findCommunicatorInstaller(void *handle, const char *abi,
+                                                const char *set) {
+  auto layout = reinterpret_cast<int64_t (*)()>(dlsym(handle, abi));
+  if (!layout || layout() != kCommunicatorAbi)
+    return nullptr;
+  return reinterpret_cast<CommunicatorInstaller>(dlsym(handle, set));
+}
+
 /// The runtime entry points a CUDA artifact exports (its runtime is linked
 /// into it), found with dlsym.
 struct CudaEntryPoints {
@@ -581,17 +594,12 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
         dlsym(handle, "amp_cpu_memory_stats"));
     artifact->resetCpuMemoryPeak = reinterpret_cast<void (*)()>(
         dlsym(handle, "amp_cpu_memory_reset_peak"));
-    // A communicator crosses into the artifact's runtime only when both
-    // agree on its layout (an artifact of another amp build may not).
-    auto abi = reinterpret_cast<int64_t (*)()>(
-        dlsym(handle, "amp_cpu_communicator_abi"));
-    if (abi && abi() == kCommunicatorAbi)
-      if (auto set = reinterpret_cast<void (*)(Communicator *)>(
-              dlsym(handle, "amp_cpu_set_communicator")))
-        artifact->setCommunicator = [set](Communicator *communicator) {
-          set(communicator);
-          return std::string();
-        };
+    if (CommunicatorInstaller set = findCommunicatorInstaller(
+            handle, "amp_cpu_communicator_abi", "amp_cpu_set_communicator"))
+      artifact->setCommunicator = [set](Communicator *communicator) {
+        set(communicator);
+        return std::string();
+      };
     artifact->step = std::make_unique<HostArtifactFunction>(m.step, stepEntry);
     artifact->logits =
         std::make_unique<HostArtifactFunction>(m.logits, logitsEntry);
@@ -616,17 +624,14 @@ llvm::Expected<std::unique_ptr<Artifact>> Artifact::load(llvm::StringRef path,
     return err("a CUDA artifact without the CUDA runtime's entry points");
   // NCCL starts over the job's communicator in the artifact's runtime;
   // what failed is the runtime's recorded error.
-  auto abi = reinterpret_cast<int64_t (*)()>(
-      dlsym(handle, "amp_cuda_communicator_abi"));
-  if (abi && abi() == kCommunicatorAbi)
-    if (auto set = reinterpret_cast<void (*)(Communicator *)>(
-            dlsym(handle, "amp_cuda_set_communicator")))
-      artifact->setCommunicator = [set, cuda](Communicator *communicator) {
-        set(communicator);
-        char buffer[1024];
-        return cuda.takeError(buffer, sizeof(buffer)) ? std::string(buffer)
-                                                      : std::string();
-      };
+  if (CommunicatorInstaller set = findCommunicatorInstaller(
+          handle, "amp_cuda_communicator_abi", "amp_cuda_set_communicator"))
+    artifact->setCommunicator = [set, cuda](Communicator *communicator) {
+      set(communicator);
+      char buffer[1024];
+      return cuda.takeError(buffer, sizeof(buffer)) ? std::string(buffer)
+                                                    : std::string();
+    };
   if (!openDevice)
     return artifact;
   void *stream = cuda.streamCreate();

@@ -39,10 +39,17 @@ _RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
                    ("PMIX_RANK", "PMIX_SIZE"), ("PMI_RANK", "PMI_SIZE"))
 
 
-def _joined() -> Optional[Tuple[int, int]]:
-    """(rank, size) of the mpirun job a data_parallel step joined, or None."""
+def _job(field: int, default: int) -> int:
+    """Field ``field`` (0: rank, 1: size) of the mpirun job a data_parallel
+    step joined, else of the launcher's environment, else ``default``."""
     native = sys.modules.get(__package__ + "._native")
-    return native.job() if native is not None else None
+    joined = native.job() if native is not None else None
+    if joined is not None:
+        return joined[field]
+    for names in _RANK_VARIABLES:
+        if names[field] in os.environ:
+            return int(os.environ[names[field]])
+    return default
 
 
 def get_rank() -> int:
@@ -50,26 +57,14 @@ def get_rank() -> int:
     ``torch.distributed.get_rank``: which shard of each global batch to pass
     a ``data_parallel=True`` step. The joined job's, else read from the
     launcher's environment."""
-    joined = _joined()
-    if joined is not None:
-        return joined[0]
-    for rank, _ in _RANK_VARIABLES:
-        if rank in os.environ:
-            return int(os.environ[rank])
-    return 0
+    return _job(0, 0)
 
 
 def get_world_size() -> int:
     """The number of processes of this mpirun job (1 outside one), as
     ``torch.distributed.get_world_size``: the ranks a ``data_parallel=True``
     step is compiled for."""
-    joined = _joined()
-    if joined is not None:
-        return joined[1]
-    for _, size in _RANK_VARIABLES:
-        if size in os.environ:
-            return int(os.environ[size])
-    return 1
+    return _job(1, 1)
 
 
 def _abort_job_on_uncaught_exception() -> None:

@@ -97,17 +97,17 @@ int main(int argc, char **argv) {
     int64_t size = communicator->size();
     if (options.ranks != 1 && options.ranks != size)
       return finish(fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
-                  " but mpirun started " + llvm::Twine(size) +
-                  " processes (--data-parallel sets --ranks itself)"));
+                         " but mpirun started " + llvm::Twine(size) +
+                         " processes (--data-parallel sets --ranks itself)"));
     options.ranks = size;
     for (auto &[name, value] : getPrintedOptions(options))
       config.compileSettings += name + "=" + value + " ";
   } else if (options.ranks != 1) {
-    return finish(fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
+    return fail("--ranks=" + llvm::Twine(int64_t(options.ranks)) +
                 " compiles a data-parallel step: run it with --data-parallel "
-                "under mpirun"));
+                "under mpirun");
   } else if (options.syncBatchnorm) {
-    return finish(fail("--sync-batchnorm needs --data-parallel"));
+    return fail("--sync-batchnorm needs --data-parallel");
   }
 
   auto compileStart = std::chrono::steady_clock::now();

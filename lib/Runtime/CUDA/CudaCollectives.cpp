@@ -421,13 +421,13 @@ extern "C" void amp_cuda_all_reduce(intptr_t in, intptr_t out, int64_t dtype,
            std::to_string(host.size()));
     return;
   }
-  // A failure the watchdog found since the last wait ends the job here.
-  checkCollectives();
   void *stream = getStream();
   if (!stream)
     return;
   std::string what;
   Clock::time_point deadline = host.getDeadline(&what);
   enqueue(*job, in, out, *type, op, count, stream, deadline, what);
+  // A failure of this enqueue, or one the watchdog found since the last
+  // wait (enqueue then does nothing), ends the job here.
   checkCollectives();
 }

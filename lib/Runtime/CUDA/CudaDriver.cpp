@@ -54,8 +54,7 @@ int amp::cuda::deviceOrdinal(int count, std::string &error) {
     if (local >= count) {
       error = "this is local rank " + std::to_string(local) + " (" + name +
               ") on a machine whose driver reports " + std::to_string(count) +
-              " device" + (count == 1 ? "" : "s") +
-              ": a data-parallel job runs one rank per GPU (start fewer "
+              " devices: a data-parallel job runs one rank per GPU (start fewer "
               "ranks per machine, or choose one with AMP_CUDA_DEVICE)";
       return -1;
     }

@@ -49,7 +49,7 @@ if [ "${1:-}" = "--print-python" ]; then
 fi
 # Pinned: the versions every test of python/amp runs against.
 PYTHON_PACKAGES=(torch==2.15.0 torchvision==0.29.2 numpy==2.4.6 pytest==9.2.0 safetensors==0.8.0
-  nanobind==3.1.0)
+  nanobind==3.1.0 transformers==5.23.0 timm==1.0.31)
 
 # Whether the virtual environment has every pinned package (its dist-info
 # directories: no import, so the check stays fast).

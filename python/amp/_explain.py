@@ -37,6 +37,9 @@ class ExplainedNode:
     file: str
     line: int
     train_ops: List[TrainOp]
+    folded: bool = False
+    """Computed once at import (it depends only on shapes, constants and
+    unchanging buffers): a constant of the step where a step op uses it."""
 
 
 @dataclasses.dataclass
@@ -64,7 +67,9 @@ class Report:
             if n.module_type:
                 module += f" ({n.module_type})"
             ops = ", ".join(f"{t.op} {t.precision}" + (f" [{t.reason}]" if t.reason else "")
-                            for t in n.train_ops) or "(nothing: identity or kept in Python)"
+                            for t in n.train_ops) or (
+                "(computed at import: shapes, constants, unchanging buffers)" if n.folded
+                else "(nothing: identity or kept in Python)")
             rows.append((where, module, n.op, ops))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
@@ -140,6 +145,7 @@ def explain(model: torch.nn.Module, loss_fn: Callable,
                 ops.append(TrainOp(name, entry["precision"], entry["reason"]))
             else:
                 ops.append(TrainOp(name, "-", ""))
-        nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops))
+        nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops,
+                                   n.folded))
     return Report(opt_level, _DTYPE_NAMES[dtype], nodes, imported.problems,
                   function.get("ops_by_precision", {}), function.get("activation_bytes", {}))

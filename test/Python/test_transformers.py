@@ -1,0 +1,156 @@
+"""Models of today's mixed-precision training through amp.compile, against
+PyTorch's own training loop: HuggingFace transformers (GPT-2, Llama) and a
+model with registered buffers, built from small configs (no download).
+
+O0, 5 steps from the same weights on the same batches: every step's loss
+within 1e-4 relative of PyTorch's, then every parameter and buffer within
+1e-4 relative (of the tensor's largest magnitude), as test_parity.py holds
+the CNNs (docs/Numerics.md).
+
+What makes these models import (python/amp/_importer/folding.py): the
+causal mask HuggingFace builds from ``arange`` and comparisons, the position
+ids and Llama's rotary cos/sin tables (from its ``inv_freq`` buffer) depend
+on no batch: PyTorch computes them at import, the mask is recognised as
+causal, the tables enter the step as constants.
+"""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+
+import amp
+from models import reference_losses
+from test_parity import assert_close_state
+
+VOCAB, SEQ, BATCH = 512, 32, 4
+
+OPTIMIZERS = {
+    "sgd-momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=5e-4),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.01),
+}
+
+
+class Logits(nn.Module):
+    """What users write around a HuggingFace causal LM in their own loop:
+    the logits of every position, flattened for cross entropy."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(ids, use_cache=False).logits.reshape(-1, VOCAB)
+
+
+def lm_batches(count: int, seed: int = 1):
+    """(token ids [BATCH, SEQ], next-token targets [BATCH * SEQ])."""
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randint(0, VOCAB, (BATCH, SEQ), generator=g),
+             torch.randint(0, VOCAB, (BATCH * SEQ,), generator=g)) for _ in range(count)]
+
+
+def gpt2() -> nn.Module:
+    from transformers import GPT2Config, GPT2LMHeadModel  # pinned by scripts/setup.sh
+    return GPT2LMHeadModel(GPT2Config(
+        n_layer=2, n_embd=64, n_head=4, vocab_size=VOCAB, n_positions=SEQ,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
+
+
+def llama(tied: bool) -> nn.Module:
+    """Grouped-query attention (4 query heads over 2 key/value heads),
+    RMSNorm, rotary embeddings, SiLU-gated MLP."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return LlamaForCausalLM(LlamaConfig(
+        num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=SEQ,
+        tie_word_embeddings=tied, bos_token_id=0, eos_token_id=0, pad_token_id=0))
+
+
+def check_o0(model: nn.Module, make_optimizer, data, rtol: float = 1e-4):
+    """amp's O0 step and PyTorch's loop side by side: losses, then state."""
+    ref = copy.deepcopy(model)
+    opt, ref_opt = make_optimizer(model.parameters()), make_optimizer(ref.parameters())
+    before = copy.deepcopy(model.state_dict())
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
+                       optimizer=opt, opt_level="O0")
+    for name, value in model.state_dict().items():  # compile changes nothing
+        assert torch.equal(value, before[name]), name
+    for i, (batch, (want, _)) in enumerate(zip(data, reference_losses(ref, ref_opt, data))):
+        got = step(*batch)
+        assert not got.skipped
+        assert abs(got.loss - want) <= rtol * abs(want), (i, got.loss, want)
+    step.copy_to(model)
+    assert_close_state(model, ref, rtol)
+    return step
+
+
+@pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
+def test_gpt2_o0_matches_pytorch(optimizer):
+    """GPT2LMHeadModel: Conv1D projections (addmm), the causal mask built in
+    the model, tied embeddings, gelu_new."""
+    torch.manual_seed(0)
+    step = check_o0(Logits(gpt2()), OPTIMIZERS[optimizer], lm_batches(5))
+    assert "causal" in step.mlir  # the mask folded at import, recognised
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+def test_llama_o0_matches_pytorch(tied):
+    torch.manual_seed(0)
+    model = Logits(llama(tied))
+    step = check_o0(model, OPTIMIZERS["adamw" if tied else "sgd-momentum"], lm_batches(5))
+    # inv_freq is only read by the folded rotary tables: no argument of the step
+    names = [a.name for a in step._imported.arguments]
+    assert not any("inv_freq" in n for n in names), names
+    assert "train.broadcast" in step.mlir  # key/value heads repeated in the step
+
+
+class Buffers(nn.Module):
+    """Registered buffers read in forward: a float positional table (a step
+    op reads it: a frozen argument), a bool causal mask (non-persistent,
+    folded), a scalar temperature; and a tensor constant made in forward
+    (lifted by export)."""
+
+    def __init__(self, vocab: int = 64, d: int = 32, seq: int = 16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.register_buffer("pos", torch.randn(seq, d) * 0.1)
+        self.register_buffer("mask", torch.ones(seq, seq, dtype=torch.bool).tril(),
+                             persistent=False)
+        self.register_buffer("temperature", torch.tensor(2.0))
+        self.qkv = nn.Linear(d, 3 * d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, tokens):
+        h = self.embed(tokens) + self.pos
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        scores = q @ k.transpose(-2, -1) / self.temperature
+        scores = scores.masked_fill(~self.mask, float("-inf"))
+        h = h + torch.softmax(scores, dim=-1) @ v
+        return self.head(h.mean(dim=1) * torch.tensor(0.5))
+
+
+def test_registered_buffers_o0_matches_pytorch():
+    torch.manual_seed(0)
+    model = Buffers()
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randint(0, 64, (8, 16), generator=g), torch.randint(0, 10, (8,), generator=g))
+            for _ in range(5)]
+    step = check_o0(model, OPTIMIZERS["adamw"], data)
+    kinds = {a.name: a.kind for a in step._imported.arguments}
+    assert kinds["pos"] == "frozen" and kinds["temperature"] == "frozen", kinds
+    assert "mask" not in kinds  # computed at import
+    state = step.state_dict()
+    assert torch.equal(state["pos"], model.pos) and float(state["temperature"]) == 2.0
+
+
+def test_explain_lists_no_blocking_node_for_gpt2_and_llama():
+    for make in (gpt2, lambda: llama(False)):
+        torch.manual_seed(0)
+        data = lm_batches(1)
+        report = amp.explain(Logits(make()), nn.CrossEntropyLoss(), data[0], opt_level="O1",
+                             dtype=torch.bfloat16)
+        assert report.compiles, str(report)
+        assert any(n.folded for n in report.nodes)  # the mask, positions, tables
+        assert "computed at import" in str(report)

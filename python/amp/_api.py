@@ -293,6 +293,40 @@ class Step:
             raise ValueError(f"{name}: expected {'an integer' if integer else 'a float'} "
                              f"tensor, given {tensor.dtype}")
 
+    def _check_integers(self, tensors: List[torch.Tensor], count: int) -> None:
+        """The integer batch tensors among the first ``count`` fit the step:
+        int64 values within int32 (the step's integer type: never narrowed
+        silently), token ids within their embedding's rows, class labels
+        within the logits' classes (or ignore_index). An ``IndexError``, as
+        PyTorch's embedding and cross entropy raise, before the step runs:
+        nothing of its state changes."""
+        checks: Dict[int, List[Any]] = {}
+        for check in self._imported.index_checks:
+            checks.setdefault(check.argument, []).append(check)
+        for index, tensor in enumerate(tensors[:count]):
+            if tensor.is_floating_point() or tensor.dtype == torch.bool or \
+                    (tensor.dtype != torch.int64 and index not in checks):
+                continue
+            low, high = (int(v) for v in tensor.aminmax()) if tensor.numel() else (0, 0)
+            if tensor.dtype == torch.int64 and (low < -2**31 or high >= 2**31):
+                raise ValueError(f"{self._names[index]}: int64 value "
+                                 f"{low if low < -2**31 else high} does not fit the step's "
+                                 "integer type (int32)")
+            for check in checks.get(index, ()):
+                if 0 <= low and high < check.limit:
+                    continue
+                bad = (tensor < 0) | (tensor >= check.limit)
+                if check.ignore is not None:
+                    bad &= tensor != check.ignore
+                if bool(bad.any()):
+                    where = f" ({check.file}:{check.line})" if check.line else ""
+                    raise IndexError(f"{self._names[index]}: value "
+                                     f"{int(tensor[bad].reshape(-1)[0])} out of range for "
+                                     f"{check.what}{where}: valid are 0.."
+                                     f"{check.limit - 1}" +
+                                     (f" and {check.ignore}" if check.ignore is not None
+                                      else ""))
+
     def _batch_tensor(self, index: int, name: str, tensor: Any) -> torch.Tensor:
         """Batch tensor ``index`` as the step reads it: the tensor itself when
         it is a contiguous CPU tensor of the compiled shape and type (read in
@@ -315,6 +349,7 @@ class Step:
         # The tensors stay referenced here until the step has returned.
         tensors = [self._batch_tensor(i, name, t)
                    for i, (name, t) in enumerate(zip(self._names, batch))]
+        self._check_integers(list(batch), len(batch))
         if self._native.lr >= 0:
             rates = [float(g["lr"]) for g in self._optimizer.param_groups]
             if rates != self._rates:  # set when a scheduler (or user) changed one
@@ -389,6 +424,8 @@ class Step:
                              f"{len(inputs)} tensors")
         for i, tensor in enumerate(inputs):
             self._check_tensor(i, self._names[i], tensor)
+        self._check_integers(list(inputs), len(inputs))
+        for i, tensor in enumerate(inputs):
             self._native.set(i, _to_numpy(tensor, self._arguments[i][1]))
         logits = self._native.logits()[0]
         # bf16 arrives as its uint16 bits; other types as themselves.

@@ -154,3 +154,57 @@ def test_bad_loss_scale_is_a_value_error(value):
     with pytest.raises(ValueError, match="loss_scale must be 'dynamic' or a positive finite"):
         amp.compile(model, nn.CrossEntropyLoss(), example_inputs=batches(1)[0],
                     optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss_scale=value)
+
+
+class Tokens(nn.Module):
+    """Token ids [8, 6] of a 20-row embedding -> 5 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 8)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids).mean(dim=1))
+
+
+@pytest.mark.parametrize("precision", ["O0", "O1-bf16", "O1-f16"])
+def test_out_of_range_ids_and_labels_are_index_errors_and_change_nothing(precision):
+    """As PyTorch's embedding and cross entropy raise IndexError (amp's
+    kernels would clamp a token id and make a NaN loss of a label): checked
+    before the step runs, so its state is exactly as before."""
+    torch.manual_seed(0)
+    model = Tokens()
+    level, _, dtype = precision.partition("-")
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(
+        torch.zeros(8, 6, dtype=torch.long), torch.zeros(8, dtype=torch.long)),
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1), opt_level=level,
+        dtype=torch.float16 if dtype == "f16" else torch.bfloat16)
+    ids, labels = torch.randint(0, 20, (8, 6)), torch.randint(0, 5, (8,))
+    step(ids, labels)
+    before = step.state_dict()
+    bad_ids = ids.clone()
+    bad_ids[3, 2] = 20
+    with pytest.raises(IndexError, match=r"input: value 20 out of range for embedding "
+                                         r"\(20 rows\) of 'embed'.*valid are 0..19"):
+        step(bad_ids, labels)
+    with pytest.raises(IndexError, match="embed"):
+        step.predict(bad_ids)
+    bad_labels = labels.clone()
+    bad_labels[0] = 5
+    with pytest.raises(IndexError, match=r"target: value 5 out of range for cross_entropy's "
+                                         r"target \(5 classes\).*and -100"):
+        step(ids, bad_labels)
+    bad_labels[0] = -1
+    with pytest.raises(IndexError, match="value -1"):
+        step(ids, bad_labels)
+    huge = ids.clone()
+    huge[0, 0] = 2**40
+    with pytest.raises(ValueError, match="does not fit the step's integer type"):
+        step(huge, labels)
+    after = step.state_dict()
+    for key in before:  # the failed calls changed nothing
+        assert torch.equal(before[key], after[key]), key
+    bad_labels[0] = -100  # ignore_index: a valid target
+    result = step(ids, bad_labels)
+    assert result.loss == result.loss and int(step.state_dict()["amp.calls"]) == 2

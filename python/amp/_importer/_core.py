@@ -75,6 +75,20 @@ class ImportedNode:
 
 
 @dataclasses.dataclass
+class IndexCheck:
+    """A batch argument whose integers index something: each call checks
+    them before the step runs (nothing changes on an error), as PyTorch's
+    embedding and cross entropy raise IndexError."""
+
+    argument: int  # the batch argument's index
+    limit: int  # valid values are 0 <= v < limit
+    ignore: Optional[int]  # a value also allowed (cross entropy's ignore_index)
+    what: str  # "embedding 'm.transformer.wte' (512 rows)"
+    file: str = ""
+    line: int = 0
+
+
+@dataclasses.dataclass
 class ImportedModel:
     """The forward function as text and what the Python side needs of it."""
 
@@ -87,6 +101,8 @@ class ImportedModel:
     nodes: List[ImportedNode] = dataclasses.field(default_factory=list)
     # What blocks compilation (import_model(strict=False) only).
     problems: List[UnsupportedNode] = dataclasses.field(default_factory=list)
+    # The range checks of integer batch arguments (token ids, class labels).
+    index_checks: List[IndexCheck] = dataclasses.field(default_factory=list)
 
 
 def _user_frame(node: torch.fx.Node) -> Tuple[str, int]:
@@ -197,8 +213,12 @@ class _Emitter:
         self.folded: Dict[torch.fx.Node, Any] = {}
         # A folded node's train.constant, once a step op has used it.
         self.constants: Dict[torch.fx.Node, Value] = {}
-        # The argument index of each argument's SSA name.
-        self.argument_index: Dict[str, int] = {}
+        # The batch argument each value holds elements of (through
+        # reshapes, slices and broadcasts), by SSA name.
+        self.origin: Dict[str, int] = {}
+        # The node being imported: its module path, file and line.
+        self.where: Tuple[str, str, int] = ("", "", 0)
+        self.index_checks: List[IndexCheck] = []
 
     def step_counter(self) -> str:
         """The step-counter argument dropout masks are keyed by: made on
@@ -297,6 +317,32 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
     return value
 
 
+def _same_origin(em: _Emitter, source: str, result: str) -> None:
+    """``result`` holds elements of whatever batch argument ``source`` does."""
+    if source in em.origin:
+        em.origin[result] = em.origin[source]
+
+
+def _check_indices(em: _Emitter, indices: Value, node: Any, limit: int,
+                   ignore: Optional[int], what: str) -> None:
+    """Integer ``indices`` must lie in [0, limit) (or equal ``ignore``): a
+    check of each call where they come from the batch, now where they were
+    computed at import; else (computed in the step) nothing."""
+    module, path, line = em.where
+    what = f"{what} of {module!r}" if module else what
+    if indices.name in em.origin:
+        em.index_checks.append(IndexCheck(em.origin[indices.name], limit, ignore, what,
+                                          path, line))
+    folded = em.folded.get(node) if isinstance(node, torch.fx.Node) else None
+    if isinstance(folded, torch.Tensor) and folded.numel():
+        bad = (folded < 0) | (folded >= limit)
+        if ignore is not None:
+            bad &= folded != ignore
+        if bool(bad.any()):
+            raise _Unsupported(f"index {int(folded[bad].reshape(-1)[0])} out of range for "
+                               f"{what}")
+
+
 def _reshape(em: _Emitter, value: Value, shape: Sequence[int]) -> Value:
     name, old, element = value
     if tuple(old) == tuple(shape):
@@ -304,6 +350,7 @@ def _reshape(em: _Emitter, value: Value, shape: Sequence[int]) -> Value:
     out = em.op(
         f"train.reshape {name} : {tensor_type(old, element)} -> "
         f"{tensor_type(shape, element)}")
+    _same_origin(em, name, out)
     return Value(out, tuple(shape), element)
 
 
@@ -369,9 +416,11 @@ def _pairs(*values: Any) -> List[List[int]]:
 
 def _slice(em: _Emitter, x: Value, offsets: Sequence[int], sizes: Sequence[int]) -> Value:
     if tuple(sizes) == tuple(x[1]):
-        return x
-    return Value(em.op(f"train.slice {x[0]} offsets {list(offsets)} : {tensor_type(x[1], x[2])} "
-                  f"-> {tensor_type(sizes, x[2])}"), tuple(sizes), x[2])
+        return Value(*x)
+    out = em.op(f"train.slice {x[0]} offsets {list(offsets)} : {tensor_type(x[1], x[2])} "
+                f"-> {tensor_type(sizes, x[2])}")
+    _same_origin(em, x[0], out)
+    return Value(out, tuple(sizes), x[2])
 
 
 def _negated(em: _Emitter, x: Value) -> Value:

@@ -246,6 +246,9 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             state_updates.append((len(arguments) - 1, em.values[n][0]))
 
     em.argument_count = len(arguments)
+    for index, argument in enumerate(arguments):  # token ids, labels
+        if argument.kind in ("input", "labels") and argument.element == "i32":
+            em.origin[f"%a{index}"] = index
     loss_value: Optional[str] = None
     nodes: List[ImportedNode] = []
     for node in graph.nodes:
@@ -260,6 +263,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         module = _module_path(node)
         where = f'"{path}":{line}:0'
         em.location = f'loc("{module}"({where}))' if module else f"loc({where})"
+        em.where = (module, path, line)
         target = node.target
         first_line = len(em.lines)
         record = ImportedNode(node.name, str(target), module, _module_type(node) or "",
@@ -334,7 +338,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     text = ("func.func @forward(\n" + signature_text + "\n  ) -> (" + ", ".join(results) +
             ") {\n" + "\n".join(em.lines) + "\n  return " + ", ".join(returns) + " : " +
             ", ".join(results) + "\n}\n")
-    return ImportedModel(text, arguments, counters, nodes)
+    return ImportedModel(text, arguments, counters, nodes, [], em.index_checks)
 
 
 def _argument_text(index: int, a: Argument) -> str:

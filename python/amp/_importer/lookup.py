@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict
 
 import torch
 
-from ._core import (_Emitter, _Unsupported, _operand, _shape, tensor_type)
+from ._core import (_Emitter, _check_indices, _Unsupported, _operand, _shape, tensor_type)
 
 
 def _embedding(em: _Emitter, node: torch.fx.Node) -> str:
@@ -15,6 +15,8 @@ def _embedding(em: _Emitter, node: torch.fx.Node) -> str:
     table, indices = _operand(em, args[0]), _operand(em, args[1])
     if args[3]:
         raise _Unsupported("scale_grad_by_freq=True")
+    _check_indices(em, indices, args[1], table.shape[0],
+                   None, f"embedding ({table.shape[0]} rows)")
     # nn.Embedding normalises a negative padding_idx; -1 is ATen's "none".
     pad = f" padding_idx {args[2]}" if args[2] not in (None, -1) else ""
     return em.op(f"train.embedding {table[0]}, {indices[0]}{pad} : "

@@ -7,8 +7,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
 
-from ._core import (Value, _Emitter, _Unsupported, _axis, _node_args, _operand, float_literal,
-                    tensor_type)
+from ._core import (Value, _Emitter, _Unsupported, _axis, _check_indices, _node_args, _operand,
+                    float_literal, tensor_type)
 
 
 def _mse_loss(em: _Emitter, node: torch.fx.Node) -> str:
@@ -58,6 +58,8 @@ def _cross_entropy_op(em: _Emitter, logits: Value, labels: Value,
     op, so ignored rows are left out of the smoothing term too)."""
     if ignore_index is not None and not isinstance(ignore_index, int):
         raise _Unsupported(f"ignore_index={ignore_index!r}")
+    _check_indices(em, labels, None, logits.shape[-1], ignore_index,
+                   f"cross_entropy's target ({logits.shape[-1]} classes)")
     attrs = f" ignore_index {ignore_index}" if ignore_index is not None else ""
     if label_smoothing:
         if not 0.0 <= float(label_smoothing) <= 1.0:

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -218,18 +218,34 @@ class Step:
 
     def __init__(self, native: Any, imported: _importer.ImportedModel,
                  model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 static_scale: Optional[float] = None):
-        self._native = native
+                 static_scale: Optional[float] = None,
+                 rebuild: Optional[Callable[[Tuple[torch.Tensor, ...]],
+                                            Tuple[Any, _importer.ImportedModel]]] = None):
         self._static_scale = static_scale
-        self._imported = imported
         self._optimizer = optimizer
-        self._arguments = native.arguments  # (shape, element) per argument
         # The batch: the model's inputs, then the target (the leading
         # arguments), and how a call names each in its errors.
         self._data = sum(a.kind in ("input", "labels") for a in imported.arguments)
         inputs = self._data - 1
         self._names = (["input"] if inputs == 1 else [f"input {i}" for i in range(inputs)]) + \
             ["target"]
+        # Ragged batches (a DataLoader's smaller last batch): the step
+        # compiled for each batch shape met, sharing one state
+        # (``rebuild`` compiles one for a new batch).
+        self._rebuild = rebuild
+        self._variants: Dict[Tuple[Tuple[int, ...], ...], Tuple[Any, Any]] = {}
+        self._adopt(native, imported)
+        self._variants[self._batch_shapes] = (native, imported)
+        self._calls = 0
+        self.mlir: str = imported.text
+        """The imported train-dialect module (the input of amp-compile)."""
+        self.load_from(model)
+
+    def _adopt(self, native: Any, imported: _importer.ImportedModel) -> None:
+        """Makes ``native`` (compiled from ``imported``) the step that runs."""
+        self._native = native
+        self._imported = imported
+        self._arguments = native.arguments  # (shape, element) per argument
         # What a batch tensor must be to be read in place (the fast path of
         # __call__): (shape, dtypes) of each. Integer tensors may also be
         # int64 (narrowed to i32 by the step's binding).
@@ -239,11 +255,39 @@ class Step:
             dtypes = () if argument.boolean else \
                 (torch.int32, torch.int64) if element == "i32" else (_TORCH_OF[element],)
             self._fast.append((torch.Size(shape), dtypes))
+        self._batch_shapes = tuple(tuple(shape) for shape, _ in self._fast)
         self._rates: Optional[List[float]] = None  # the learning rates last set
-        self._calls = 0
-        self.mlir: str = imported.text
-        """The imported train-dialect module (the input of amp-compile)."""
-        self.load_from(model)
+
+    def _follow_batch(self, batch: Sequence[Any]) -> None:
+        """A batch that differs from the compiled shapes only in its leading
+        dimension (a DataLoader's last batch without drop_last) runs on the
+        step compiled for its shapes (compiled on first use, then kept),
+        with the state carried over: parameters, masters, optimizer and
+        loss-scaler state, buffers. Anything else is left to the shape check
+        (a ValueError naming the input)."""
+        if self._rebuild is None or len(batch) != self._data or \
+                not all(isinstance(t, torch.Tensor) for t in batch):
+            return
+        shapes = tuple(tuple(t.shape) for t in batch)
+        if shapes == self._batch_shapes:
+            return
+        if any(len(new) != len(old) or not new or new[1:] != old[1:]
+               for new, old in zip(shapes, self._batch_shapes)):
+            return
+        if shapes not in self._variants:
+            self._variants[shapes] = self._rebuild(tuple(batch))
+        native, imported = self._variants[shapes]
+        ours, theirs = self._native.persistent, native.persistent
+        if [r for r, _ in ours] != [r for r, _ in theirs] or any(
+                tuple(self._arguments[i][0]) != tuple(native.arguments[j][0])
+                for (_, i), (_, j) in zip(ours, theirs)):
+            raise RuntimeError("the step compiled for batch shapes "
+                               f"{[list(s) for s in shapes]} keeps another state than "
+                               "the first: amp cannot carry it over")
+        for (_, i), (_, j) in zip(ours, theirs):
+            native.set(j, self._native.get(i))
+        native.broadcast_state()
+        self._adopt(native, imported)
 
     def _masters(self) -> Dict[int, int]:
         """Parameter argument -> its f32 master's argument: the masters are
@@ -346,6 +390,7 @@ class Step:
         if len(batch) != self._data:
             raise ValueError(f"a step takes the model's {self._data - 1} input(s) and the "
                              f"target, given {len(batch)} tensors")
+        self._follow_batch(batch)
         # The tensors stay referenced here until the step has returned.
         tensors = [self._batch_tensor(i, name, t)
                    for i, (name, t) in enumerate(zip(self._names, batch))]
@@ -458,6 +503,37 @@ def to_mlir(model: torch.nn.Module, loss_fn: Callable,
     return _importer.import_model(model, loss_fn, example_inputs).text
 
 
+def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float) -> Any:
+    """amp-compile of ``text`` with ``flags``, loaded in this process (the
+    extension's NativeStep), joined to the data-parallel job if any."""
+    # The artifact is loaded (dlopen'ed) before its directory goes: nothing
+    # is left on disk, whatever happens after.
+    with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:
+        source = os.path.join(directory, "model.mlir")
+        artifact = os.path.join(directory, "step.so")
+        with open(source, "w") as f:
+            f.write(text)
+        run = subprocess.run([_amp_compile(), source, "-o", artifact] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
+        from . import _native  # the extension: imported once it is needed
+        try:
+            native = _native.NativeStep(artifact)
+        except RuntimeError as error:
+            if backend != "cuda":
+                raise
+            reason = str(error).split(": ", 1)[-1]  # without the temporary path
+            raise DeviceUnavailableError(
+                f"backend='cuda': the step compiled, but {reason} (use backend='cpu' "
+                "on a machine without an NVIDIA GPU)") from None
+        # A data-parallel step: the job's communicator in its runtime (on
+        # the GPU, NCCL starts over it, within the timeout).
+        native.set_timeout(float(dp_timeout))
+        native.join_job()
+    return native
+
+
 def compile(model: torch.nn.Module, loss_fn: Callable,
             example_inputs: Tuple[torch.Tensor, ...], *,
             optimizer: torch.optim.Optimizer, opt_level: str = "O1",
@@ -471,8 +547,11 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             dp_timeout: float = 300.0) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
-    ``example_inputs`` = (inputs..., target): ``loss_fn(model(*inputs),
-    target)`` is the loss; their shapes and types are the step's. ``optimizer`` is a
+    ``example_inputs`` = (inputs..., target), a tuple or a list (as a
+    DataLoader yields it): ``loss_fn(model(*inputs), target)`` is the loss;
+    their shapes and types are the step's (a batch that differs only in its
+    leading dimension, such as a DataLoader's smaller last batch, compiles
+    once more and shares the state). ``optimizer`` is a
     ``torch.optim.SGD``, ``Adam`` or ``AdamW`` over the model's parameters;
     its learning rate is read at every call. ``opt_level`` is Apex's O0-O3,
     ``dtype`` torch.float16 or torch.bfloat16; ``init_scale``,
@@ -546,29 +625,10 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
             flags.append(f"--ranks={ranks}")
             if sync_batchnorm:
                 flags.append("--sync-batchnorm")
-    # The artifact is loaded (dlopen'ed) before its directory goes: nothing
-    # is left on disk, whatever happens after.
-    with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:
-        source = os.path.join(directory, "model.mlir")
-        artifact = os.path.join(directory, "step.so")
-        with open(source, "w") as f:
-            f.write(imported.text)
-        run = subprocess.run([_amp_compile(), source, "-o", artifact] + flags,
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
-        from . import _native  # the extension: imported once it is needed
-        try:
-            native = _native.NativeStep(artifact)
-        except RuntimeError as error:
-            if backend != "cuda":
-                raise
-            reason = str(error).split(": ", 1)[-1]  # without the temporary path
-            raise DeviceUnavailableError(
-                f"backend='cuda': the step compiled, but {reason} (use backend='cpu' "
-                "on a machine without an NVIDIA GPU)") from None
-        # A data-parallel step: the job's communicator in its runtime (on
-        # the GPU, NCCL starts over it, within the timeout).
-        native.set_timeout(float(dp_timeout))
-        native.join_job()
-    return Step(native, imported, model, optimizer, static_scale)
+    native = _build_native(imported.text, flags, backend, dp_timeout)
+
+    def rebuild(example: Tuple[torch.Tensor, ...]) -> Tuple[Any, _importer.ImportedModel]:
+        again = _importer.import_model(model, loss_fn, example, training)
+        return _build_native(again.text, flags, backend, dp_timeout), again
+
+    return Step(native, imported, model, optimizer, static_scale, rebuild)

@@ -87,8 +87,10 @@ def capture(model: torch.nn.Module, loss_fn: Callable,
     The model's ``training`` flags are set for the capture and restored;
     nothing else of it changes (export runs on FakeTensors).
     """
+    if isinstance(example_inputs, list):  # what a DataLoader yields
+        example_inputs = tuple(example_inputs)
     if not isinstance(example_inputs, tuple) or len(example_inputs) < 2:
-        raise ValueError("example_inputs must be a tuple (inputs..., target) "
+        raise ValueError("example_inputs must be a tuple or list (inputs..., target) "
                          "with at least one input and the target")
     modes = [(m, m.training) for m in model.modules()]
     # momentum=None (a cumulative average) makes batch norm compute its factor

@@ -206,3 +206,33 @@ def test_explain_lists_no_blocking_node_for_gpt2_and_llama():
         assert report.compiles, str(report)
         assert any(n.folded for n in report.nodes)  # the mask, positions, tables
         assert "computed at import" in str(report)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("which", ["gpt2", "llama"])
+def test_o1_loss_curve_follows_autocast(which, dtype):
+    """O1 over 30 AdamW steps (lr 1e-3) against torch.autocast("cpu", dtype)
+    (+ GradScaler for f16): the first loss within 1% of autocast's, the
+    curve's mean distance from an f64 run at most 1.5x autocast's own (the
+    torchvision O1 rule, docs/Numerics.md), the same loss scale at every
+    step (measured: every loss within 3e-5 of autocast's)."""
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    torch.manual_seed(0)
+    model = Logits(gpt2() if which == "gpt2" else llama(False))
+    ref, exact = copy.deepcopy(model), copy.deepcopy(model)
+    make = lambda p: torch.optim.AdamW(p, lr=1e-3)  # noqa: E731
+    data = lm_batches(30)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
+                       optimizer=make(model.parameters()), opt_level="O1", dtype=torch_dtype)
+    theirs = reference_losses(ref, make(ref.parameters()), data, dtype=torch_dtype)
+    truth = f64_losses(exact, make, data)
+    ours = []
+    for batch, (_, scale) in zip(data, theirs):
+        got = step(*batch)
+        assert got.scale == scale
+        ours.append(got.loss)
+    assert abs(ours[0] - theirs[0][0]) <= 0.01 * theirs[0][0]
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    distance = mean([abs(a - t) for a, t in zip(ours, truth)])
+    autocast = mean([abs(b - t) for (b, _), t in zip(theirs, truth)])
+    assert distance <= 1.5 * autocast, (distance, autocast)

@@ -259,8 +259,9 @@ class Step:
         self._rates: Optional[List[float]] = None  # the learning rates last set
 
     def _follow_batch(self, batch: Sequence[Any]) -> None:
-        """A batch that differs from the compiled shapes only in its leading
-        dimension (a DataLoader's last batch without drop_last) runs on the
+        """A batch whose tensors all differ from the compiled shapes in their
+        leading dimension alone (a DataLoader's last batch without
+        drop_last) runs on the
         step compiled for its shapes (compiled on first use, then kept),
         with the state carried over: parameters, masters, optimizer and
         loss-scaler state, buffers. Anything else is left to the shape check
@@ -271,9 +272,9 @@ class Step:
         shapes = tuple(tuple(t.shape) for t in batch)
         if shapes == self._batch_shapes:
             return
-        if any(len(new) != len(old) or not new or new[1:] != old[1:]
+        if any(len(new) != len(old) or not new or new[1:] != old[1:] or new[0] == old[0]
                for new, old in zip(shapes, self._batch_shapes)):
-            return
+            return  # not every tensor's batch dimension changed
         if shapes not in self._variants:
             self._variants[shapes] = self._rebuild(tuple(batch))
         native, imported = self._variants[shapes]

@@ -51,8 +51,15 @@ def test_wrong_batch_shape_is_a_value_error_naming_the_input():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=batches(1)[0],
                        optimizer=opt, opt_level="O0")
-    x, y = batches(1, batch=8)[0]
-    with pytest.raises(ValueError, match=r"input: expected shape \[16, 1, 28, 28\], given \[8, 1, 28, 28\]"):
+    x, y = batches(1)[0]
+    with pytest.raises(ValueError, match=r"input: expected shape \[16, 1, 28, 28\], given "
+                                         r"\[16, 1, 28, 27\]"):
+        step(x[..., :27], y)
+    # another batch size of every tensor is compiled once more
+    # (test_batches.py); inputs and a target that do not agree are an error
+    x, _ = batches(1, batch=8)[0]
+    with pytest.raises(ValueError, match=r"input: expected shape \[16, 1, 28, 28\], given "
+                                         r"\[8, 1, 28, 28\]"):
         step(x, y)
 
 

@@ -15,7 +15,7 @@ from .._errors import UnsupportedNode
 _TORCH_DIR = os.path.dirname(torch.__file__)
 
 
-_AMP_DIR = os.path.dirname(__file__)
+_AMP_DIR = os.path.dirname(os.path.dirname(__file__))  # the amp package
 
 
 _DTYPES = {

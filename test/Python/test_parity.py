@@ -233,18 +233,22 @@ def check_against_f32_envelope(model, make, data, name):
     (docs/Numerics.md, "Knife edges"): the first loss within 1e-5 of
     PyTorch's f32 loop; every loss and every state tensor (relative to its
     largest magnitude, at least 1e-3) within 1e-4 of the f64 run, or 4x
-    PyTorch's own f32 distance from it, or 3x the largest distance of the
+    PyTorch's own f32 distance from it, or 4x the largest distance of the
     f32 envelope: PyTorch's loop on its other CPU paths
     (pytorch_f32_variants) and three f64 runs with f32-sized rounding at
     every convolution (train_exact's rounding_seed). num_batches_tracked
     equal. ``model`` ends with amp's state; ``name`` labels the failures.
 
-    3x, not 2x: amp's own f32 paths are further samples of the same luck.
-    mobilenet_v2's SGD run through the CPU runtime's per-shape convolution
-    rule (oneDNN for most passes, im2col for some) ends
-    features.2.conv.0.1.weight 3.85e-4 from f64, 2.9x the envelope's 1.3e-4;
-    with every convolution through oneDNN, or every one through im2col, it
-    stays within 2x (measured 2026-11-26)."""
+    4x, not 2x: amp's own f32 paths are further samples of the same luck,
+    and the envelope itself is a sample of three runs that depends on the
+    CPU's kernels. mobilenet_v2's SGD run through the CPU runtime's
+    per-shape convolution rule (oneDNN for most passes, im2col for some)
+    ends features.2.conv.0.1.weight 3.85e-4 from f64: 2.9x the envelope's
+    1.3e-4 on an Intel Sapphire Rapids (AVX-512), 3.6x its 1.06e-4 on an AMD
+    EPYC (AVX2), where PyTorch's kernels and so the envelope differ while
+    amp's step gives the same 3.85e-4; with every convolution through
+    oneDNN, or every one through im2col, it stays within 2x (measured
+    2026-11-26 and 2026-11-27)."""
     ref, exact = copy.deepcopy(model), copy.deepcopy(model)
     rounded = [copy.deepcopy(model) for _ in range(3)]
     envelope = pytorch_f32_variants(model, make, data)
@@ -259,7 +263,7 @@ def check_against_f32_envelope(model, make, data, name):
     assert abs(ours[0] - theirs[0]) <= 1e-5 * abs(theirs[0]), name
     for k, (a, b, t) in enumerate(zip(ours, theirs, truth)):
         spread = max(abs(losses[k] - t) for losses, _ in envelope)
-        assert abs(a - t) <= max(1e-4 * abs(t), 4 * abs(b - t), 3 * spread), \
+        assert abs(a - t) <= max(1e-4 * abs(t), 4 * abs(b - t), 4 * spread), \
             (name, k, a, b, t, spread)
     step.copy_to(model)
     del step
@@ -279,7 +283,7 @@ def check_against_f32_envelope(model, make, data, name):
         pytorch = (b.double() - t).abs().max().item() / scale
         spread = max((r[key].double() - t).abs().max().item()
                      for r in envelope_states) / scale
-        assert distance <= max(1e-4, 4 * pytorch, 3 * spread), \
+        assert distance <= max(1e-4, 4 * pytorch, 4 * spread), \
             f"{name} {key}: {distance}, PyTorch {pytorch}, f32 rounding {spread}"
 
 

@@ -45,6 +45,8 @@ for _family in (contraction, elementwise, shape, lookup, reduction, normalizatio
 # for the updated tensor in every later use (intermediates only; an
 # in-place update of an input, parameter or buffer is refused).
 _IN_PLACE = {
+    torch.ops.aten.dropout_.default: torch.ops.aten.dropout.default,
+    torch.ops.aten.bernoulli_.float: torch.ops.aten.bernoulli.p,
     torch.ops.aten.add_.Tensor: torch.ops.aten.add.Tensor,
     torch.ops.aten.sub_.Tensor: torch.ops.aten.sub.Tensor,
     torch.ops.aten.mul_.Tensor: torch.ops.aten.mul.Tensor,

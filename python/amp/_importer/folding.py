@@ -18,11 +18,17 @@ import torch
 InputKind = torch.export.graph_signature.InputKind
 
 
+# Uninitialized tensors: what fills them (bernoulli_) is in the step.
+_UNINITIALIZED = {torch.ops.aten.empty.memory_format, torch.ops.aten.new_empty.default,
+                  torch.ops.aten.empty_like.default}
+
+
 def _random(target: Any) -> bool:
     """Whether an op draws random numbers (dropout's masks, bernoulli,
-    rand*): never folded, each step draws anew."""
+    rand*), or makes a tensor to be filled by one (empty): never folded,
+    each step draws anew."""
     tags = getattr(target, "tags", ())
-    return torch.Tag.nondeterministic_seeded in tags
+    return torch.Tag.nondeterministic_seeded in tags or target in _UNINITIALIZED
 
 
 # Ops that update buffers they read although their schema does not say so

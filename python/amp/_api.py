@@ -328,9 +328,14 @@ class Step:
             raise ValueError(f"{name}: expected shape {list(expected)}, given "
                              f"{list(tensor.shape)} (the step is compiled for the "
                              "example_inputs' shapes)")
-        if self._imported.arguments[index].boolean:
-            if tensor.dtype != torch.bool:
-                raise ValueError(f"{name}: expected a bool tensor (a mask), given {tensor.dtype}")
+        argument = self._imported.arguments[index]
+        if argument.boolean:
+            if tensor.dtype != torch.bool and not (
+                    argument.from_integers and not tensor.is_floating_point() and
+                    not tensor.is_complex()):
+                kind = "a bool or integer" if argument.from_integers else "a bool"
+                raise ValueError(f"{name}: expected {kind} tensor (a mask), given "
+                                 f"{tensor.dtype}")
             return
         integer = self._arguments[index][1] == "i32"
         if tensor.is_complex() or tensor.dtype == torch.bool or \
@@ -350,6 +355,7 @@ class Step:
             checks.setdefault(check.argument, []).append(check)
         for index, tensor in enumerate(tensors[:count]):
             if tensor.is_floating_point() or tensor.dtype == torch.bool or \
+                    self._imported.arguments[index].boolean or \
                     (tensor.dtype != torch.int64 and index not in checks):
                 continue
             low, high = (int(v) for v in tensor.aminmax()) if tensor.numel() else (0, 0)
@@ -384,6 +390,8 @@ class Step:
             return tensor
         self._check_tensor(index, name, tensor)
         element = self._arguments[index][1]
+        if self._imported.arguments[index].boolean and tensor.dtype != torch.bool:
+            tensor = tensor != 0  # an integer mask, as the model's .bool() reads it
         return tensor.detach().to(device="cpu", dtype=_TORCH_OF[element]).contiguous()
 
     def __call__(self, *batch: torch.Tensor) -> StepResult:
@@ -472,6 +480,8 @@ class Step:
             self._check_tensor(i, self._names[i], tensor)
         self._check_integers(list(inputs), len(inputs))
         for i, tensor in enumerate(inputs):
+            if self._imported.arguments[i].boolean and tensor.dtype != torch.bool:
+                tensor = tensor != 0  # an integer mask
             self._native.set(i, _to_numpy(tensor, self._arguments[i][1]))
         logits = self._native.logits()[0]
         # bf16 arrives as its uint16 bits; other types as themselves.

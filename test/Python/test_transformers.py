@@ -73,9 +73,10 @@ def f64_losses(model: nn.Module, make_optimizer, data):
     model.double()
     optimizer = make_optimizer(model.parameters())
     losses = []
-    for x, y in data:
+    for *inputs, y in data:
         optimizer.zero_grad()
-        loss = nn.functional.cross_entropy(model(x.double() if x.is_floating_point() else x), y)
+        loss = nn.functional.cross_entropy(
+            model(*(x.double() if x.is_floating_point() else x for x in inputs)), y)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -165,6 +166,56 @@ def test_llama_o0_matches_pytorch(tied):
     names = [a.name for a in step._imported.arguments]
     assert not any("inv_freq" in n for n in names), names
     assert "train.broadcast" in step.mlir  # key/value heads repeated in the step
+
+
+class Classify(nn.Module):
+    """A HuggingFace sequence classifier called with its tokenizer's
+    attention_mask (int64 0 / 1, as a DataLoader of tokenized text gives)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, attention_mask):
+        return self.model(ids, attention_mask=attention_mask).logits
+
+
+def padded_batches(count: int, seed: int = 1):
+    """(ids [BATCH, SEQ] padded with 0 after each row's length, the
+    attention_mask, labels of 3 classes)."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(count):
+        lengths = torch.randint(4, SEQ + 1, (BATCH,), generator=g)
+        mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).long()
+        ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=g) * mask
+        out.append((ids, mask, torch.randint(0, 3, (BATCH,), generator=g)))
+    return out
+
+
+def test_bert_with_padding_mask_o0_matches_pytorch():
+    """BertForSequenceClassification with a padding mask (rows of 4-32 real
+    tokens): the mask arrives as the tokenizer's int64 attention_mask, which
+    the model only turns into bool, so the step takes it as a mask (f32
+    0 / 1); HuggingFace's 4-d mask is built from it by indexing with aranges
+    (a reshape and broadcast) and ``&`` with the folded bidirectional mask;
+    position and token-type ids are int buffers, folded. Against the f64
+    envelope: the key projections' biases are zero in exact arithmetic
+    (their gradient is; BERT initializes them to zero), rounding noise in
+    any f32 run."""
+    from transformers import BertConfig, BertForSequenceClassification
+    torch.manual_seed(0)
+    model = Classify(BertForSequenceClassification(BertConfig(
+        num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+        vocab_size=VOCAB, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, num_labels=3)))
+    data = padded_batches(5)
+    step = check_o0(model, OPTIMIZERS["sgd-momentum"], data, envelope=True)
+    mask = step._imported.arguments[1]
+    assert mask.boolean and mask.from_integers
+    # a bool mask is read the same way
+    ids, attention, _ = data[0]
+    assert torch.allclose(step.predict(ids, attention.bool()), step.predict(ids, attention))
 
 
 class Buffers(nn.Module):

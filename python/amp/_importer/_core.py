@@ -58,6 +58,9 @@ class Argument:
     group: int = 0  # the optimizer's param group (parameters)
     weight_decay: Optional[float] = None  # the group's, where groups differ
     boolean: bool = False  # a bool model input (a mask), passed as f32 0 / 1
+    # A mask given as integers (a tokenizer's attention_mask) that the model
+    # only converts to bool: passed as f32 (value != 0).
+    from_integers: bool = False
 
 
 @dataclasses.dataclass
@@ -318,9 +321,12 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
 
 
 def _same_origin(em: _Emitter, source: str, result: str) -> None:
-    """``result`` holds elements of whatever batch argument ``source`` does."""
+    """``result`` holds elements of ``source`` (a reshape, slice or
+    broadcast): of the same batch argument, and a mask if it is one."""
     if source in em.origin:
         em.origin[result] = em.origin[source]
+    if source in em.masks:
+        em.masks.add(result)
 
 
 def _check_indices(em: _Emitter, indices: Value, node: Any, limit: int,

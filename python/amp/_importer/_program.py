@@ -15,7 +15,7 @@ from .._errors import UnsupportedModelError, UnsupportedNode
 from ._core import (Argument, ImportedModel, ImportedNode, Value, _Emitter, _Unsupported, _caller,
                     _element, _module_path, _module_type, _operand, _shape, _unwrapped,
                     _user_frame, _user_frame_of_error, float_literal, tensor_type)
-from . import (contraction, elementwise, lookup, losses, normalization, pooling, dropout,
+from . import (contraction, elementwise, logic, lookup, losses, normalization, pooling, dropout,
                reduction, shape)
 from .folding import fold
 from .normalization import _emit_batch_norm
@@ -40,6 +40,7 @@ for _family in (contraction, elementwise, shape, lookup, reduction, normalizatio
                 losses, dropout):
     _HANDLERS.update(_family.HANDLERS)
     _TUPLE_HANDLERS.update(getattr(_family, "TUPLE_HANDLERS", {}))
+_HANDLERS.update(logic.HANDLERS)
 
 # In-place forms: computed as their functional op, whose value then stands
 # for the updated tensor in every later use (intermediates only; an
@@ -197,10 +198,13 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         if n in user_inputs:
             kind = "labels" if n is user_inputs[-1] else "input"
             name = n.name
-            if kind == "input" and n.meta["val"].dtype == torch.bool:
-                # A mask (key_padding_mask, attn_mask): f32 0 / 1 in the
-                # step; masked_fill reads it exactly (_masked_fill).
-                arguments.append(Argument(name, kind, shape, "f32", boolean=True))
+            integer_mask = kind == "input" and _only_made_bool(n)
+            if kind == "input" and (n.meta["val"].dtype == torch.bool or integer_mask):
+                # A mask (key_padding_mask, attn_mask; a tokenizer's integer
+                # attention_mask the model only turns into bool): f32 0 / 1
+                # in the step; masked_fill reads it exactly (_masked_fill).
+                arguments.append(Argument(name, kind, shape, "f32", boolean=True,
+                                          from_integers=integer_mask))
                 em.values[n] = (f"%a{len(arguments) - 1}", shape, "f32")
                 em.masks.add(em.values[n][0])
                 continue
@@ -303,7 +307,10 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             if functional is not target and node.args[0].op == "placeholder":
                 raise _Unsupported(f"an in-place update of {node.args[0].name}, an input, "
                                    "parameter or buffer of the model")
-            em.values[node] = Value(handler(em, node), _shape(node), _element(node))
+            name = handler(em, node)
+            # booleans are f32 0 / 1 in the step (masks)
+            element = "f32" if name in em.masks else _element(node)
+            em.values[node] = Value(name, _shape(node), element)
             if functional is not target:
                 em.values[node.args[0]] = em.values[node]
         except _Unsupported as reason:
@@ -343,6 +350,19 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
             ") {\n" + "\n".join(em.lines) + "\n  return " + ", ".join(returns) + " : " +
             ", ".join(results) + "\n}\n")
     return ImportedModel(text, arguments, counters, nodes, [], em.index_checks)
+
+
+def _only_made_bool(node: torch.fx.Node) -> bool:
+    """Whether an integer input is used only through conversions to bool
+    (HuggingFace's attention_mask: ``mask.to(torch.bool)``)."""
+    if node.meta["val"].dtype.is_floating_point or node.meta["val"].dtype == torch.bool:
+        return False
+    conversions = {torch.ops.aten.to.dtype, torch.ops.aten.to.dtype_layout,
+                   torch.ops.aten.to.device, torch.ops.aten._to_copy.default}
+    users = [u for u in node.users if u.target not in _CHECKS]
+    return bool(users) and all(
+        u.target in conversions and getattr(u.meta.get("val"), "dtype", None) == torch.bool
+        for u in users)
 
 
 def _argument_text(index: int, a: Argument) -> str:

@@ -186,6 +186,8 @@ def _convert(em: _Emitter, node: torch.fx.Node) -> str:
     model is f32), else ``train.cast``."""
     x = _operand(em, node.args[0])
     target = node.meta["val"].dtype
+    if x.name in em.masks and target in (torch.bool, torch.float32):
+        return x.name  # a mask (f32 0 / 1) as bool, or as f32
     if target not in _FLOATS or x.element not in ("f32", "f16", "bf16"):
         raise _Unsupported(f"a conversion of a {x.element} tensor to {target} computed from the "
                            "batch (conversions between float types are mapped)")

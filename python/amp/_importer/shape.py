@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-from ._core import (Value, _Emitter, _Unsupported, _arguments, _axis, _element, _operand, _reshape, _shape,
+from ._core import (Value, _Emitter, _Unsupported, _arguments, _axis, _same_origin, _element, _operand, _reshape, _shape,
                     _slice, tensor_type)
 
 
@@ -127,8 +127,10 @@ def _expand(em: _Emitter, node: torch.fx.Node) -> str:
     shape = _shape(node)
     if tuple(x[1]) == tuple(shape):
         return x[0]
-    return em.op(f"train.broadcast {x[0]} : {tensor_type(x[1], x[2])} -> "
-                 f"{tensor_type(shape, x[2])}")
+    out = em.op(f"train.broadcast {x[0]} : {tensor_type(x[1], x[2])} -> "
+                f"{tensor_type(shape, x[2])}")
+    _same_origin(em, x.name, out)
+    return out
 
 
 HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {

@@ -275,8 +275,15 @@ class Step:
         if any(len(new) != len(old) or not new or new[1:] != old[1:] or new[0] == old[0]
                for new, old in zip(shapes, self._batch_shapes)):
             return  # not every tensor's batch dimension changed
+        for index, (name, tensor) in enumerate(zip(self._names, batch)):
+            self._check_dtype(index, name, tensor)  # before compiling anything
         if shapes not in self._variants:
             self._variants[shapes] = self._rebuild(tuple(batch))
+        self._switch(shapes)
+
+    def _switch(self, shapes: Tuple[Tuple[int, ...], ...]) -> None:
+        """Runs the variant compiled for batch ``shapes`` from now on, the
+        state carried over from the one that ran so far."""
         native, imported = self._variants[shapes]
         ours, theirs = self._native.persistent, native.persistent
         if [r for r, _ in ours] != [r for r, _ in theirs] or any(
@@ -328,6 +335,10 @@ class Step:
             raise ValueError(f"{name}: expected shape {list(expected)}, given "
                              f"{list(tensor.shape)} (the step is compiled for the "
                              "example_inputs' shapes)")
+        self._check_dtype(index, name, tensor)
+
+    def _check_dtype(self, index: int, name: str, tensor: torch.Tensor) -> None:
+        """``tensor``'s type fits data argument ``index``."""
         argument = self._imported.arguments[index]
         if argument.boolean:
             if tensor.dtype != torch.bool and not (
@@ -476,6 +487,14 @@ class Step:
         if len(inputs) != self._data - 1:
             raise ValueError(f"predict takes the model's {self._data - 1} input(s), given "
                              f"{len(inputs)} tensors")
+        # inputs of another batch size that a call has compiled for (the last
+        # batch of an epoch, or the first): that step
+        shapes = tuple(tuple(getattr(t, "shape", ())) for t in inputs)
+        if shapes != self._batch_shapes[:-1]:
+            for variant in self._variants:
+                if variant[:-1] == shapes:
+                    self._switch(variant)
+                    break
         for i, tensor in enumerate(inputs):
             self._check_tensor(i, self._names[i], tensor)
         self._check_integers(list(inputs), len(inputs))
@@ -642,4 +661,8 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
         again = _importer.import_model(model, loss_fn, example, training)
         return _build_native(again.text, flags, backend, dp_timeout), again
 
-    return Step(native, imported, model, optimizer, static_scale, rebuild)
+    # Data parallel: every rank would have to compile and join for the same
+    # shape at the same call; a DistributedSampler's shards are one size
+    # (drop_last), so another shape stays a ValueError there.
+    return Step(native, imported, model, optimizer, static_scale,
+                None if data_parallel else rebuild)

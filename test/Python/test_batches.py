@@ -46,6 +46,21 @@ def test_last_smaller_batch_trains_as_pytorch():
     step.copy_to(model)
     assert_close_state(model, ref, 1e-4)
     assert int(step.state_dict()["amp.calls"]) == 6
+    # predict at either size runs the step compiled for it
+    ref.eval()
+    for x, _ in loader(False):
+        with torch.no_grad():
+            assert torch.allclose(step.predict(x), ref(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_new_batch_size_of_the_wrong_type_is_refused_before_compiling():
+    torch.manual_seed(0)
+    model = mlp()
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=next(iter(loader(True))),
+                       optimizer=torch.optim.SGD(model.parameters(), lr=0.1), opt_level="O0")
+    with pytest.raises(ValueError, match="target: expected an integer tensor"):
+        step(torch.randn(4, 1, 28, 28), torch.zeros(4))
+    assert len(step._variants) == 1
 
 
 def test_other_shape_changes_stay_a_value_error():

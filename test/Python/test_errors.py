@@ -215,3 +215,64 @@ def test_out_of_range_ids_and_labels_are_index_errors_and_change_nothing(precisi
     bad_labels[0] = -100  # ignore_index: a valid target
     result = step(ids, bad_labels)
     assert result.loss == result.loss and int(step.state_dict()["amp.calls"]) == 2
+
+
+class InPlaceOnAConstant(nn.Module):
+    """A tensor made from shapes, read, then changed in place, then read
+    again: one constant cannot be both values."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        p = torch.arange(4.0)
+        y = self.fc(x) + p
+        p.add_(10)
+        return y + p
+
+
+class CountsCalls(nn.Module):
+    """A buffer written through a view inside forward (``c[0] += 1``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("c", torch.zeros(4))
+
+    def forward(self, x):
+        self.c[0] += 1
+        return self.fc(x) + self.c
+
+
+@pytest.mark.parametrize("model", [InPlaceOnAConstant, CountsCalls])
+def test_in_place_updates_of_folded_tensors_are_refused_not_folded(model):
+    """Folding at import must not give one value to a tensor the model
+    changes in place (nor take a buffer written through a view for
+    unchanging): such models are refused, naming the node."""
+    with pytest.raises(amp.UnsupportedModelError):
+        amp.to_mlir(model(), nn.MSELoss(), (torch.randn(2, 4), torch.randn(2, 4)))
+
+
+class TwoColumns(nn.Module):
+    """Two embeddings of different sizes on two columns of one input."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Embedding(5, 4)
+        self.b = nn.Embedding(100, 4)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.head(self.a(x[:, 0]) + self.b(x[:, 1]))
+
+
+def test_range_checks_do_not_mix_up_slices_of_one_input():
+    """Index checks hold whole arguments only: an id valid for its own
+    column's embedding is not checked against the other's size."""
+    torch.manual_seed(0)
+    model = TwoColumns()
+    x, y = torch.tensor([[1, 50], [4, 99]]), torch.tensor([0, 2])
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y),
+                       optimizer=torch.optim.SGD(model.parameters(), lr=0.1), opt_level="O0")
+    assert step(x, y).loss > 0

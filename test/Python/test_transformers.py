@@ -243,6 +243,39 @@ class Buffers(nn.Module):
         return self.head(h.mean(dim=1) * torch.tensor(0.5))
 
 
+class FloatMasks(nn.Module):
+    """Attention with float masks built from shapes: nn.Transformer's
+    causal mask (0 / -inf, recognised as causal) and a sliding window of 4
+    (-inf outside it: a constant with infinities)."""
+
+    def __init__(self, vocab: int = 64, d: int = 32, seq: int = 16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.head = nn.Linear(d, 10)
+        self.seq = seq
+
+    def forward(self, tokens):
+        q, k, v = self.qkv(self.embed(tokens)).chunk(3, dim=-1)
+        causal = nn.Transformer.generate_square_subsequent_mask(self.seq)
+        i = torch.arange(self.seq)
+        window = torch.zeros(self.seq, self.seq).masked_fill(
+            (i[None, :] > i[:, None]) | (i[:, None] - i[None, :] >= 4), float("-inf"))
+        h = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal)
+        h = h + nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=window)
+        return self.head(h.mean(dim=1))
+
+
+def test_float_masks_from_shapes_o0_matches_pytorch():
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randint(0, 64, (8, 16), generator=g), torch.randint(0, 10, (8,), generator=g))
+            for _ in range(5)]
+    step = check_o0(FloatMasks(), OPTIMIZERS["sgd-momentum"], data, envelope=True)
+    assert step.mlir.count(" causal") == 1  # the window is added as a constant
+    assert "0xFF800000" in step.mlir  # its -inf, as f32's bits
+
+
 def test_registered_buffers_o0_matches_pytorch():
     torch.manual_seed(0)
     model = Buffers()

@@ -4,6 +4,7 @@ located train ops, argument reading and the small op builders."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
@@ -273,15 +274,37 @@ def _operand(em: _Emitter, arg: Any) -> Value:
     raise _Unsupported(f"a constant operand {arg!r} where a tensor is expected")
 
 
+# Infinities and NaN in a dense literal: the element type's bit patterns
+# (MLIR reads a hexadecimal float literal as the type's own bits).
+_SPECIAL_BITS = {"f32": ("0x7F800000", "0xFF800000", "0x7FC00000"),
+                 "f16": ("0x7C00", "0xFC00", "0x7E00"),
+                 "bf16": ("0x7F80", "0xFF80", "0x7FC0")}
+
+
+def _element_literal(v: Any, element: str) -> str:
+    if element == "i32":
+        return str(int(v))
+    v = float(v)
+    if math.isinf(v) or math.isnan(v):
+        inf, negative, nan = _SPECIAL_BITS[element]
+        return nan if math.isnan(v) else inf if v > 0 else negative
+    return float_literal(v)
+
+
 def _dense_literal(values: List[Any], shape: Sequence[int], element: str) -> str:
     """The nested ``[...]`` literal of a flat list of elements."""
-    def text(v: Any) -> str:
-        return str(int(v)) if element == "i32" else float_literal(float(v))
     if not shape:
-        return text(values[0])
+        return _element_literal(values[0], element)
     step = len(values) // shape[0] if shape[0] else 0
     return "[" + ", ".join(_dense_literal(values[i * step:(i + 1) * step], shape[1:], element)
                            for i in range(shape[0])) + "]"
+
+
+# Folded tensors with more elements than this enter the text as their raw
+# bytes (``dense<"0x...">``: exact, and a quarter the size of decimals).
+_HEX_ELEMENTS = 256
+_STORAGE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+            "i32": torch.int32}
 
 
 # Folded tensors: how each dtype enters the step.
@@ -306,13 +329,19 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
     if element == "i32" and flat.numel() and \
             (flat.min().item() < -2**31 or flat.max().item() >= 2**31):
         raise _Unsupported(f"{what} has integers beyond int32, the step's integer type")
-    if tensor.dtype in (torch.float16, torch.bfloat16, torch.float64, torch.bool):
-        flat = flat.to(torch.float32)
+    flat = flat.to(_STORAGE[element])  # f64 rounds to f32, bool is 0 / 1
     shape = tuple(int(d) for d in tensor.shape)
-    if flat.numel() and bool((flat == flat[0]).all()):
+    same = flat.numel() and bool((flat == flat[0]).all() or flat.isnan().all())
+    if same:
         literal = _dense_literal([flat[0].item()], (), element)
+    elif flat.numel() > _HEX_ELEMENTS:  # little-endian raw data
+        raw = flat.contiguous().view(torch.int16 if element in ("f16", "bf16") else
+                                     torch.int32).numpy().astype("<i" + (
+                                         "2" if element in ("f16", "bf16") else "4"))
+        literal = '"0x' + raw.tobytes().hex().upper() + '"'
     else:
-        literal = _dense_literal(flat.tolist(), shape, element)
+        literal = _dense_literal(flat.float().tolist() if element != "i32" else flat.tolist(),
+                                 shape, element)
     value = Value(em.op(f"train.constant dense<{literal}> : {tensor_type(shape, element)}"),
                   shape, element)
     if tensor.dtype == torch.bool:
@@ -320,10 +349,12 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
     return value
 
 
-def _same_origin(em: _Emitter, source: str, result: str) -> None:
-    """``result`` holds elements of ``source`` (a reshape, slice or
-    broadcast): of the same batch argument, and a mask if it is one."""
-    if source in em.origin:
+def _same_origin(em: _Emitter, source: str, result: str, whole: bool = True) -> None:
+    """``result`` holds elements of ``source`` (a reshape, transpose,
+    broadcast; ``whole=False``: a slice, some of them): a mask if it is one,
+    and, holding them all, of the same batch argument (a slice's range
+    checks would be the whole argument's: none is made)."""
+    if whole and source in em.origin:
         em.origin[result] = em.origin[source]
     if source in em.masks:
         em.masks.add(result)
@@ -425,7 +456,7 @@ def _slice(em: _Emitter, x: Value, offsets: Sequence[int], sizes: Sequence[int])
         return Value(*x)
     out = em.op(f"train.slice {x[0]} offsets {list(offsets)} : {tensor_type(x[1], x[2])} "
                 f"-> {tensor_type(sizes, x[2])}")
-    _same_origin(em, x[0], out)
+    _same_origin(em, x[0], out, whole=False)
     return Value(out, tuple(sizes), x[2])
 
 

@@ -137,11 +137,20 @@ def _repeat_heads(em: _Emitter, x: Value, heads: int) -> Value:
 
 
 def _causal(mask: torch.Tensor, rows: int, columns: int) -> bool:
-    """Whether a boolean keep-mask is the causal one (row i keeps j <= i) on
-    every batch and head."""
+    """Whether a mask is the causal one on every batch and head: a boolean
+    keep-mask with row i keeping j <= i, or the additive float form (0
+    there, -inf or a value at the bottom of f32's range, such as
+    finfo.min, above: softmax gives those exactly 0 either way)."""
     if rows != columns or mask.dim() < 2 or tuple(mask.shape[-2:]) != (rows, columns):
         return False
-    return bool((mask == torch.ones(rows, columns, dtype=torch.bool).tril()).all())
+    keep = torch.ones(rows, columns, dtype=torch.bool).tril()
+    if mask.dtype == torch.bool:
+        return bool((mask == keep).all())
+    if not mask.dtype.is_floating_point:
+        return False
+    mask = mask.float()
+    dropped = (mask == float("-inf")) | (mask <= torch.finfo(torch.float32).min / 2)
+    return bool(((mask == 0) == keep).all() and (dropped == ~keep).all())
 
 
 def _attention(em: _Emitter, node: torch.fx.Node) -> str:
@@ -172,8 +181,8 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
     scores = _emit(em, "mul", scores, factor)
     if mask is not None:
         folded = em.folded.get(mask) if isinstance(mask, torch.fx.Node) else None
-        if isinstance(folded, torch.Tensor) and folded.dtype == torch.bool and \
-                not causal and _causal(folded, scores_shape[-2], scores_shape[-1]):
+        if isinstance(folded, torch.Tensor) and not causal and \
+                _causal(folded, scores_shape[-2], scores_shape[-1]):
             causal = True
         else:
             m = _operand(em, mask)

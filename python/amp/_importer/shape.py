@@ -31,8 +31,10 @@ def _transpose(em: _Emitter, node: torch.fx.Node) -> str:
         permutation[a], permutation[b] = permutation[b], permutation[a]
     if permutation == list(range(rank)):
         return x[0]
-    return em.op(f"train.transpose {x[0]} permutation {permutation} : "
-                 f"{tensor_type(x[1], x[2])} -> {tensor_type(_shape(node), x[2])}")
+    out = em.op(f"train.transpose {x[0]} permutation {permutation} : "
+                f"{tensor_type(x[1], x[2])} -> {tensor_type(_shape(node), x[2])}")
+    _same_origin(em, x[0], out)
+    return out
 
 
 def _select(em: _Emitter, node: torch.fx.Node) -> str:

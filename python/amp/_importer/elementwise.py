@@ -117,14 +117,20 @@ def _masked_fill(em: _Emitter, node: torch.fx.Node) -> str:
     shape, element = _shape(node), _element(node)
     one = _constant(em, 1.0, (), mask[2])
     kept = _emit(em, "sub", one, mask)  # 1 - m
+    # A fill beyond f16's range (-1e9, finfo(float32).min: the attention
+    # masks of many models) would round to -inf in a 16-bit type, and
+    # -inf * 0 is NaN where the mask is 0: the fill's arithmetic stays f32
+    # (train.precision), whatever the opt level.
+    pinned = ' {train.precision = "fp32"}' if abs(value) > 65504 else ""
 
-    def binary(op: str, a: Value, b: Value) -> Value:
-        return (em.op(f"train.{op} {a[0]}, {b[0]} : {tensor_type(a[1], a[2])}, "
-                      f"{tensor_type(b[1], b[2])} -> {tensor_type(shape, element)}"),
-                tuple(shape), element)
+    def binary(op: str, a: Value, b: Value, out_shape=shape) -> Value:
+        return Value(em.op(f"train.{op} {a[0]}, {b[0]}{pinned} : {tensor_type(a[1], a[2])}, "
+                           f"{tensor_type(b[1], b[2])} -> {tensor_type(out_shape, element)}"),
+                     tuple(out_shape), element)
     if math.isinf(value):
+        pinned = ""
         return binary("add" if value < 0 else "sub", x, _emit(em, "log", kept))[0]
-    filled = _emit(em, "mul", mask, _constant(em, float(value), (), mask[2]))
+    filled = binary("mul", mask, _constant(em, float(value), (), mask[2]), mask.shape)
     return binary("add", binary("mul", x, kept), filled)[0]
 
 

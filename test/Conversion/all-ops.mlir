@@ -26,6 +26,7 @@
 // CPU: llvm.func @grouped_conv(
 // CPU: llvm.func @collectives(
 // CPU-COUNT-4: llvm.call @amp_cpu_all_reduce(
+// CPU: llvm.func @logic(
 // CUDA-NOT: train.
 // CUDA: llvm.func @elementwise(
 // CUDA: gpu.binary @elementwise_kernel
@@ -43,6 +44,7 @@
 // CUDA: llvm.func @grouped_conv(
 // CUDA: llvm.func @collectives(
 // CUDA-COUNT-4: llvm.call @amp_cuda_all_reduce(
+// CUDA: llvm.func @logic(
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
@@ -288,4 +290,18 @@ func.func @collectives(%g: tensor<2x3xf32>, %f: tensor<i1>, %x: tensor<4x8x2x2xf
   %1 = train.all_reduce max(%f) ranks 2 : (tensor<i1>)
   %2:3 = train.batch_norm %x, %s, %s, %s, %s ranks 2 : tensor<4x8x2x2xf32>, tensor<8xf32>
   return %0, %1, %2#0, %2#1, %2#2 : tensor<2x3xf32>, tensor<i1>, tensor<4x8x2x2xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// train.compare train.select train.convert (and i1 through shape ops)
+func.func @logic(%ids: tensor<4x8xi32>, %pad: tensor<i32>, %x: tensor<4x8xf16>, %y: tensor<8xf32>)
+    -> (tensor<4x8xf16>, tensor<4x8xi32>, tensor<4x8xbf16>, tensor<8x4xi1>, tensor<8xi1>) {
+  %keep = train.compare %ids, %pad ne : tensor<4x8xi32>, tensor<i32> -> tensor<4x8xi1>
+  %low = train.constant dense<-6.0e4> : tensor<f16>
+  %0 = train.select %keep, %x, %low : tensor<4x8xi1>, tensor<4x8xf16>, tensor<f16> -> tensor<4x8xf16>
+  %1 = train.convert %keep : tensor<4x8xi1> to tensor<4x8xi32>
+  %2 = train.convert %ids : tensor<4x8xi32> to tensor<4x8xbf16>
+  %3 = train.transpose %keep permutation [1, 0] : tensor<4x8xi1> -> tensor<8x4xi1>
+  %z = train.constant dense<0.0> : tensor<f32>
+  %4 = train.compare %y, %z gt : tensor<8xf32>, tensor<f32> -> tensor<8xi1>
+  return %0, %1, %2, %3, %4 : tensor<4x8xf16>, tensor<4x8xi32>, tensor<4x8xbf16>, tensor<8x4xi1>, tensor<8xi1>
 }

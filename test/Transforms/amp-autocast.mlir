@@ -261,3 +261,32 @@ func.func @scalar_division(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %c: tenso
   %t = train.div %y, %y : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
   return %r, %q, %t : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// Integer and boolean ops have no precision: a comparison of token ids is
+// left as it is (no decision), a comparison of floats and a select promote
+// to their widest float operand (the -1e9 fill becomes f16's -inf, which
+// select passes exactly), and a convert of an i1 stays f32 for its user.
+// CHECK-LABEL: func.func @integer_and_boolean
+// CHECK: train.compare %{{.*}}, %{{.*}} ne : tensor<4x8xi32>, tensor<i32> -> tensor<4x8xi1>
+// CHECK-NOT: train.decision
+// CHECK: train.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[FILL:.*]] = train.cast %{{.*}} : tensor<f32> to tensor<f16>
+// CHECK: train.select %{{.*}}, %{{.*}}, %[[FILL]] {train.decision = "promote/default"} : tensor<4x8xi1>, tensor<4x8xf16>, tensor<f16> -> tensor<4x8xf16>
+// CHECK: train.compare %{{.*}}, %[[FILL]] gt {train.decision = "promote/default"} : tensor<4x8xf16>, tensor<f16> -> tensor<4x8xi1>
+// CHECK: train.convert %{{.*}} : tensor<4x8xi1> to tensor<4x8xf32>
+// O0-LABEL: func.func @integer_and_boolean
+// O0-NOT: train.cast
+func.func @integer_and_boolean(%x: tensor<4x8xf32>, %ids: tensor<4x8xi32>, %w: tensor<8x8xf32> {train.param}) -> tensor<f32> {
+  %pad = train.constant dense<0> : tensor<i32>
+  %keep = train.compare %ids, %pad ne : tensor<4x8xi32>, tensor<i32> -> tensor<4x8xi1>
+  %h = train.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %big = train.constant dense<-1.0e9> : tensor<f32>
+  %s = train.select %keep, %h, %big : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %pos = train.compare %h, %big gt : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1>
+  %m = train.convert %pos : tensor<4x8xi1> to tensor<4x8xf32>
+  %p = train.mul %s, %m : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %l = train.reduce_sum %p axes [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

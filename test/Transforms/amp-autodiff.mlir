@@ -196,3 +196,31 @@ func.func @pow(%x: tensor<4x8xf32>, %labels: tensor<4xi32>, %w: tensor<8x4xf32> 
   %l = train.cross_entropy %p, %labels : tensor<4x4xf32>, tensor<4xi32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// select's gradient goes to the chosen operand (select(cond, dy, 0) for the
+// matmul's result), reduced to its shape; comparisons and conversions pass
+// none (the mask built from the activations is a constant of the backward).
+// CHECK-LABEL: func.func @forward_grad
+// CHECK: %[[KEEP:.*]] = train.compare %{{.*}}, %{{.*}} ne
+// CHECK: %[[MASK:.*]] = train.convert %{{.*}} : tensor<4x8xi1> to tensor<4x8xf32>
+// CHECK: train.loss_seed
+// CHECK: %[[DS:.*]] = train.mul %{{.*}}, %[[MASK]]
+// CHECK: %[[ZERO:.*]] = train.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[DH:.*]] = train.select %[[KEEP]], %[[DS]], %[[ZERO]] : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+// CHECK: train.matmul %{{.*}}, %[[DH]] transpose_lhs
+// CHECK-NOT: train.convert
+// CHECK: return
+func.func @forward(%x: tensor<4x8xf32>, %ids: tensor<4x8xi32>, %w: tensor<8x8xf32> {train.param}) -> tensor<f32> {
+  %pad = train.constant dense<0> : tensor<i32>
+  %keep = train.compare %ids, %pad ne : tensor<4x8xi32>, tensor<i32> -> tensor<4x8xi1>
+  %h = train.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %big = train.constant dense<-1.0e9> : tensor<f32>
+  %s = train.select %keep, %h, %big : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %pos = train.compare %h, %big gt : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1>
+  %m = train.convert %pos : tensor<4x8xi1> to tensor<4x8xf32>
+  %p = train.mul %s, %m : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %l = train.reduce_sum %p axes [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -623,7 +623,7 @@ func.func @concat_empty() -> tensor<8x16xf32> {
 // -----
 
 func.func @constant_type() -> tensor<4xf32> {
-  // expected-error @+1 {{'train.constant' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 32-bit signless integer values, but got 'tensor<4xf64>'}}
+  // expected-error @+1 {{'train.constant' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf64>'}}
   %0 = train.constant dense<1.0> : tensor<4xf64>
   return %0 : tensor<4xf64>
 }
@@ -1485,4 +1485,58 @@ func.func @unscale_divisor_zero(%s: tensor<f32>, %g: tensor<4xf32>) -> tensor<4x
   // expected-error @+1 {{'train.unscale_grads' op divisor must be at least 1, got 0}}
   %0:2 = train.unscale_grads %s grads(%g) divisor 0 : tensor<f32>, (tensor<4xf32>)
   return %0#0 : tensor<4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Comparisons, selection, conversions
+//===----------------------------------------------------------------------===//
+
+func.func @compare_mixed(%a: tensor<4xi32>, %b: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+2 {{'train.compare' op operand element types 'i32' and 'f32' differ (insert a train.cast)}}
+  // expected-error @+1 {{'train.compare' op failed to infer returned types}}
+  %0 = train.compare %a, %b eq : tensor<4xi32>, tensor<4xf32> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @compare_bool(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'train.compare' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 32-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = train.compare %a, %a eq : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @select_condition_shape(%c: tensor<3xi1>, %x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+2 {{'train.select' op condition: }}
+  // expected-error @+1 {{'train.select' op failed to infer returned types}}
+  %0 = train.select %c, %x, %x : tensor<3xi1>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @convert_floats(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'train.convert' op converts 'f32' to 'f16': between float types use train.cast}}
+  %0 = train.convert %x : tensor<4xf32> to tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @convert_same(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'train.convert' op converts 'i32' to itself}}
+  %0 = train.convert %x : tensor<4xi32> to tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @convert_shape(%x: tensor<4xi32>) -> tensor<2x2xi1> {
+  // expected-error @+1 {{'train.convert' op input shape [4] and result shape [2, 2] differ (a conversion keeps the shape)}}
+  %0 = train.convert %x : tensor<4xi32> to tensor<2x2xi1>
+  return %0 : tensor<2x2xi1>
 }

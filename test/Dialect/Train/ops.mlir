@@ -362,3 +362,19 @@ func.func @collectives(%g: tensor<4xf32>, %h: tensor<2xf16>, %f: tensor<i1>, %pe
   %u:2 = train.unscale_grads %scale grads(%s#0) divisor 2 : tensor<f32>, (tensor<4xf32>)
   return %s#0, %s#1, %m, %x, %u#0 : tensor<4xf32>, tensor<2xf16>, tensor<4xf32>, tensor<i1>, tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @logic
+func.func @logic(%ids: tensor<4x8xi32>, %pad: tensor<i32>, %x: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: train.compare %{{.*}}, %{{.*}} ne : tensor<4x8xi32>, tensor<i32> -> tensor<4x8xi1>
+  %k = train.compare %ids, %pad ne : tensor<4x8xi32>, tensor<i32> -> tensor<4x8xi1>
+  // CHECK: train.compare %{{.*}}, %{{.*}} le : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xi1>
+  %l = train.compare %x, %x le : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xi1>
+  %c = train.constant dense<[[true], [false], [true], [true]]> : tensor<4x1xi1>
+  // CHECK: train.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x1xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %z = train.constant dense<0.0> : tensor<f32>
+  %s = train.select %c, %x, %z : tensor<4x1xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  // CHECK: train.convert %{{.*}} : tensor<4x8xi1> to tensor<4x8xf32>
+  %f = train.convert %l : tensor<4x8xi1> to tensor<4x8xf32>
+  return %s, %f : tensor<4x8xf32>, tensor<4x8xf32>
+}

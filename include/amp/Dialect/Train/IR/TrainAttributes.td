@@ -61,6 +61,19 @@ def Train_GeluApproximationAttr : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::amp::train";
 }
 
+/// Printed as a bare keyword (`train.compare %a, %b ne : ...`).
+def Train_ComparePredicateAttr : I32EnumAttr<"ComparePredicate",
+    "comparison of two elements", [
+    I32EnumAttrCase<"eq", 0>,
+    I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>,
+    I32EnumAttrCase<"ge", 5>,
+  ]> {
+  let cppNamespace = "::amp::train";
+}
+
 //===----------------------------------------------------------------------===//
 // #train.init
 //===----------------------------------------------------------------------===//

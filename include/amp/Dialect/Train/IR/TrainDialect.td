@@ -93,6 +93,12 @@ def Train_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32]>;
 /// A statically shaped tensor of i32 (labels, token ids).
 def Train_IndexTensor : StaticShapeTensorOf<[I32]>;
 
+/// A statically shaped tensor of i1 (a mask, a comparison's result).
+def Train_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+/// A statically shaped tensor a comparison reads: a float type, or i32.
+def Train_ComparableTensor : StaticShapeTensorOf<[F16, BF16, F32, I32]>;
+
 /// A rank-0 float tensor (a loss).
 def Train_ScalarFloatTensor : 0DTensorOf<[F16, BF16, F32]>;
 

@@ -17,7 +17,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// Any statically shaped tensor the dialect computes with.
-def Train_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, I32]>;
+def Train_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, I32, I1]>;
 
 def Train_ConstantOp : Train_Op<"constant", [ConstantLike, Pure,
     AllTypesMatch<["value", "result"]>]> {

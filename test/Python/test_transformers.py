@@ -170,13 +170,18 @@ def test_llama_o0_matches_pytorch(tied):
 
 class Classify(nn.Module):
     """A HuggingFace sequence classifier called with its tokenizer's
-    attention_mask (int64 0 / 1, as a DataLoader of tokenized text gives)."""
+    attention_mask (int64 0 / 1, as a DataLoader of tokenized text gives),
+    or, ``from_ids``, with the mask computed from the token ids in the
+    model (pad id 0), as many training scripts write it."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, from_ids: bool = False):
         super().__init__()
         self.model = model
+        self.from_ids = from_ids
 
-    def forward(self, ids, attention_mask):
+    def forward(self, ids, attention_mask=None):
+        if self.from_ids:
+            attention_mask = (ids != 0).long()
         return self.model(ids, attention_mask=attention_mask).logits
 
 
@@ -193,26 +198,34 @@ def padded_batches(count: int, seed: int = 1):
     return out
 
 
-def test_bert_with_padding_mask_o0_matches_pytorch():
+@pytest.mark.parametrize("mask", ["from-ids", "input"])
+def test_bert_with_padding_mask_o0_matches_pytorch(mask):
     """BertForSequenceClassification with a padding mask (rows of 4-32 real
-    tokens): the mask arrives as the tokenizer's int64 attention_mask, which
-    the model only turns into bool, so the step takes it as a mask (f32
-    0 / 1); HuggingFace's 4-d mask is built from it by indexing with aranges
-    (a reshape and broadcast) and ``&`` with the folded bidirectional mask;
-    position and token-type ids are int buffers, folded. Against the f64
-    envelope: the key projections' biases are zero in exact arithmetic
-    (their gradient is; BERT initializes them to zero), rounding noise in
-    any f32 run."""
+    tokens). from-ids: the model computes it, ``(ids != 0).long()``: a
+    comparison in the step (train.compare to i1, train.convert), HuggingFace's
+    4-d mask built from it by indexing with aranges (a reshape and
+    broadcast) and ``&`` with the folded bidirectional mask, and the scores
+    masked by train.select. input: the tokenizer's int64 attention_mask,
+    which the model only turns into bool, so the step takes it as a mask
+    (f32 0 / 1). Position and token-type ids are int buffers, folded.
+    Against the f64 envelope: the key projections' biases are zero in exact
+    arithmetic (their gradient is; BERT initializes them to zero), rounding
+    noise in any f32 run."""
     from transformers import BertConfig, BertForSequenceClassification
     torch.manual_seed(0)
     model = Classify(BertForSequenceClassification(BertConfig(
         num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
         vocab_size=VOCAB, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0, num_labels=3)))
+        attention_probs_dropout_prob=0.0, num_labels=3)), from_ids=mask == "from-ids")
     data = padded_batches(5)
+    if mask == "from-ids":
+        data = [(ids, y) for ids, _, y in data]
     step = check_o0(model, OPTIMIZERS["sgd-momentum"], data, envelope=True)
-    mask = step._imported.arguments[1]
-    assert mask.boolean and mask.from_integers
+    if mask == "from-ids":
+        assert "train.compare" in step.mlir and "train.select" in step.mlir
+        return
+    argument = step._imported.arguments[1]
+    assert argument.boolean and argument.from_integers
     # a bool mask is read the same way
     ids, attention, _ = data[0]
     assert torch.allclose(step.predict(ids, attention.bool()), step.predict(ids, attention))

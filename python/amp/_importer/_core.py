@@ -25,6 +25,7 @@ _DTYPES = {
     torch.bfloat16: "bf16",
     torch.int64: "i32",  # labels and ids: passed to the step as i32
     torch.int32: "i32",
+    torch.bool: "i1",  # booleans computed in the step (comparisons)
 }
 
 
@@ -380,6 +381,28 @@ def _check_indices(em: _Emitter, indices: Value, node: Any, limit: int,
                                f"{what}")
 
 
+def _as_bool(em: _Emitter, value: Value) -> Value:
+    """A boolean value as i1: itself, or a mask (f32 0 / 1) converted."""
+    if value.element == "i1":
+        return value
+    if value.name not in em.masks:
+        raise _Unsupported("a float value where a boolean is expected")
+    return Value(em.op(f"train.convert {value.name} : {value.type} to "
+                       f"{tensor_type(value.shape, 'i1')}"), value.shape, "i1")
+
+
+def _as_mask(em: _Emitter, value: Value) -> Value:
+    """A boolean value as a mask (f32 0 / 1): itself, or an i1 converted."""
+    if value.name in em.masks:
+        return value
+    if value.element != "i1":
+        raise _Unsupported("a non-boolean value where a mask is expected")
+    out = Value(em.op(f"train.convert {value.name} : {value.type} to "
+                      f"{tensor_type(value.shape, 'f32')}"), value.shape, "f32")
+    em.masks.add(out.name)
+    return out
+
+
 def _reshape(em: _Emitter, value: Value, shape: Sequence[int]) -> Value:
     name, old, element = value
     if tuple(old) == tuple(shape):
@@ -392,8 +415,9 @@ def _reshape(em: _Emitter, value: Value, shape: Sequence[int]) -> Value:
 
 
 def _constant(em: _Emitter, value: float, shape: Sequence[int], element: str) -> Value:
-    """A splat ``train.constant`` of ``value``."""
-    return Value(em.op(f"train.constant dense<{float_literal(value)}> : "
+    """A splat ``train.constant`` of ``value`` (infinities as the element
+    type's bits)."""
+    return Value(em.op(f"train.constant dense<{_element_literal(value, element)}> : "
                   f"{tensor_type(shape, element)}"), tuple(shape), element)
 
 

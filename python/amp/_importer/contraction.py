@@ -7,8 +7,8 @@ from typing import Any, Callable, Dict
 
 import torch
 
-from ._core import (Value, _Emitter, _Unsupported, _arguments, _constant, _element, _emit, _operand,
-                    _reshape, _shape, tensor_type)
+from ._core import (Value, _Emitter, _Unsupported, _arguments, _as_bool, _constant, _element,
+                    _emit, _operand, _reshape, _shape, tensor_type)
 from .pooling import (_extend)
 from .dropout import (_dropout_op)
 
@@ -186,14 +186,18 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
             causal = True
         else:
             m = _operand(em, mask)
-            if m.name in em.masks:  # a keep-mask of 0 / 1: log gives 0 / -inf
-                m = _emit(em, "log", m)
-            elif isinstance(mask, torch.fx.Node) and mask.meta["val"].dtype == torch.bool:
-                raise _Unsupported("a boolean attention mask computed from the batch (masks "
-                                   "built from shapes, or float masks, are mapped)")
-            scores = Value(em.op(f"train.add {scores.name}, {m.name} : {scores.type}, "
-                                 f"{m.type} -> {tensor_type(scores_shape, element)}"),
-                           scores_shape, element)
+            if m.name in em.masks or m.element == "i1":
+                # a boolean keep-mask: -inf where it is false (PyTorch's
+                # conversion), chosen exactly by train.select
+                lowest = _constant(em, float("-inf"), (), element)
+                scores = Value(em.op(
+                    f"train.select {_as_bool(em, m).name}, {scores.name}, {lowest.name} : "
+                    f"{tensor_type(m.shape, 'i1')}, {scores.type}, {lowest.type} -> "
+                    f"{tensor_type(scores_shape, element)}"), scores_shape, element)
+            else:
+                scores = Value(em.op(f"train.add {scores.name}, {m.name} : {scores.type}, "
+                                     f"{m.type} -> {tensor_type(scores_shape, element)}"),
+                               scores_shape, element)
     attr = " causal" if causal else ""
     probs = Value(em.op(f"train.softmax {scores.name} axis {len(scores_shape) - 1}{attr} : "
                         f"{scores.type}"), scores_shape, element)

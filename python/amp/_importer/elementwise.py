@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
 
-from ._core import (Value, _Emitter, _Unsupported, _absolute, _arguments, _clamp_value, _constant, _element,
+from ._core import (Value, _Emitter, _Unsupported, _absolute, _arguments, _as_bool, _clamp_value, _constant, _element,
                     _emit, _negated, _operand, _reciprocal, _shape, _tensor_or_scalar,
                     float_literal, tensor_type)
 
@@ -102,36 +102,20 @@ def _pow(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 def _masked_fill(em: _Emitter, node: torch.fx.Node) -> str:
-    """x.masked_fill(mask, value) with a bool model input as the mask (0 / 1
-    in the step) and a number: x*(1-m) + v*m, exact for m in {0, 1} and
-    finite x and v; for v = -inf (the additive attention mask PyTorch
-    builds from a bool one) x + log(1 - m), which is x or -inf exactly
-    (+inf: x - log(1 - m)). No gradient reaches the mask."""
+    """x.masked_fill(mask, value) with a number: ``train.select(mask, value,
+    x)``, exact for any fill (-inf, -1e9, finfo.min: in a 16-bit type the
+    fill rounds as PyTorch's f16 masked_fill rounds it, and nothing is
+    multiplied by it, so no NaN). The mask is a boolean of the step, a mask
+    input, or one computed at import. No gradient reaches the mask or the
+    filled elements."""
     x, mask = _operand(em, node.args[0]), _operand(em, node.args[1])
     value = node.args[2]
-    if mask[0] not in em.masks:
-        raise _Unsupported("a mask that is not a bool model input (a mask computed in the "
-                           "model is not mapped)")
-    if isinstance(value, torch.fx.Node) or value != value:
-        raise _Unsupported("a tensor or NaN fill value")
-    shape, element = _shape(node), _element(node)
-    one = _constant(em, 1.0, (), mask[2])
-    kept = _emit(em, "sub", one, mask)  # 1 - m
-    # A fill beyond f16's range (-1e9, finfo(float32).min: the attention
-    # masks of many models) would round to -inf in a 16-bit type, and
-    # -inf * 0 is NaN where the mask is 0: the fill's arithmetic stays f32
-    # (train.precision), whatever the opt level.
-    pinned = ' {train.precision = "fp32"}' if abs(value) > 65504 else ""
-
-    def binary(op: str, a: Value, b: Value, out_shape=shape) -> Value:
-        return Value(em.op(f"train.{op} {a[0]}, {b[0]}{pinned} : {tensor_type(a[1], a[2])}, "
-                           f"{tensor_type(b[1], b[2])} -> {tensor_type(out_shape, element)}"),
-                     tuple(out_shape), element)
-    if math.isinf(value):
-        pinned = ""
-        return binary("add" if value < 0 else "sub", x, _emit(em, "log", kept))[0]
-    filled = binary("mul", mask, _constant(em, float(value), (), mask[2]), mask.shape)
-    return binary("add", binary("mul", x, kept), filled)[0]
+    if isinstance(value, torch.fx.Node):
+        raise _Unsupported("a tensor fill value (numbers are mapped)")
+    if x.element not in ("f32", "f16", "bf16"):
+        raise _Unsupported(f"masked_fill of a {x.element} tensor (floats are mapped)")
+    fill = _constant(em, float(value), (), x.element)
+    return _select_value(em, _as_bool(em, mask), fill, x, _shape(node))
 
 
 def _clamp(em: _Emitter, node: torch.fx.Node) -> str:
@@ -187,23 +171,98 @@ _FLOATS = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 def _convert(em: _Emitter, node: torch.fx.Node) -> str:
-    """x.to(dtype) / .float() / .half() / type_as / _to_copy between float
-    types: the value itself where the type does not change (the imported
-    model is f32), else ``train.cast``."""
+    """x.to(dtype) / .float() / .half() / .bool() / .long() / type_as /
+    _to_copy: the value itself where the step's type does not change (the
+    imported model is f32; int64 is i32 in the step; a mask is f32 0 / 1),
+    ``train.cast`` between float types, ``train.convert`` between integer,
+    boolean and float ones."""
     x = _operand(em, node.args[0])
     target = node.meta["val"].dtype
     if x.name in em.masks and target in (torch.bool, torch.float32):
         return x.name  # a mask (f32 0 / 1) as bool, or as f32
-    if target not in _FLOATS or x.element not in ("f32", "f16", "bf16"):
-        raise _Unsupported(f"a conversion of a {x.element} tensor to {target} computed from the "
-                           "batch (conversions between float types are mapped)")
+    if target == torch.bool:
+        return _as_bool(em, x).name if x.element == "i1" else em.op(
+            f"train.convert {x.name} : {x.type} to {tensor_type(x.shape, 'i1')}")
+    if target in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        if target not in (torch.int64, torch.int32):
+            raise _Unsupported(f"a conversion to {target} (int32 and int64 are mapped)")
+        if x.element == "i32":
+            return x.name
+        return em.op(f"train.convert {x.name} : {x.type} to {tensor_type(x.shape, 'i32')}")
+    if target not in _FLOATS:
+        raise _Unsupported(f"a conversion to {target}")
+    if x.element in ("i1", "i32"):
+        out = em.op(f"train.convert {x.name} : {x.type} to "
+                    f"{tensor_type(x.shape, _FLOATS[target])}")
+        if x.element == "i1" and target == torch.float32:
+            em.masks.add(out)  # 0 / 1
+        return out
     if _FLOATS[target] == x.element:
         return x.name
     return em.op(f"train.cast {x.name} : {x.type} to "
                  f"{tensor_type(x.shape, _FLOATS[target])}")
 
 
+def _compare(predicate: str) -> Callable:
+    """x == y, x != 0, a < b ... (aten.eq/ne/lt/le/gt/ge, Tensor or Scalar):
+    ``train.compare``, an i1 result. An integer against a float compares as
+    floats (PyTorch's promotion); a number takes the tensor's type."""
+    def handler(em: _Emitter, node: torch.fx.Node) -> str:
+        a = node.args[0]
+        b = node.args[1]
+        lhs = _operand(em, a)
+        if lhs.name in em.masks or lhs.element == "i1":
+            raise _Unsupported("a comparison of booleans")
+        if isinstance(b, (int, float)) and not isinstance(b, bool):
+            if lhs.element == "i32" and (isinstance(b, float) and not b.is_integer()):
+                lhs = Value(em.op(f"train.convert {lhs.name} : {lhs.type} to "
+                                  f"{tensor_type(lhs.shape, 'f32')}"), lhs.shape, "f32")
+            if lhs.element == "i32":
+                rhs = Value(em.op(f"train.constant dense<{int(b)}> : tensor<i32>"), (), "i32")
+            else:
+                rhs = _constant(em, float(b), (), lhs.element)
+        else:
+            rhs = _operand(em, b)
+            if rhs.name in em.masks or rhs.element == "i1":
+                raise _Unsupported("a comparison of booleans")
+            if lhs.element != rhs.element:  # an integer against a float: floats
+                lhs, rhs = (v if v.element != "i32" else Value(
+                    em.op(f"train.convert {v.name} : {v.type} to "
+                          f"{tensor_type(v.shape, 'f32')}"), v.shape, "f32")
+                    for v in (lhs, rhs))
+                if lhs.element != rhs.element:
+                    raise _Unsupported(f"a comparison of {lhs.element} and {rhs.element}")
+        return em.op(f"train.compare {lhs.name}, {rhs.name} {predicate} : {lhs.type}, "
+                     f"{rhs.type} -> {tensor_type(_shape(node), 'i1')}")
+    return handler
+
+
+def _select_value(em: _Emitter, condition: Value, a: Value, b: Value,
+                  shape: Sequence[int]) -> str:
+    return em.op(f"train.select {condition.name}, {a.name}, {b.name} : {condition.type}, "
+                 f"{a.type}, {b.type} -> {tensor_type(shape, a.element)}")
+
+
+def _where(em: _Emitter, node: torch.fx.Node) -> str:
+    """torch.where(condition, a, b) with float values (tensors or numbers):
+    ``train.select``."""
+    element = _element(node)
+    if element not in ("f32", "f16", "bf16"):
+        raise _Unsupported(f"where of {node.meta['val'].dtype} values (floats are mapped)")
+    condition = _as_bool(em, _operand(em, node.args[0]))
+    a, b = (_tensor_or_scalar(em, v, element) for v in node.args[1:3])
+    if a.element != b.element or a.element not in ("f32", "f16", "bf16"):
+        raise _Unsupported("where of values of other types")
+    return _select_value(em, condition, a, b, _shape(node))
+
+
 HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
+    torch.ops.aten.where.self: _where,
+    torch.ops.aten.where.ScalarSelf: _where,
+    torch.ops.aten.where.ScalarOther: _where,
+    torch.ops.aten.where.Scalar: _where,
+    **{getattr(torch.ops.aten, p).Tensor: _compare(p) for p in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{getattr(torch.ops.aten, p).Scalar: _compare(p) for p in ("eq", "ne", "lt", "le", "gt", "ge")},
     torch.ops.aten.rsub.Scalar: _rsub,
     torch.ops.aten.rsub.Tensor: _rsub,
     torch.ops.aten.to.dtype: _convert,

@@ -1,9 +1,9 @@
-"""Boolean ops on masks. Booleans are f32 0 / 1 in the step (bool model
-inputs, a tokenizer's integer attention_mask the model turns into bool,
-folded boolean constants): ``and`` is a product, ``or`` a + b - ab, ``not``
-1 - m, each exact on 0 / 1. A boolean computed from other values of the step
-(a comparison of token ids) is not mapped yet: that needs integer and
-boolean tensors in the dialect."""
+"""Boolean ops on masks. Booleans enter the step as masks (f32 0 / 1: bool
+model inputs, a tokenizer's integer attention_mask the model turns into
+bool, folded boolean constants) or as i1 (comparisons computed in the step,
+train.compare); the logical ops work on masks, an i1 operand converted:
+``and`` is a product, ``or`` a + b - ab, ``not`` 1 - m, each exact on
+0 / 1."""
 
 from __future__ import annotations
 
@@ -11,15 +11,12 @@ from typing import Any, Callable, Dict
 
 import torch
 
-from ._core import Value, _Emitter, _Unsupported, _constant, _operand, _shape, tensor_type
+from ._core import Value, _Emitter, _as_mask, _constant, _operand, _shape, tensor_type
 
 
 def _mask(em: _Emitter, arg: Any) -> Value:
-    value = _operand(em, arg)
-    if value.name not in em.masks:
-        raise _Unsupported("a boolean computed in the step from non-boolean values (masks "
-                           "given as model inputs, or built from shapes, are mapped)")
-    return value
+    """A boolean operand as a mask: f32 0 / 1 (an i1 converted)."""
+    return _as_mask(em, _operand(em, arg))
 
 
 def _binary(em: _Emitter, op: str, a: Value, b: Value, shape) -> Value:

@@ -111,3 +111,18 @@ func.func @dead(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = train.cast %x : tensor<4xf32> to tensor<4xf16>
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// After autocast a user cast is a cast like any other: of a value to its own
+// type it goes, of an f16 value to f32 it stays (without its mark).
+// CHECK-LABEL: func.func @user_casts
+// CHECK-NOT: user
+// CHECK: %[[W:.*]] = train.cast %{{.*}} : tensor<4xf16> to tensor<4xf32>
+// CHECK-NOT: train.cast
+// CHECK: return %{{.*}}, %[[W]]
+func.func @user_casts(%x: tensor<4xf32>, %h: tensor<4xf16>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = train.cast %x user {train.decision = "fp32/user cast"} : tensor<4xf32> to tensor<4xf32>
+  %1 = train.cast %h user {train.decision = "fp32/user cast"} : tensor<4xf16> to tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}

@@ -403,3 +403,17 @@ func.func @dead_and_duplicate(%x: tensor<4xf32>) -> (tensor<2xf32>, tensor<2xf32
   %b = train.constant dense<3.0> : tensor<2xf32>
   return %a, %b : tensor<2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// A user cast (the model's own x.float()) is kept until amp-cast-cleanup,
+// even of a value to its own type, and no cast composes with it.
+// CHECK-LABEL: func.func @user_cast_kept
+// CHECK: %[[U:.*]] = train.cast %{{.*}} user : tensor<4xf32> to tensor<4xf32>
+// CHECK: %[[D:.*]] = train.cast %[[U]] : tensor<4xf32> to tensor<4xf16>
+// CHECK: return %[[U]], %[[D]]
+func.func @user_cast_kept(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf16>) {
+  %0 = train.cast %x user : tensor<4xf32> to tensor<4xf32>
+  %1 = train.cast %0 : tensor<4xf32> to tensor<4xf16>
+  return %0, %1 : tensor<4xf32>, tensor<4xf16>
+}

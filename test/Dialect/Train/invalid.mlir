@@ -1308,7 +1308,7 @@ module attributes {train.autocast = "O1"} {
 // -----
 
 func.func @bad_decision(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'train.decision' records amp-autocast's decision on a train op with a precision policy as "<category>/<reason>" (e.g. "lower/default"), got "lower/because"}}
+  // expected-error @+1 {{'train.decision' records amp-autocast's decision on a train op with a precision policy (or a user cast) as "<category>/<reason>" (e.g. "lower/default"), got "lower/because"}}
   %0 = train.relu %x {train.decision = "lower/because"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -1539,4 +1539,20 @@ func.func @convert_shape(%x: tensor<4xi32>) -> tensor<2x2xi1> {
   // expected-error @+1 {{'train.convert' op input shape [4] and result shape [2, 2] differ (a conversion keeps the shape)}}
   %0 = train.convert %x : tensor<4xi32> to tensor<2x2xi1>
   return %0 : tensor<2x2xi1>
+}
+
+// -----
+
+func.func @user_cast_reason_elsewhere(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.decision' has the reason "user cast" exactly on user casts, got "fp32/user cast"}}
+  %0 = train.relu %x {train.decision = "fp32/user cast"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @user_cast_other_reason(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.decision' has the reason "user cast" exactly on user casts, got "fp32/default"}}
+  %0 = train.cast %x user {train.decision = "fp32/default"} : tensor<4xf32> to tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

@@ -378,3 +378,10 @@ func.func @logic(%ids: tensor<4x8xi32>, %pad: tensor<i32>, %x: tensor<4x8xf32>)
   %f = train.convert %l : tensor<4x8xi1> to tensor<4x8xf32>
   return %s, %f : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// CHECK-LABEL: func.func @user_cast
+func.func @user_cast(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: train.cast %{{.*}} user : tensor<4xf32> to tensor<4xf32>
+  %0 = train.cast %x user : tensor<4xf32> to tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -72,15 +72,23 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     auto value = dyn_cast<StringAttr>(attr.getValue());
     auto [category, reason] =
         value ? value.getValue().split('/') : std::make_pair("", "");
-    if (!isa<PrecisionPolicyOpInterface>(op) || !value ||
+    // The model's own casts (`train.cast ... user`) carry one too.
+    auto cast = dyn_cast<CastOp>(op);
+    bool userCast = cast && cast.getUser();
+    if ((!isa<PrecisionPolicyOpInterface>(op) && !userCast) || !value ||
         !symbolizePrecisionCategory(category) ||
         !llvm::is_contained(kDecisionReasons, reason))
       return op->emitError()
              << "'" << kDecisionAttrName
              << "' records amp-autocast's decision on a train op with a "
-                "precision policy as \"<category>/<reason>\" (e.g. "
-                "\"lower/default\"), got "
+                "precision policy (or a user cast) as \"<category>/<reason>\" "
+                "(e.g. \"lower/default\"), got "
              << attr.getValue();
+    if (userCast != (reason == "user cast"))
+      return op->emitError() << "'" << kDecisionAttrName
+                             << "' has the reason \"user cast\" exactly on "
+                                "user casts, got "
+                             << attr.getValue();
     return success();
   }
   if (name != kPrecisionAttrName)

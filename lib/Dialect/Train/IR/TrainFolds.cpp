@@ -157,6 +157,10 @@ static bool isExactConversion(Type from, Type to) {
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  // A user cast marks where the model fixed its type: kept for autocast
+  // (amp-cast-cleanup removes it once autocast has run).
+  if (getUser())
+    return {};
   if (getInput().getType() == getType())
     return getInput();
   // A constant is converted at compile time, rounding to nearest even exactly
@@ -193,6 +197,8 @@ struct ComposeExactCasts : public OpRewritePattern<CastOp> {
     auto inner = op.getInput().getDefiningOp<CastOp>();
     if (!inner)
       return rewriter.notifyMatchFailure(op, "input is not a cast");
+    if (op.getUser() || inner.getUser())
+      return rewriter.notifyMatchFailure(op, "a user cast (kept for autocast)");
     if (!isExactConversion(inner.getInput().getType().getElementType(),
                            inner.getType().getElementType()))
       return rewriter.notifyMatchFailure(op, "inner cast rounds");

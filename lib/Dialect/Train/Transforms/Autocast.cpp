@@ -290,6 +290,21 @@ LogicalResult AutocastPass::autocastFunction(func::FuncOp func) {
   for (PrecisionPolicyOpInterface op : ops)
     if (failed(autocastOp(op, lossTail.contains(op), casts, original)))
       return failure();
+  // The model's own casts keep their type (their users saw it above); the
+  // report names them: fp32 for `x.float()`, lower for `x.half()`.
+  func.walk([&](CastOp cast) {
+    if (!cast.getUser())
+      return;
+    PrecisionCategory category =
+        isa<Float32Type>(cast.getType().getElementType())
+            ? PrecisionCategory::fp32
+            : PrecisionCategory::lower;
+    cast->setAttr(kDecisionAttrName,
+                  StringAttr::get(cast->getContext(),
+                                  formatDecision({category,
+                                                  PrecisionReason::UserCast,
+                                                  true})));
+  });
 
   // At O3 state is stored in the low type, so the new state a forward
   // function returns (result 1 + k for the k-th state argument) is too.

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
@@ -34,6 +35,18 @@ void hoistToDefinition(CastOp cast) {
 struct CastCleanupPass
     : public amp::train::impl::CastCleanupPassBase<CastCleanupPass> {
   void runOnOperation() override {
+    // The model's own casts have served autocast: from here they are casts
+    // like any other (one of a value to its own type is nothing).
+    getOperation()->walk([&](CastOp cast) {
+      if (!cast.getUser())
+        return;
+      cast.setUser(false);
+      cast->removeAttr(kDecisionAttrName);
+      if (cast.getInput().getType() == cast.getType()) {
+        cast.getResult().replaceAllUsesWith(cast.getInput());
+        cast->erase();
+      }
+    });
     // Exact folds first: round trips, widening chains, constants.
     // Only the casts (and the ops their folds create) are visited: a walk
     // of every op of a large step costs more than the casts' folds.

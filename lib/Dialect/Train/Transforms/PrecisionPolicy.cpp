@@ -25,7 +25,7 @@ amp::train::parsePrecisionCategory(StringRef text) {
 // The spellings are the dialect's (kDecisionReasons, which its verifier
 // checks `train.decision` against), in PrecisionReason's order.
 static_assert(std::size(kDecisionReasons) ==
-                  size_t(PrecisionReason::Attribute) + 1,
+                  size_t(PrecisionReason::UserCast) + 1,
               "one spelling per PrecisionReason");
 
 StringRef amp::train::stringifyPrecisionReason(PrecisionReason reason) {

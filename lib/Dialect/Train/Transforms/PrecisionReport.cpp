@@ -111,6 +111,17 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
       report.activationBytes += bytes;
       report.f32ActivationBytes += type.getNumElements() * 4;
     }
+    if (auto cast = dyn_cast<CastOp>(op); cast && cast.getUser()) {
+      // The model's own cast: an op of the model, with autocast's decision.
+      OpEntry entry{op, typeString(elementTypeOf(cast.getResult())),
+                    isa<Float32Type>(cast.getType().getElementType())
+                        ? "fp32"
+                        : "lower",
+                    "user cast"};
+      ++report.opsByPrecision[entry.precision];
+      report.ops.push_back(std::move(entry));
+      return;
+    }
     if (auto cast = dyn_cast<CastOp>(op)) {
       report.casts.push_back({cast, typeString(elementTypeOf(cast.getInput())),
                               typeString(elementTypeOf(cast.getResult())),

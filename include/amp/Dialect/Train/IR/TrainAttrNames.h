@@ -34,9 +34,10 @@ inline constexpr llvm::StringLiteral kGradientOfAttrName = "train.gradient_of";
 
 /// The reasons of a decision, strongest last: the op's default (its list
 /// entry), the opt level, the policy file, a `train.precision` attribute;
-/// in PrecisionReason's order (PrecisionPolicy.h stringifies by index).
+/// and the model's own cast (`train.cast ... user`, the type the model
+/// fixed with `x.float()`); in PrecisionReason's order (PrecisionPolicy.h stringifies by index).
 inline constexpr llvm::StringLiteral kDecisionReasons[] = {
-    "default", "opt-level", "policy file", "attribute"};
+    "default", "opt-level", "policy file", "attribute", "user cast"};
 
 } // namespace train
 } // namespace amp

@@ -24,13 +24,23 @@ def Train_CastOp : Train_Op<"cast",
     original type folds away; a narrowing round trip (f32 -> f16 -> f32) loses
     information and is kept.
 
+    With `user`, the cast is the model's own (`x.float()`, `.to(torch.float32)`
+    in PyTorch): it keeps its result type whatever autocast does to its
+    input, so the ops after it that follow their input stay in that type,
+    as under PyTorch's autocast (lower-list ops after it still run in the
+    low type). Such a cast may have its input's type (the imported model is
+    f32): it is not folded until amp-cast-cleanup, after autocast, so
+    autocast and its report see it (decision `fp32/user cast`).
+
     ```mlir
     %h = train.cast %w : tensor<784x256xf32> to tensor<784x256xf16>
+    %f = train.cast %x user : tensor<8x64xf32> to tensor<8x64xf32>
     ```
   }];
-  let arguments = (ins AnyStaticShapeTensor:$input);
+  let arguments = (ins AnyStaticShapeTensor:$input, UnitAttr:$user);
   let results = (outs AnyStaticShapeTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let assemblyFormat =
+    "$input (`user` $user^)? attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
   let hasCanonicalizer = 1;

@@ -361,3 +361,9 @@ def test_o1_loss_curve_follows_autocast(which, dtype):
     distance = mean([abs(a - t) for a, t in zip(ours, truth)])
     autocast = mean([abs(b - t) for (b, _), t in zip(theirs, truth)])
     assert distance <= 1.5 * autocast, (distance, autocast)
+    if which == "llama":  # RMSNorm's .to(torch.float32): user casts, kept f32
+        report = amp.explain(Logits(llama(False)), nn.CrossEntropyLoss(), data[0],
+                             opt_level="O1", dtype=torch_dtype)
+        casts = [t for n in report.nodes if n.module.endswith("layernorm")
+                 for t in n.train_ops if t.reason == "user cast"]
+        assert len(casts) == 8 and all(t.precision == "f32" for t in casts), casts

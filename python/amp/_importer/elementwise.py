@@ -174,8 +174,9 @@ def _convert(em: _Emitter, node: torch.fx.Node) -> str:
     """x.to(dtype) / .float() / .half() / .bool() / .long() / type_as /
     _to_copy: the value itself where the step's type does not change (the
     imported model is f32; int64 is i32 in the step; a mask is f32 0 / 1),
-    ``train.cast`` between float types, ``train.convert`` between integer,
-    boolean and float ones."""
+    a user ``train.cast`` between float types (also of a float to its own
+    type: the model fixed it), ``train.convert`` between integer, boolean
+    and float ones."""
     x = _operand(em, node.args[0])
     target = node.meta["val"].dtype
     if x.name in em.masks and target in (torch.bool, torch.float32):
@@ -197,9 +198,11 @@ def _convert(em: _Emitter, node: torch.fx.Node) -> str:
         if x.element == "i1" and target == torch.float32:
             em.masks.add(out)  # 0 / 1
         return out
-    if _FLOATS[target] == x.element:
-        return x.name
-    return em.op(f"train.cast {x.name} : {x.type} to "
+    # The model's own cast between float types (Llama's RMSNorm and rotary
+    # `.to(torch.float32)`, `x.float()`): a user cast, which keeps its type
+    # under autocast as PyTorch's does (of an f32 value in the f32 imported
+    # model, nothing once autocast has run).
+    return em.op(f"train.cast {x.name} user : {x.type} to "
                  f"{tensor_type(x.shape, _FLOATS[target])}")
 
 

@@ -124,3 +124,39 @@ def test_stochastic_depth_matches_pytorch_given_the_mask(kind):
     ref.eval()
     with torch.no_grad():
         assert torch.allclose(step.predict(x), ref(x), rtol=1e-5, atol=1e-6)
+
+
+class ShiftedWindows(nn.Module):
+    """What Swin computes beside its attention: a strided slice of both
+    parities (patch merging), padding to a multiple (and a crop), a roll,
+    and an attention mask built from shapes by filling slices of a zero
+    tensor (folded at import: in place, but no step op reads it before its
+    last write)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):  # [N, 6, 6, 8]
+        x = self.proj(x)
+        merged = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 1::2], x[:, 0::2, 1::2]], dim=-1)
+        thirds = x[:, 1::3, ::3]  # rows 1 and 4, columns 0 and 3
+        padded = nn.functional.pad(merged, (0, 0, 1, 2, 0, 1))  # [N, 4, 6, 24]
+        cropped = nn.functional.pad(padded, (0, 0, -1, 0))  # [N, 4, 5, 24]
+        rolled = torch.roll(cropped, shifts=(-1, 2), dims=(1, 2))
+        mask = x.new_zeros((4, 5))
+        for i, rows in enumerate((slice(0, 2), slice(2, 4))):
+            mask[rows, :] = i
+        scores = rolled.mean(-1) + mask.masked_fill(mask != 0, -3.0)
+        h = (rolled * torch.softmax(scores, dim=-1)[..., None]).sum(dim=(1, 2))
+        return self.head(h[:, :8] + h[:, 8:16] + h[:, 16:] + thirds.mean(dim=(1, 2)))
+
+
+def test_shifted_window_ops_o0_match_pytorch():
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randn(4, 6, 6, 8, generator=g), torch.randint(0, 10, (4,), generator=g))
+            for _ in range(5)]
+    step = check_o0(ShiftedWindows(), OPTIMIZERS["sgd-momentum"], data)
+    assert "train.concat" in step.mlir

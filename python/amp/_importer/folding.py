@@ -11,7 +11,7 @@ step updates is left to the handlers.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Set
+from typing import Any, Dict, Set, Tuple
 
 import torch
 
@@ -21,6 +21,20 @@ InputKind = torch.export.graph_signature.InputKind
 # Uninitialized tensors: what fills them (bernoulli_) is in the step.
 _UNINITIALIZED = {torch.ops.aten.empty.memory_format, torch.ops.aten.new_empty.default,
                   torch.ops.aten.empty_like.default}
+
+
+# Ops whose result depends on their tensor input's shape and type alone
+# (``x.new_zeros(...)``): folded even when the input is computed in the step.
+_SHAPE_ONLY = {torch.ops.aten.new_zeros.default, torch.ops.aten.new_ones.default,
+               torch.ops.aten.new_full.default, torch.ops.aten.zeros_like.default,
+               torch.ops.aten.ones_like.default, torch.ops.aten.full_like.default}
+
+
+def _stand_in(node: torch.fx.Node) -> Any:
+    """A tensor of ``node``'s shape and type, for an op that reads neither
+    its values nor more than its metadata."""
+    val = node.meta.get("val")
+    return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype)
 
 
 def _random(target: Any) -> bool:
@@ -40,12 +54,11 @@ def _argument_of(node: torch.fx.Node, index: int, name: str) -> Any:
     return node.args[index] if index < len(node.args) else node.kwargs.get(name)
 
 
-def _written_nodes(graph: torch.fx.Graph) -> Set[torch.fx.Node]:
+def _written_nodes(graph: torch.fx.Graph) -> Tuple[Set[torch.fx.Node],
+                                                    Dict[torch.fx.Node, torch.fx.Node]]:
     """Every node whose tensor some op of the graph writes, directly or
     through a view of it (``c[0] += 1`` is select, add_, copy_ into the
-    select: the buffer itself changes). Such a tensor has one value before
-    the write and another after, which one constant cannot be: nothing
-    that reads it is folded."""
+    select: the buffer itself changes), and each view's root tensor."""
     written: Set[torch.fx.Node] = set()
     base: Dict[torch.fx.Node, torch.fx.Node] = {}  # a view -> what it views
     for node in graph.nodes:
@@ -70,23 +83,71 @@ def _written_nodes(graph: torch.fx.Graph) -> Set[torch.fx.Node]:
         while node in base:
             node = base[node]
             written.add(node)
-    return written
+    # every view of a written tensor is written too
+    for view, viewed in base.items():
+        root = viewed
+        while root in base:
+            root = base[root]
+        if root in written:
+            written.add(view)
+    # map each view to its root tensor
+    roots = {}
+    for view in base:
+        root = base[view]
+        while root in base:
+            root = base[root]
+        roots[view] = root
+    return written, roots
 
 
 def fold(program: torch.export.ExportedProgram) -> Dict[torch.fx.Node, Any]:
     """The value of every node of ``program`` that depends only on constants,
-    shapes and unchanging buffers, computed with PyTorch (on copies: nothing
-    of the model changes). Tensors some op writes are not folded, nor
-    anything read from them; nodes PyTorch cannot evaluate here are left to
-    their handlers."""
+    shapes and unchanging buffers, computed with PyTorch in graph order (on
+    copies: nothing of the model changes).
+
+    A tensor that some op writes in place (directly or through a view) is
+    folded only when no step op reads it: every folded reader sees it as
+    PyTorch would at that point (Swin's attention mask, built by filling
+    slices of a zero tensor), but a step op would see its last value, which
+    need not be the one it read. Such tensors, and what depends on them,
+    are left to the handlers (which refuse in-place updates). Buffers the
+    step updates and nodes PyTorch cannot evaluate here are not folded."""
     signature = program.graph_signature
     specs = {spec.arg.name: spec for spec in signature.input_specs
              if hasattr(spec.arg, "name")}
     mutated = set(signature.buffers_to_mutate.values())
-    written = _written_nodes(program.graph)
+    written, base = _written_nodes(program.graph)
+    excluded: Set[torch.fx.Node] = set()
+    for _ in range(8):  # until no written tensor that a step op reads is folded
+        folded = _fold_once(program, specs, mutated, excluded)
+        bad = set()
+        for node in written:
+            group = [node] + [v for v, b in base.items() if b is node]
+            if node in folded and any(
+                    user.op == "call_function" and user not in folded and
+                    not _writes(user, member)
+                    for member in group for user in member.users):
+                bad.update(group)
+        if not bad - excluded:
+            return folded
+        excluded |= bad
+    return folded
+
+
+def _writes(node: torch.fx.Node, target: torch.fx.Node) -> bool:
+    """Whether ``node`` is an in-place op writing ``target``."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return False
+    return any(_argument_of(node, i, a.name) is target and a.alias_info is not None
+               and a.alias_info.is_write for i, a in enumerate(schema.arguments))
+
+
+def _fold_once(program: torch.export.ExportedProgram, specs, mutated,
+               excluded: Set[torch.fx.Node]) -> Dict[torch.fx.Node, Any]:
     folded: Dict[torch.fx.Node, Any] = {}
     for node in program.graph.nodes:
-        if node in written:
+        if node in excluded:
             continue
         if node.op == "placeholder":
             spec = specs.get(node.name)
@@ -104,13 +165,14 @@ def fold(program: torch.export.ExportedProgram) -> Dict[torch.fx.Node, Any]:
         elif node.op == "get_attr":  # a higher-order op's subgraph
             folded[node] = getattr(program.graph_module, node.target)
         elif node.op == "call_function":
-            if not all(n in folded for n in node.all_input_nodes) or _random(node.target):
+            shape_only = node.target in _SHAPE_ONLY
+            if _random(node.target) or (not shape_only and (
+                    not all(n in folded for n in node.all_input_nodes) or
+                    any(n in excluded for n in node.all_input_nodes))):
                 continue
-            schema = getattr(node.target, "_schema", None)
-            if schema is not None and any(a.alias_info is not None and a.alias_info.is_write
-                                          for a in schema.arguments):
-                continue  # an in-place op: its target is in ``written``
-            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: folded[n])
+            args, kwargs = torch.fx.node.map_arg(
+                (node.args, node.kwargs),
+                lambda n: folded[n] if n in folded else _stand_in(n))
             try:
                 with torch.no_grad():
                     folded[node] = node.target(*args, **kwargs)

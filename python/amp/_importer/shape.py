@@ -7,8 +7,8 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-from ._core import (Value, _Emitter, _Unsupported, _arguments, _axis, _same_origin, _element, _operand, _reshape, _shape,
-                    _slice, tensor_type)
+from ._core import (Value, _Emitter, _Unsupported, _arguments, _axis, _constant, _element, _emit,
+                    _operand, _reshape, _same_origin, _shape, _slice, tensor_type)
 
 
 def _view(em: _Emitter, node: torch.fx.Node) -> str:
@@ -50,18 +50,117 @@ def _select(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 def _slice_tensor(em: _Emitter, node: torch.fx.Node) -> str:
-    """``x[a:b]`` along one dimension (step 1)."""
+    """``x[a:b]`` and ``x[a:b:s]`` along one dimension. With a step s > 1
+    (Swin's patch merging, ``x[:, 1::2]``): the m elements taken lie in m
+    groups of s consecutive ones, at the same place in each; the groups are
+    sliced out whole, reshaped to [m, s], and that place is sliced (all
+    train.slice / train.reshape: their gradients scatter back)."""
     args = list(node.args) + [None] * (5 - len(node.args))
     x = _operand(em, args[0])
     dim = _axis(args[1] or 0, len(x[1]))
-    if (args[4] or 1) != 1:
-        raise _Unsupported("slicing with a step other than 1")
+    step = args[4] or 1
     size = x[1][dim]
     start = args[2] or 0
     start = max(0, min(size, start + size if start < 0 else start))
+    out_shape = _shape(node)
     offsets = [0] * len(x[1])
-    offsets[dim] = start
-    return _slice(em, x, offsets, _shape(node))[0]
+    if step == 1:
+        offsets[dim] = start
+        return _slice(em, x, offsets, out_shape)[0]
+    taken = out_shape[dim]
+    if taken == 0:
+        raise _Unsupported("an empty strided slice")
+    for place in range(step):  # the group origin: start - place
+        origin = start - place
+        if origin >= 0 and origin + taken * step <= size:
+            break
+    else:
+        raise _Unsupported(f"a strided slice [{start}::{step}] of {size} elements whose last "
+                           "group is cut short")
+    groups = list(x.shape)
+    groups[dim] = taken * step
+    offsets[dim] = origin
+    whole = _slice(em, x, offsets, groups)
+    split = tuple(x.shape[:dim]) + (taken, step) + tuple(x.shape[dim + 1:])
+    grouped = _reshape(em, whole, split)
+    picked = list(split)
+    picked[dim + 1] = 1
+    inner = [0] * len(split)
+    inner[dim + 1] = place
+    return _reshape(em, _slice(em, grouped, inner, picked), out_shape)[0]
+
+
+def _pieces(em: _Emitter, pieces: List[Value], dim: int, shape) -> Value:
+    """``train.concat`` of ``pieces`` along ``dim`` (one piece: itself)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    names = ", ".join(p.name for p in pieces)
+    types = ", ".join(p.type for p in pieces)
+    return Value(em.op(f"train.concat {names} axis {dim} : {types} -> "
+                       f"{tensor_type(shape, pieces[0].element)}"), tuple(shape),
+                 pieces[0].element)
+
+
+def _roll(em: _Emitter, node: torch.fx.Node) -> str:
+    """torch.roll(x, shifts, dims) (Swin's shifted windows): per dimension,
+    the last ``shift`` elements moved to the front (two slices, one concat)."""
+    args = _arguments(node)
+    x = _operand(em, args["self"])
+    shifts, dims = list(args["shifts"]), list(args["dims"] or [])
+    if not dims:
+        raise _Unsupported("roll over the flattened tensor (give dims)")
+    for shift, d in zip(shifts, dims):
+        d = _axis(d, len(x.shape))
+        size = x.shape[d]
+        shift %= size
+        if shift == 0:
+            continue
+        head, tail = list(x.shape), list(x.shape)
+        head[d], tail[d] = shift, size - shift
+        start = [0] * len(x.shape)
+        start[d] = size - shift
+        last = _slice(em, x, start, head)
+        first = _slice(em, x, [0] * len(x.shape), tail)
+        x = _pieces(em, [last, first], d, x.shape)
+    return x.name
+
+
+def _pad(em: _Emitter, node: torch.fx.Node) -> str:
+    """F.pad / constant_pad_nd with a constant (``(left, right, top,
+    bottom, ...)``, last dimension first; 0 pads are nothing, negative ones
+    crop): the fill as rows made from the input's edge times 0 (plus the
+    value), which keeps the input's type under autocast (as _extend)."""
+    args = list(node.args) + [None] * (4 - len(node.args))
+    x = _operand(em, args[0])
+    pads = list(args[1])
+    mode = args[2] if node.target is torch.ops.aten.pad.default else "constant"
+    value = args[3] if node.target is torch.ops.aten.pad.default else args[2]
+    mode = node.kwargs.get("mode", mode or "constant")
+    value = node.kwargs.get("value", value) or 0.0
+    if mode != "constant":
+        raise _Unsupported(f"mode={mode!r} (constant is mapped)")
+    for k in range(len(pads) // 2):
+        d = len(x.shape) - 1 - k
+        before, after = pads[2 * k], pads[2 * k + 1]
+        if before < 0 or after < 0:
+            start = [0] * len(x.shape)
+            start[d] = max(0, -before)
+            sizes = list(x.shape)
+            sizes[d] += min(0, before) + min(0, after)
+            x = _slice(em, x, start, sizes)
+            before, after = max(0, before), max(0, after)
+        if before == 0 and after == 0:
+            continue
+        edge_shape = list(x.shape)
+        edge_shape[d] = 1
+        edge = _slice(em, x, [0] * len(x.shape), edge_shape)
+        fill = _emit(em, "mul", edge, _constant(em, 0.0, (), x.element))
+        if value:
+            fill = _emit(em, "add", fill, _constant(em, float(value), (), x.element))
+        shape = list(x.shape)
+        shape[d] += before + after
+        x = _pieces(em, [fill] * before + [x] + [fill] * after, d, shape)
+    return x.name
 
 
 def _concat(em: _Emitter, node: torch.fx.Node) -> str:
@@ -136,6 +235,9 @@ def _expand(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
+    torch.ops.aten.roll.default: _roll,
+    torch.ops.aten.pad.default: _pad,
+    torch.ops.aten.constant_pad_nd.default: _pad,
     torch.ops.aten.reshape_as.default: _view,
     torch.ops.aten.view_as.default: _view,
     torch.ops.aten.view.default: _view,

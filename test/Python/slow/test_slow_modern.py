@@ -28,3 +28,14 @@ def test_torchvision_efficientnet_b0_o0_matches_pytorch():
     model = torchvision.models.efficientnet_b0(num_classes=10, dropout=0.0,
                                                stochastic_depth_prob=0.0)
     check_o0(model, sgd, image_batches(64), envelope=True)
+
+
+def test_torchvision_swin_t_o0_matches_pytorch():
+    """Swin-T: shifted windows (roll), padding to the window size, patch
+    merging (strided slices), the attention mask built by filling slices
+    (folded at import), the relative position bias gathered from its table
+    by indices computed at import (an embedding gather)."""
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.swin_t(num_classes=10, stochastic_depth_prob=0.0)
+    check_o0(model, sgd, image_batches(64), envelope=True)

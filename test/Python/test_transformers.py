@@ -324,6 +324,7 @@ def test_explain_lists_no_blocking_node_for_the_modern_models():
         "vit": (timm.create_model("vit_tiny_patch16_224", img_size=32, patch_size=4,
                                   num_classes=10), (images[0][:, :, :32, :32], images[1])),
         "mobilenet_v3_small": (torchvision.models.mobilenet_v3_small(num_classes=10), images),
+        "swin_t": (torchvision.models.swin_t(num_classes=10), images),
     }
     for name, (model, example) in cases.items():
         report = amp.explain(model, nn.CrossEntropyLoss(), example, opt_level="O1",

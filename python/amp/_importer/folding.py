@@ -117,7 +117,9 @@ def fold(program: torch.export.ExportedProgram) -> Dict[torch.fx.Node, Any]:
              if hasattr(spec.arg, "name")}
     mutated = set(signature.buffers_to_mutate.values())
     written, base = _written_nodes(program.graph)
-    excluded: Set[torch.fx.Node] = set()
+    # A buffer the graph writes is state: its new value must reach the model
+    # (num_batches_tracked += 1, batch norm's statistics), so never folded.
+    excluded: Set[torch.fx.Node] = {n for n in written if n.op == "placeholder"}
     for _ in range(8):  # until no written tensor that a step op reads is folded
         folded = _fold_once(program, specs, mutated, excluded)
         bad = set()

@@ -256,6 +256,10 @@ class Step:
                 (torch.int32, torch.int64) if element == "i32" else (_TORCH_OF[element],)
             self._fast.append((torch.Size(shape), dtypes))
         self._batch_shapes = tuple(tuple(shape) for shape, _ in self._fast)
+        # The range checks of each integer batch argument (_check_integers).
+        self._index_checks: Dict[int, List[Any]] = {}
+        for check in imported.index_checks:
+            self._index_checks.setdefault(check.argument, []).append(check)
         self._rates: Optional[List[float]] = None  # the learning rates last set
 
     def _follow_batch(self, batch: Sequence[Any]) -> None:
@@ -354,17 +358,15 @@ class Step:
             raise ValueError(f"{name}: expected {'an integer' if integer else 'a float'} "
                              f"tensor, given {tensor.dtype}")
 
-    def _check_integers(self, tensors: List[torch.Tensor], count: int) -> None:
-        """The integer batch tensors among the first ``count`` fit the step:
+    def _check_integers(self, tensors: Sequence[torch.Tensor]) -> None:
+        """The integer batch tensors (the leading data arguments) fit the step:
         int64 values within int32 (the step's integer type: never narrowed
         silently), token ids within their embedding's rows, class labels
         within the logits' classes (or ignore_index). An ``IndexError``, as
         PyTorch's embedding and cross entropy raise, before the step runs:
         nothing of its state changes."""
-        checks: Dict[int, List[Any]] = {}
-        for check in self._imported.index_checks:
-            checks.setdefault(check.argument, []).append(check)
-        for index, tensor in enumerate(tensors[:count]):
+        checks = self._index_checks
+        for index, tensor in enumerate(tensors):
             if tensor.is_floating_point() or tensor.dtype == torch.bool or \
                     self._imported.arguments[index].boolean or \
                     (tensor.dtype != torch.int64 and index not in checks):
@@ -414,7 +416,7 @@ class Step:
         # The tensors stay referenced here until the step has returned.
         tensors = [self._batch_tensor(i, name, t)
                    for i, (name, t) in enumerate(zip(self._names, batch))]
-        self._check_integers(list(batch), len(batch))
+        self._check_integers(batch)
         if self._native.lr >= 0:
             rates = [float(g["lr"]) for g in self._optimizer.param_groups]
             if rates != self._rates:  # set when a scheduler (or user) changed one
@@ -495,12 +497,9 @@ class Step:
                 if variant[:-1] == shapes:
                     self._switch(variant)
                     break
-        for i, tensor in enumerate(inputs):
-            self._check_tensor(i, self._names[i], tensor)
-        self._check_integers(list(inputs), len(inputs))
-        for i, tensor in enumerate(inputs):
-            if self._imported.arguments[i].boolean and tensor.dtype != torch.bool:
-                tensor = tensor != 0  # an integer mask
+        tensors = [self._batch_tensor(i, self._names[i], t) for i, t in enumerate(inputs)]
+        self._check_integers(inputs)
+        for i, tensor in enumerate(tensors):
             self._native.set(i, _to_numpy(tensor, self._arguments[i][1]))
         logits = self._native.logits()[0]
         # bf16 arrives as its uint16 bits; other types as themselves.

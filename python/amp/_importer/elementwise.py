@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Sequence
 
 import torch
 
@@ -139,21 +139,6 @@ def _gelu(em: _Emitter, node: torch.fx.Node) -> str:
         raise _Unsupported(f"approximate={approximate!r}")
     attr = " approximate tanh" if approximate == "tanh" else ""
     return em.op(f"train.gelu {x[0]}{attr} : {tensor_type(x[1], x[2])}")
-
-
-def _filled(value: Optional[float]) -> Callable:
-    """torch.zeros / ones / full (and their _like forms) of float32: a splat
-    constant (``value`` None: full's own fill value)."""
-    def handler(em: _Emitter, node: torch.fx.Node) -> str:
-        if _element(node) != "f32":
-            raise _Unsupported(f"a {node.meta['val'].dtype} constant (float32 is mapped)")
-        fill = value
-        if fill is None:
-            fill = node.args[1] if len(node.args) > 1 else node.kwargs["fill_value"]
-            if isinstance(fill, torch.fx.Node):
-                raise _Unsupported("a tensor fill value")
-        return _constant(em, float(fill), _shape(node), "f32")[0]
-    return handler
 
 
 def _rsub(em: _Emitter, node: torch.fx.Node) -> str:
@@ -297,11 +282,5 @@ HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.clamp.default: _clamp,
     torch.ops.aten.masked_fill.Scalar: _masked_fill,
     torch.ops.aten.maximum.default: _binary("maximum"),
-    torch.ops.aten.zeros.default: _filled(0.0),
-    torch.ops.aten.ones.default: _filled(1.0),
-    torch.ops.aten.full.default: _filled(None),
-    torch.ops.aten.zeros_like.default: _filled(0.0),
-    torch.ops.aten.ones_like.default: _filled(1.0),
-    torch.ops.aten.full_like.default: _filled(None),
     torch.ops.aten.minimum.default: _binary("minimum"),
 }

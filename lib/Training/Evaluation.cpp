@@ -65,23 +65,37 @@ static SmallVector<Operation *> lossOps(func::FuncOp func) {
 }
 
 LogicalResult amp::addLogitsFunction(ModuleOp module, func::FuncOp forward) {
+  // The model's outputs: the results marked train.output (the importer's),
+  // or else the input of the one loss op (logits, predictions).
+  SmallVector<unsigned> outputs;
+  for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i)
+    if (forward.getResultAttr(i, train::TrainDialect::kOutputAttrName))
+      outputs.push_back(i);
   SmallVector<Operation *> losses = lossOps(forward);
-  if (losses.size() != 1)
-    return forward.emitError("evaluation needs a model whose loss is one "
-                             "loss op (train.cross_entropy, train.mse_loss); @")
-           << forward.getName() << " has " << losses.size();
+  if (outputs.empty() && losses.size() != 1)
+    return forward.emitError("evaluation needs the model's outputs: results "
+                             "marked '")
+           << train::TrainDialect::kOutputAttrName
+           << "', or one loss op (train.cross_entropy, train.mse_loss) whose "
+              "input they are; @"
+           << forward.getName() << " has neither (" << losses.size()
+           << " loss ops)";
   OpBuilder b(module.getContext());
   b.setInsertionPointToEnd(module.getBody());
   auto clone = cast<func::FuncOp>(b.clone(*forward));
   clone.setName((forward.getName() + "_logits").str());
-  // The model's output: the loss's first operand (logits, predictions).
-  Value logits = lossOps(clone).front()->getOperand(0);
   auto ret = cast<func::ReturnOp>(clone.getBody().front().getTerminator());
+  SmallVector<Value> results;
+  for (unsigned i : outputs)
+    results.push_back(ret.getOperand(i));
+  if (outputs.empty())
+    results.push_back(lossOps(clone).front()->getOperand(0));
   b.setInsertionPoint(ret);
-  func::ReturnOp::create(b, ret.getLoc(), logits);
+  func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();
   clone.setType(FunctionType::get(module.getContext(), clone.getArgumentTypes(),
-                                  logits.getType()));
+                                  TypeRange(ValueRange(results))));
+  clone.removeResAttrsAttr();
   // Batch norm on its running statistics (a module that tracks none keeps
   // normalizing by the batch's, as PyTorch's eval does).
   for (auto bn : llvm::to_vector(clone.getOps<train::BatchNormOp>()))

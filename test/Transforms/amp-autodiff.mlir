@@ -224,3 +224,31 @@ func.func @forward(%x: tensor<4x8xf32>, %ids: tensor<4x8xi32>, %w: tensor<8x8xf3
   %l = train.reduce_sum %p axes [0, 1] : tensor<4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// The model's outputs (results marked train.output, two heads here) stay
+// the forward's: the gradient function returns the loss and the gradients
+// only, and the head the loss does not read gets no gradient work.
+// CHECK-LABEL: func.func @outputs(
+// CHECK-SAME: -> (tensor<f32>, tensor<8x4xf32> {train.output}, tensor<8x4xf32> {train.output})
+// CHECK-LABEL: func.func @outputs_grad(
+// CHECK-SAME: -> (tensor<f32>, tensor<16x4xf32>, tensor<16x4xf32>) attributes
+// CHECK: %[[Y:.*]] = train.matmul
+// CHECK: %[[Z:.*]] = train.matmul
+// CHECK: %[[LOSS:.*]] = train.cross_entropy %[[Y]]
+// CHECK: %[[DY:.*]] = train.cross_entropy_grad
+// CHECK: %[[DW:.*]] = train.matmul {{.*}}%[[DY]] transpose_lhs
+// CHECK: %[[ZERO:.*]] = train.constant
+// CHECK: return %[[LOSS]], %[[DW]], %[[ZERO]] : tensor<f32>, tensor<16x4xf32>, tensor<16x4xf32>
+// O1-LABEL: func.func @outputs_grad(
+// O1-SAME: -> (tensor<f32>, tensor<16x4xf32>, tensor<16x4xf32>) attributes
+func.func @outputs(%x: tensor<8x16xf32>, %l: tensor<8xi32>,
+                   %w: tensor<16x4xf32> {train.param},
+                   %v: tensor<16x4xf32> {train.param})
+    -> (tensor<f32>, tensor<8x4xf32> {train.output}, tensor<8x4xf32> {train.output}) {
+  %y = train.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %z = train.matmul %x, %v : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %loss = train.cross_entropy %y, %l : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+  return %loss, %y, %z : tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>
+}

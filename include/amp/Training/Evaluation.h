@@ -22,12 +22,14 @@ class BatchNormOp;
 /// must be unused; the op itself is left for the caller to erase.
 void toInferenceBatchNorm(train::BatchNormOp bn);
 
-/// Adds @<name>_logits: `forward` (as autocast left it) returning the logits
-/// its one train.cross_entropy takes, for evaluation, with batch norms in
-/// inference mode (normalized by the running statistics, so a test example's
-/// prediction does not depend on the rest of its batch). Same arguments as
-/// `forward`. Fails, with an error at `forward`, when the loss is not one
-/// cross_entropy.
+/// Adds @<name>_logits: `forward` (as autocast left it) returning the
+/// model's outputs, for evaluation and prediction: the results `forward`
+/// marks `train.output` (in order), or else the input of its one loss op
+/// (the logits of a train.cross_entropy). Batch norms run in inference mode
+/// (normalized by the running statistics, so a test example's prediction
+/// does not depend on the rest of its batch) and dropout keeps everything.
+/// Same arguments as `forward`. Fails, with an error at `forward`, when it
+/// marks no outputs and has not exactly one loss op.
 mlir::LogicalResult addLogitsFunction(mlir::ModuleOp module,
                                       mlir::func::FuncOp forward);
 

@@ -713,6 +713,42 @@ func.func @cast_shape(%x: tensor<2x3xf32>) -> tensor<3x2xf16> {
 }
 
 //===----------------------------------------------------------------------===//
+// Result attributes: the model's outputs
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'train.output' must be a unit attribute, got 1 : i64}}
+func.func @output_not_unit(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {train.output = 1}) {
+  %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l, %x : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'train.output' on result #0: a forward function returns its loss first, the model's outputs last}}
+func.func @output_is_loss(%x: tensor<4xf32>) -> (tensor<f32> {train.output}) {
+  %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'train.output' on result #1 but not on result #2: the model's outputs are the last results, after the state updates}}
+func.func @output_before_state(%x: tensor<4xf32>, %m: tensor<4xf32> {train.state}) -> (tensor<f32>, tensor<4xf32> {train.output}, tensor<4xf32>) {
+  %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l, %x, %m : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown train result attribute 'train.outputs' (expected 'train.output')}}
+func.func @output_misspelt(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {train.outputs}) {
+  %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l, %x : tensor<f32>, tensor<4xf32>
+}
+
+//===----------------------------------------------------------------------===//
 // Parameter attributes
 //===----------------------------------------------------------------------===//
 

@@ -10,6 +10,9 @@
 // (rtol 1e-5 at O0; at O1 the matmul reads f16 operands: 2^-9 of the row's
 // sum of |terms|), and a row's logits must not change when the other rows of
 // its batch do (training-mode batch norm would normalize by the batch).
+// A model of two heads and two loss terms: its marked outputs are the
+// evaluation's results (exact at O0: one product per element); without the
+// marks, two loss ops name no logits and the error says so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,5 +107,77 @@ TEST_P(Evaluation, InferenceBatchNormLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, Evaluation, ::testing::Values("O0", "O1"));
+
+constexpr const char *kTwoHeads = R"mlir(
+func.func @forward(%x: tensor<2x2xf32>, %labels: tensor<2xi32>,
+    %w: tensor<2x2xf32> {train.param}, %v: tensor<2x2xf32> {train.param})
+    -> (tensor<f32>, tensor<2x2xf32> {train.output}, tensor<2x2xf32> {train.output}) {
+  %y = train.matmul %x, %w : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+  %z = train.matmul %x, %v : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+  %a = train.cross_entropy %y, %labels : tensor<2x2xf32>, tensor<2xi32> -> tensor<f32>
+  %b = train.cross_entropy %z, %labels : tensor<2x2xf32>, tensor<2xi32> -> tensor<f32>
+  %c = train.constant dense<0.3> : tensor<f32>
+  %bc = train.mul %b, %c : tensor<f32>, tensor<f32> -> tensor<f32>
+  %l = train.add %a, %bc : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %l, %y, %z : tensor<f32>, tensor<2x2xf32>, tensor<2x2xf32>
+}
+)mlir";
+
+TEST(EvaluationOutputs, MarkedOutputsAreTheResults) {
+  test::TestContext context;
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(kTwoHeads, &context);
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(succeeded(test::runAmpPipeline(*module, AmpPipelineOptions())));
+  auto forward = module->lookupSymbol<func::FuncOp>("forward");
+  ASSERT_TRUE(succeeded(addLogitsFunction(*module, forward)));
+  auto logits = module->lookupSymbol<func::FuncOp>("forward_logits");
+  ASSERT_TRUE(logits);
+  EXPECT_EQ(logits.getNumResults(), 2u);
+  EXPECT_TRUE(logits.getOps<train::CrossEntropyOp>().empty());
+  auto fn = CpuFunction::compile(*module, "forward_logits");
+  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  std::vector<float> x = {1, 2, 3, 4}, w = {0.5f, -1, 2, 0.25f},
+                     v = {-3, 1, 0.5f, 2};
+  std::vector<HostTensor> args;
+  args.push_back(HostTensor::fromFloats(ElementKind::F32, {2, 2}, x));
+  args.emplace_back(ElementKind::I32, llvm::ArrayRef<int64_t>{2});
+  args.push_back(HostTensor::fromFloats(ElementKind::F32, {2, 2}, w));
+  args.push_back(HostTensor::fromFloats(ElementKind::F32, {2, 2}, v));
+  std::vector<const HostTensor *> pointers;
+  for (const HostTensor &t : args)
+    pointers.push_back(&t);
+  auto out = (*fn)->call(pointers);
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  ASSERT_EQ(out->size(), 2u);
+  for (auto [head, weights] : {std::make_pair(0, &w), std::make_pair(1, &v)}) {
+    std::vector<float> got = (*out)[head].toFloats();
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c)
+        EXPECT_EQ(got[r * 2 + c], x[r * 2] * (*weights)[c] +
+                                      x[r * 2 + 1] * (*weights)[2 + c])
+            << "head " << head << " row " << r << " col " << c;
+  }
+}
+
+TEST(EvaluationOutputs, TwoLossesWithoutOutputsIsAnError) {
+  test::TestContext context;
+  std::string text = kTwoHeads;
+  for (size_t at; (at = text.find(" {train.output}")) != std::string::npos;)
+    text.erase(at, std::string(" {train.output}").size());
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  ASSERT_TRUE(module);
+  auto forward = module->lookupSymbol<func::FuncOp>("forward");
+  std::string message;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  EXPECT_TRUE(failed(addLogitsFunction(*module, forward)));
+  EXPECT_NE(message.find("evaluation needs the model's outputs"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("(2 loss ops)"), std::string::npos) << message;
+}
 
 } // namespace

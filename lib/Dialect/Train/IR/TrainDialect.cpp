@@ -109,6 +109,35 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   return success();
 }
 
+LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kOutputAttrName)
+    return op->emitError() << "unknown train result attribute '" << name
+                           << "' (expected '" << kOutputAttrName << "')";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << name << "' must be a unit attribute, got "
+                           << attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitError() << "'" << name << "' marks a function's result";
+  // The loss comes first, then the state updates, then the outputs.
+  if (resultIndex == 0)
+    return op->emitError() << "'" << name
+                           << "' on result #0: a forward function returns "
+                              "its loss first, the model's outputs last";
+  for (unsigned i = resultIndex + 1, e = func.getNumResults(); i < e; ++i)
+    if (!func.getResultAttr(i, kOutputAttrName))
+      return op->emitError()
+             << "'" << name << "' on result #" << resultIndex
+             << " but not on result #" << i
+             << ": the model's outputs are the last results, after the "
+                "state updates";
+  return success();
+}
+
 /// True when `type` is known and is not an f32 tensor of rank `rank`.
 static bool tensorTypeIsNot(Type type, int64_t rank) {
   if (!type)

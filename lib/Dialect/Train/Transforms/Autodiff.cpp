@@ -119,8 +119,12 @@ LogicalResult differentiate(func::FuncOp func) {
         accumulate(operand, grad);
   }
 
-  // Results: the forward results, then one gradient per parameter.
-  SmallVector<Value> results(ret.getOperands());
+  // Results: the forward results (but the model's outputs, which only
+  // evaluation returns), then one gradient per parameter.
+  SmallVector<Value> results;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (!func.getResultAttr(i, TrainDialect::kOutputAttrName))
+      results.push_back(value);
   for (BlockArgument param : params) {
     Value grad = grads.lookup(param);
     if (!grad)
@@ -137,6 +141,7 @@ LogicalResult differentiate(func::FuncOp func) {
       op->erase();
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  TypeRange(ValueRange(results))));
+  func.removeResAttrsAttr();
   return success();
 }
 

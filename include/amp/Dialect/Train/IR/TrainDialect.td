@@ -32,13 +32,19 @@ def Train_Dialect : Dialect {
     Arguments marked `train.state` are buffers the step updates without
     training them (batch-norm running statistics); a forward function returns
     the loss first and then the new value of each `train.state` argument, in
-    argument order.
+    argument order. Results marked `train.output`, after those, are the
+    model's outputs (its logits, its auxiliary heads): evaluation and
+    `predict` return them; the training step does not.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// The unit attribute marking a forward function's result as one of the
+    /// model's outputs (after the loss and the state updates).
+    static constexpr ::llvm::StringLiteral kOutputAttrName = "train.output";
     /// The unit attribute marking a function argument as a trainable parameter.
     static constexpr ::llvm::StringLiteral kParamAttrName = "train.param";
     /// The `#train.init` attribute giving a parameter's initializer.

@@ -481,29 +481,44 @@ class Step:
         self._native.broadcast_state()
         self._calls = int(state_dict["amp.calls"])
 
-    def predict(self, *inputs: torch.Tensor) -> torch.Tensor:
+    def predict(self, *inputs: torch.Tensor) -> Any:
         """The model's output on ``inputs`` in eval mode (batch norm on its
-        running statistics), computed by the compiled forward with the
-        step's current parameters at the compiled precision; a new f32
-        tensor. The inputs have the compiled batch shapes."""
-        if len(inputs) != self._data - 1:
-            raise ValueError(f"predict takes the model's {self._data - 1} input(s), given "
+        running statistics, dropout off), computed by the compiled forward
+        with the step's current parameters at the compiled precision, as the
+        model returns it: a tensor, or the same tuple, dict or ModelOutput
+        with new f32 tensors in it (a tensor output that is not float, such
+        as a boolean mask, is None). ``inputs`` are the model's inputs, of a
+        batch shape a call has compiled; with ``loss_fn=None`` the target
+        too (the model computes its loss from it: ``predict`` gives its
+        eval-mode output, the loss included)."""
+        count = self._data if self._imported.own_loss else self._data - 1
+        if len(inputs) != count:
+            what = "input(s) and the target (loss_fn=None)" if self._imported.own_loss \
+                else "input(s)"
+            raise ValueError(f"predict takes the model's {count} {what}, given "
                              f"{len(inputs)} tensors")
         # inputs of another batch size that a call has compiled for (the last
         # batch of an epoch, or the first): that step
         shapes = tuple(tuple(getattr(t, "shape", ())) for t in inputs)
-        if shapes != self._batch_shapes[:-1]:
+        if shapes != self._batch_shapes[:count]:
             for variant in self._variants:
-                if variant[:-1] == shapes:
+                if variant[:count] == shapes:
                     self._switch(variant)
                     break
         tensors = [self._batch_tensor(i, self._names[i], t) for i, t in enumerate(inputs)]
         self._check_integers(inputs)
         for i, tensor in enumerate(tensors):
             self._native.set(i, _to_numpy(tensor, self._arguments[i][1]))
-        logits = self._native.logits()[0]
+        results = self._native.logits()
         # bf16 arrives as its uint16 bits; other types as themselves.
-        return _from_numpy(logits, "bf16" if logits.dtype == np.uint16 else "").float()
+        tensors = [_from_numpy(r, "bf16" if r.dtype == np.uint16 else "").float()
+                   for r in results]
+        imported = self._imported
+        if imported.output_spec is None:  # a model without marked outputs
+            return tensors[0]
+        leaves = [tensors[leaf] if isinstance(leaf, int) else
+                  (leaf[1] if leaf[0] == "value" else None) for leaf in imported.output_leaves]
+        return torch.utils._pytree.tree_unflatten(leaves, imported.output_spec)
 
     def copy_to(self, model: torch.nn.Module) -> None:
         """Writes the f32 master parameters and the buffers into ``model``'s own tensors."""
@@ -522,9 +537,10 @@ class Step:
                 tensors[name].fill_(self._counted_from[name] + self._calls)
 
 
-def to_mlir(model: torch.nn.Module, loss_fn: Callable,
+def to_mlir(model: torch.nn.Module, loss_fn: Optional[Callable],
             example_inputs: Tuple[torch.Tensor, ...]) -> str:
-    """The train-dialect module of ``loss_fn(model(*inputs), target)``.
+    """The train-dialect module of ``loss_fn(model(*inputs), target)``
+    (``loss_fn=None``: the loss ``model(*inputs, target)`` computes).
 
     The text amp-opt, amp-run and amp-compile take. Raises
     UnsupportedModelError listing every node amp cannot import.
@@ -563,7 +579,7 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float) 
     return native
 
 
-def compile(model: torch.nn.Module, loss_fn: Callable,
+def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             example_inputs: Tuple[torch.Tensor, ...], *,
             optimizer: torch.optim.Optimizer, opt_level: str = "O1",
             dtype: torch.dtype = torch.float16, backend: str = "cpu",
@@ -577,7 +593,11 @@ def compile(model: torch.nn.Module, loss_fn: Callable,
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
-    DataLoader yields it): ``loss_fn(model(*inputs), target)`` is the loss;
+    DataLoader yields it): ``loss_fn(model(*inputs), target)`` is the loss,
+    any scalar the user writes (several loss terms, a penalty);
+    ``loss_fn=None``: the model computes its own, ``model(*inputs, target)``
+    returns it (a scalar tensor, an output with ``.loss`` such as
+    HuggingFace's, or a tuple led by it);
     their shapes and types are the step's (a batch that differs only in its
     leading dimension, such as a DataLoader's smaller last batch, compiles
     once more and shares the state). ``optimizer`` is a

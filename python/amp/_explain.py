@@ -117,7 +117,7 @@ def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict
     return function["ops"], function
 
 
-def explain(model: torch.nn.Module, loss_fn: Callable,
+def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
             example_inputs: Tuple[torch.Tensor, ...], *, opt_level: str = "O1",
             dtype: torch.dtype = torch.float16) -> Report:
     """What amp makes of ``loss_fn(model(*inputs), target)``: every node of

@@ -48,9 +48,10 @@
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
+// train.stop_gradient
 func.func @elementwise(%x: tensor<4x8xf32>, %a: tensor<2x1x5xf16>, %b: tensor<4x1xf16>, %c: tensor<5xf16>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
-        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>) {
+        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %0 = train.relu %x : tensor<4x8xf32>
   %1 = train.tanh %x : tensor<4x8xf32>
   %2 = train.sigmoid %x : tensor<4x8xf32>
@@ -65,9 +66,10 @@ func.func @elementwise(%x: tensor<4x8xf32>, %a: tensor<2x1x5xf16>, %b: tensor<4x
   %11 = train.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
   %12 = train.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
   %13 = train.sqrt %x : tensor<4x8xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %10, %11, %12, %13
+  %14 = train.stop_gradient %13 : tensor<4x8xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %10, %11, %12, %13, %14
       : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
-        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>
+        tensor<2x4x5xf16>, tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // train.matmul train.batch_matmul, in f32 and f16 (the CPU and CUDA runtime

@@ -252,3 +252,29 @@ func.func @outputs(%x: tensor<8x16xf32>, %l: tensor<8xi32>,
   %loss = train.cross_entropy %y, %l : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
   return %loss, %y, %z : tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// stop_gradient (torch's detach): the MSE term regresses y on a detached
+// copy of itself, so y's gradient is the cross entropy's alone plus the
+// MSE's through its first operand only; nothing flows back through %d.
+// CHECK-LABEL: func.func @stop_gradient_grad(
+// CHECK: %[[Y:.*]] = train.matmul
+// CHECK: %[[D:.*]] = train.stop_gradient %[[Y]]
+// CHECK: train.mse_loss %[[Y]], %[[D]]
+// CHECK: %[[SEED:.*]] = train.loss_seed
+// CHECK: %[[DIFF:.*]] = train.sub %[[Y]], %[[D]]
+// CHECK: %[[DCE:.*]] = train.cross_entropy_grad %[[SEED]], %[[Y]]
+// CHECK: %[[DY:.*]] = train.add {{.*}}, %[[DCE]]
+// CHECK-NOT: train.stop_gradient
+// CHECK: %[[DW:.*]] = train.matmul {{.*}}, %[[DY]] transpose_lhs
+// CHECK: return {{.*}}, %[[DW]]
+func.func @stop_gradient(%x: tensor<8x16xf32>, %l: tensor<8xi32>,
+                         %w: tensor<16x4xf32> {train.param}) -> tensor<f32> {
+  %y = train.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %d = train.stop_gradient %y : tensor<8x4xf32>
+  %ce = train.cross_entropy %y, %l : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+  %m = train.mse_loss %y, %d : tensor<8x4xf32> -> tensor<f32>
+  %loss = train.add %ce, %m : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

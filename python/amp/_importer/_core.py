@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -108,6 +108,15 @@ class ImportedModel:
     problems: List[UnsupportedNode] = dataclasses.field(default_factory=list)
     # The range checks of integer batch arguments (token ids, class labels).
     index_checks: List[IndexCheck] = dataclasses.field(default_factory=list)
+    # The model's output as the model returns it (a tensor, tuple, dict,
+    # ModelOutput): its pytree structure, and per leaf the index of the
+    # evaluation function's result that holds it (a float tensor), or
+    # ("tensor", dtype) for a tensor it does not return (integer, boolean),
+    # or ("value", v) for a leaf that is not a tensor.
+    output_spec: Any = None
+    output_leaves: List[Any] = dataclasses.field(default_factory=list)
+    # loss_fn=None: the model computes its own loss from (inputs..., target).
+    own_loss: bool = False
 
 
 def _user_frame(node: torch.fx.Node) -> Tuple[str, int]:
@@ -221,6 +230,8 @@ class _Emitter:
         # The batch argument each value holds elements of (through
         # reshapes, slices and broadcasts), by SSA name.
         self.origin: Dict[str, int] = {}
+        # Constants mixed into such a value (a pad's value): checked at import.
+        self.origin_fills: Dict[str, FrozenSet[int]] = {}
         # The node being imported: its module path, file and line.
         self.where: Tuple[str, str, int] = ("", "", 0)
         self.index_checks: List[IndexCheck] = []
@@ -350,13 +361,17 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
     return value
 
 
-def _same_origin(em: _Emitter, source: str, result: str, whole: bool = True) -> None:
+def _same_origin(em: _Emitter, source: str, result: str, whole: bool = True,
+                 fills: Sequence[int] = ()) -> None:
     """``result`` holds elements of ``source`` (a reshape, transpose,
-    broadcast; ``whole=False``: a slice, some of them): a mask if it is one,
-    and, holding them all, of the same batch argument (a slice's range
-    checks would be the whole argument's: none is made)."""
-    if whole and source in em.origin:
+    broadcast; ``whole=False``: a slice, some of them; ``fills``: and these
+    constants, a pad's): a mask if it is one, and of the same batch
+    argument. A slice's range checks are the whole argument's: stricter
+    than PyTorch, which checks only the elements used (HuggingFace's causal
+    LM loss drops each sequence's first label)."""
+    if source in em.origin:
         em.origin[result] = em.origin[source]
+        em.origin_fills[result] = em.origin_fills.get(source, frozenset()) | set(fills)
     if source in em.masks:
         em.masks.add(result)
 
@@ -371,6 +386,9 @@ def _check_indices(em: _Emitter, indices: Value, node: Any, limit: int,
     if indices.name in em.origin:
         em.index_checks.append(IndexCheck(em.origin[indices.name], limit, ignore, what,
                                           path, line))
+        for fill in sorted(em.origin_fills.get(indices.name, ())):  # a pad's constant
+            if not 0 <= fill < limit and fill != ignore:
+                raise _Unsupported(f"index {fill} (a pad's value) out of range for {what}")
     folded = em.folded.get(node) if isinstance(node, torch.fx.Node) else None
     if isinstance(folded, torch.Tensor) and folded.numel():
         bad = (folded < 0) | (folded >= limit)

@@ -21,16 +21,53 @@ from .folding import fold
 from .normalization import _emit_batch_norm
 
 
-class _LossModule(torch.nn.Module):
-    """``loss_fn(model(*inputs), target)`` as one module for torch.export."""
+_TENSOR = object()  # a tensor leaf of the model's output (_LossModule)
 
-    def __init__(self, model: torch.nn.Module, loss_fn: Callable):
+
+class _LossModule(torch.nn.Module):
+    """``loss_fn(model(*inputs), target)`` as one module for torch.export,
+    returning the loss and then the tensors of the model's output (which
+    evaluation and ``predict`` return). ``loss_fn=None``: the model is
+    called with the target too and computes its own loss."""
+
+    def __init__(self, model: torch.nn.Module, loss_fn: Optional[Callable]):
         super().__init__()
         self.model = model
         self.loss_fn = loss_fn
+        # The model's output structure, written by the traced forward: in a
+        # dict of this instance's own class (export traces the module with
+        # copies of its instance attributes).
+        type(self).output = {"spec": None, "leaves": []}
 
     def forward(self, *args):
-        return self.loss_fn(self.model(*args[:-1]), args[-1])
+        if self.loss_fn is None:
+            output = self.model(*args)
+            loss = _own_loss(output)
+        else:
+            output = self.model(*args[:-1])
+            loss = self.loss_fn(output, args[-1])
+        leaves, self.output["spec"] = torch.utils._pytree.tree_flatten(output)
+        # (the tensors are the graph's outputs: not kept, FakeTensors)
+        self.output["leaves"] = [_TENSOR if isinstance(leaf, torch.Tensor) else leaf
+                                 for leaf in leaves]
+        return (loss,) + tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
+
+
+def _own_loss(output: Any) -> Any:
+    """The loss of a model that computes its own (``loss_fn=None``): its
+    output itself, its ``loss`` (a HuggingFace ModelOutput, a dict) or the
+    first element of a tuple (HuggingFace's ``return_dict=False``)."""
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict) and "loss" in output:
+        return output["loss"]
+    if getattr(output, "loss", None) is not None:
+        return output.loss
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+        return output[0]
+    raise TypeError("loss_fn=None: the model must return its loss (a scalar tensor, an "
+                    f"output with .loss or ['loss'], or a tuple led by it), it returned "
+                    f"{type(output).__name__}")
 
 
 # The families' tables, merged: one handler per ATen op.
@@ -47,6 +84,7 @@ _HANDLERS.update(logic.HANDLERS)
 # in-place update of an input, parameter or buffer is refused).
 _IN_PLACE = {
     torch.ops.aten.dropout_.default: torch.ops.aten.dropout.default,
+    torch.ops.aten.detach_.default: torch.ops.aten.detach.default,
     torch.ops.aten.bernoulli_.float: torch.ops.aten.bernoulli.p,
     torch.ops.aten.add_.Tensor: torch.ops.aten.add.Tensor,
     torch.ops.aten.sub_.Tensor: torch.ops.aten.sub.Tensor,
@@ -78,14 +116,14 @@ _IDENTITY = {
     torch.ops.aten.alias.default,
     torch.ops.aten.clone.default,
     torch.ops.aten.lift_fresh_copy.default,
-    torch.ops.aten.detach.default,
-    torch.ops.aten.detach_.default,
 }
 
 
-def capture(model: torch.nn.Module, loss_fn: Callable,
-            example_inputs: Tuple[torch.Tensor, ...]) -> torch.export.ExportedProgram:
-    """torch.export of ``loss_fn(model(*inputs), target)`` in training mode.
+def capture(model: torch.nn.Module, loss_fn: Optional[Callable],
+            example_inputs: Tuple[torch.Tensor, ...]
+            ) -> Tuple[torch.export.ExportedProgram, _LossModule]:
+    """torch.export of ``loss_fn(model(*inputs), target)`` in training mode
+    (and the module exported, which holds the model's output structure).
 
     The model's ``training`` flags are set for the capture and restored;
     nothing else of it changes (export runs on FakeTensors).
@@ -107,8 +145,8 @@ def capture(model: torch.nn.Module, loss_fn: Callable,
         model.train()
         for m in cumulative:
             m.momentum = 0.0
-        return torch.export.export(_LossModule(model, loss_fn), example_inputs,
-                                   strict=False)
+        module = type("_LossModule", (_LossModule,), {})(model, loss_fn)
+        return torch.export.export(module, example_inputs, strict=False), module
     finally:
         for m, mode in modes:
             m.training = mode
@@ -134,11 +172,12 @@ class Training:
     groups: Dict[str, Tuple[int, Optional[float]]]
 
 
-def import_model(model: torch.nn.Module, loss_fn: Callable,
+def import_model(model: torch.nn.Module, loss_fn: Optional[Callable],
                  example_inputs: Tuple[torch.Tensor, ...],
                  training: Optional[Training] = None,
                  strict: bool = True) -> ImportedModel:
-    """Imports ``loss_fn(model(*inputs), target)`` as a forward function.
+    """Imports ``loss_fn(model(*inputs), target)`` (``loss_fn=None``: the
+    model's own loss of ``model(*inputs, target)``) as a forward function.
 
     ``training`` says which parameters are trained, in which group; without
     it, those with ``requires_grad`` are, in one group.
@@ -149,7 +188,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         training = Training({name: (0, None) for name, p in model.named_parameters()
                              if p.requires_grad})
     try:
-        program = capture(model, loss_fn, example_inputs)
+        program, exported = capture(model, loss_fn, example_inputs)
     except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError,
             RuntimeError) as error:  # data-dependent control flow and shapes
         path, line = _user_frame_of_error(error)
@@ -257,13 +296,12 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     for index, argument in enumerate(arguments):  # token ids, labels
         if argument.kind in ("input", "labels") and argument.element == "i32":
             em.origin[f"%a{index}"] = index
-    loss_value: Optional[str] = None
     nodes: List[ImportedNode] = []
+    outputs: Tuple[Any, ...] = ()
     for node in graph.nodes:
         if node.op != "call_function":
             if node.op == "output":
-                outputs = node.args[0]
-                loss_value = em.values.get(outputs[0], (None,))[0] if outputs else None
+                outputs = tuple(node.args[0])
             continue
         path, line = _user_frame(node)
         if line == 0:  # all of it in torch (a loss module): the user's call
@@ -323,6 +361,7 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
         finally:  # the train ops this node became (whichever branch made them)
             record.train_ops = [line.split(" = ", 1)[1].split(" ", 1)[0]
                                 for line in em.lines[first_line:]]
+    loss_value, returned, leaves = _outputs(em, exported, outputs, problems, caller)
     if problems:
         if not strict:
             return ImportedModel("", arguments, counters, nodes, problems)
@@ -346,10 +385,60 @@ def import_model(model: torch.nn.Module, loss_fn: Callable,
     results = ["tensor<f32>"] + [tensor_type(arguments[i].shape, arguments[i].element)
                                  for i, _ in state_updates]
     returns = [loss_value] + [value for _, value in state_updates]
+    types = list(results)
+    # The model's outputs (train.output): what evaluation and predict return.
+    for value in returned:
+        results.append(value.type + " {train.output}")
+        types.append(value.type)
+        returns.append(value.name)
     text = ("func.func @forward(\n" + signature_text + "\n  ) -> (" + ", ".join(results) +
             ") {\n" + "\n".join(em.lines) + "\n  return " + ", ".join(returns) + " : " +
-            ", ".join(results) + "\n}\n")
-    return ImportedModel(text, arguments, counters, nodes, [], em.index_checks)
+            ", ".join(types) + "\n}\n")
+    return ImportedModel(text, arguments, counters, nodes, [], em.index_checks,
+                         exported.output["spec"], leaves, loss_fn is None)
+
+
+def _outputs(em: _Emitter, exported: _LossModule, outputs: Tuple[Any, ...],
+             problems: List[UnsupportedNode], caller: Tuple[str, int]
+             ) -> Tuple[str, List[Value], List[Any]]:
+    """The loss's value, the model's float outputs (the forward's
+    train.output results) and what each leaf of the model's output is
+    (ImportedModel.output_leaves)."""
+    path, line = caller
+    loss = outputs[0] if outputs else None
+    value = getattr(loss, "meta", {}).get("val")
+    if not isinstance(value, torch.Tensor) or value.dim() != 0 or \
+            not value.dtype.is_floating_point:
+        what = (f"a {value.dtype} tensor of shape {list(value.shape)}"
+                if isinstance(value, torch.Tensor) else repr(value))
+        problems.append(UnsupportedNode(
+            "", "loss", "<loss>", line,
+            f"the loss must be a scalar float tensor (a mean or sum), it is {what}", path))
+        return "", [], []
+    loss_value = em.values.get(loss, ("<unsupported>",))[0]
+    returned: List[Value] = []
+    leaves: List[Any] = []
+    tensors = iter(outputs[1:])
+    for leaf in exported.output["leaves"]:
+        if leaf is not _TENSOR:
+            leaves.append(("value", leaf))
+            continue
+        node = next(tensors)
+        dtype = getattr(getattr(node, "meta", {}).get("val"), "dtype", None)
+        if dtype is None or not dtype.is_floating_point:
+            leaves.append(("tensor", dtype))
+            continue
+        try:
+            value = _operand(em, node)
+        except _Unsupported:
+            leaves.append(("tensor", dtype))
+            continue
+        if value.name in em.masks or value.name.startswith("<"):
+            leaves.append(("tensor", dtype))
+            continue
+        leaves.append(len(returned))
+        returned.append(value)
+    return loss_value, returned, leaves
 
 
 def _only_made_bool(node: torch.fx.Node) -> bool:

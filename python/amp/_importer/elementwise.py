@@ -78,6 +78,15 @@ def _neg(em: _Emitter, node: torch.fx.Node) -> str:
     return _negated(em, _operand(em, node.args[0]))[0]
 
 
+def _detach(em: _Emitter, node: torch.fx.Node) -> str:
+    """x.detach(): a float value as train.stop_gradient (no gradient flows
+    back through this use); integers and masks carry none anyway."""
+    x = _operand(em, node.args[0])
+    if x.element not in ("f32", "f16", "bf16") or x.name in em.masks:
+        return x.name
+    return _emit(em, "stop_gradient", x).name
+
+
 def _rsqrt(em: _Emitter, node: torch.fx.Node) -> str:
     """1 / sqrt(x)."""
     x = _operand(em, node.args[0])
@@ -251,6 +260,7 @@ HANDLERS: Dict[Any, Callable[[_Emitter, torch.fx.Node], str]] = {
     torch.ops.aten.where.Scalar: _where,
     **{getattr(torch.ops.aten, p).Tensor: _compare(p) for p in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{getattr(torch.ops.aten, p).Scalar: _compare(p) for p in ("eq", "ne", "lt", "le", "gt", "ge")},
+    torch.ops.aten.detach.default: _detach,
     torch.ops.aten.rsub.Scalar: _rsub,
     torch.ops.aten.rsub.Tensor: _rsub,
     torch.ops.aten.to.dtype: _convert,

@@ -129,7 +129,8 @@ def _pad(em: _Emitter, node: torch.fx.Node) -> str:
     """F.pad / constant_pad_nd with a constant (``(left, right, top,
     bottom, ...)``, last dimension first; 0 pads are nothing, negative ones
     crop): the fill as rows made from the input's edge times 0 (plus the
-    value), which keeps the input's type under autocast (as _extend)."""
+    value), which keeps the input's type under autocast (as _extend); on
+    integers, a constant."""
     args = list(node.args) + [None] * (4 - len(node.args))
     x = _operand(em, args[0])
     pads = list(args[1])
@@ -153,13 +154,19 @@ def _pad(em: _Emitter, node: torch.fx.Node) -> str:
             continue
         edge_shape = list(x.shape)
         edge_shape[d] = 1
-        edge = _slice(em, x, [0] * len(x.shape), edge_shape)
-        fill = _emit(em, "mul", edge, _constant(em, 0.0, (), x.element))
-        if value:
-            fill = _emit(em, "add", fill, _constant(em, float(value), (), x.element))
+        if x.element == "i32":  # integers (labels padded with ignore_index): autocast
+            fill = _constant(em, value, edge_shape, "i32")  # leaves them alone
+        else:
+            edge = _slice(em, x, [0] * len(x.shape), edge_shape)
+            fill = _emit(em, "mul", edge, _constant(em, 0.0, (), x.element))
+            if value:
+                fill = _emit(em, "add", fill, _constant(em, float(value), (), x.element))
         shape = list(x.shape)
         shape[d] += before + after
-        x = _pieces(em, [fill] * before + [x] + [fill] * after, d, shape)
+        padded = _pieces(em, [fill] * before + [x] + [fill] * after, d, shape)
+        if x.element == "i32":
+            _same_origin(em, x.name, padded.name, fills=[int(value)])
+        x = padded
     return x.name
 
 

@@ -24,8 +24,10 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %6 = train.gelu %5 approximate tanh : tensor<4x8xf32>
   // CHECK: %[[Q:.*]] = train.sqrt %[[GT]] : tensor<4x8xf32>
   %7 = train.sqrt %6 : tensor<4x8xf32>
-  // CHECK: return %[[Q]]
-  return %7 : tensor<4x8xf32>
+  // CHECK: %[[D:.*]] = train.stop_gradient %[[Q]] : tensor<4x8xf32>
+  %8 = train.stop_gradient %7 : tensor<4x8xf32>
+  // CHECK: return %[[D]]
+  return %8 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @batch_matmul_rank4

@@ -136,6 +136,8 @@ const ListEntry kEntries[] = {
     {"train.softmax", "fp32_set_opt_dtype: softmax", "FP32_FUNCS: softmax", ""},
     {"train.softmax_grad", kBackward, "", ""},
     {"train.sqrt", kNone, "none", ""},
+    {"train.stop_gradient", kNone, "none",
+     "detach: no gradient flows back through it"},
     {"train.sub", kPromotion, "none", ""},
     {"train.tanh", kNone, "none", ""},
     {"train.transpose", kNone, "none", ""},

@@ -98,6 +98,12 @@ def Train_ExpOp : Train_UnaryOp<"exp", "exp(x)", Train_Fp32,
 def Train_LogOp : Train_UnaryOp<"log", "log(x)", Train_Fp32,
     [{ return ::mlir::math::LogOp::create(b, loc, x); }],
     [{ return DivOp::create(b, loc, dy, x); }]>;
+/// torch's `x.detach()` in a training graph: the value, through which no
+/// gradient flows back (its operand gets none from this use).
+def Train_StopGradientOp : Train_UnaryOp<"stop_gradient",
+    "x, with no gradient back to x (torch's detach)", Train_Follow,
+    [{ return x; }],
+    [{ return ::mlir::Value(); }]>;
 /// PyTorch's autocast lists leave sqrt out (it runs in the type it gets);
 /// Apex's O1 lists do too.
 def Train_SqrtOp : Train_UnaryOp<"sqrt", "sqrt(x)", Train_Follow,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import tempfile
 from typing import Callable, Dict, List, Tuple
@@ -55,7 +56,9 @@ class Report:
 
     @property
     def compiles(self) -> bool:
-        """Whether amp.compile can compile the model (no blocking node)."""
+        """Whether amp.compile can compile the model: it imports, and
+        amp-pipeline, the verifier and the evaluation function accept it
+        (amp-compile --verify-only; no code is generated)."""
         return not self.blocking
 
     def __str__(self) -> str:
@@ -98,6 +101,37 @@ def _amp_opt() -> str:
     return os.path.join(os.path.dirname(_amp_compile()), "amp-opt")
 
 
+_DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
+
+
+def _verify(text: str, opt_level: str, dtype: str) -> List[UnsupportedNode]:
+    """amp-compile --verify-only of the imported module (amp-pipeline, the
+    verifier, the evaluation function; no code): each error it reports, at
+    the user's source line where its location has one."""
+    with tempfile.TemporaryDirectory(prefix="amp-explain-") as directory:
+        source = os.path.join(directory, "model.mlir")
+        with open(source, "w") as f:
+            f.write(text)
+        run = subprocess.run([_amp_compile(), source, "--verify-only",
+                              f"--opt-level={opt_level}", f"--dtype={dtype}"],
+                             capture_output=True, text=True)
+    if run.returncode == 0:
+        return []
+    problems, summary = [], []
+    for line in run.stderr.splitlines():
+        match = _DIAGNOSTIC.match(line)
+        if match:  # at the user's line, or at the module's own text
+            user = match.group(1) != source
+            problems.append(UnsupportedNode(
+                "", "", "amp-compile", int(match.group(2)) if user else 0,
+                match.group(4), match.group(1) if user else ""))
+        elif line.startswith("amp-compile: error:"):  # what failed, if nothing else says
+            summary.append(UnsupportedNode("", "", "amp-compile", 0, line.split(
+                "error: ", 1)[1].replace(source, "<the imported module>")))
+    return problems or summary or [UnsupportedNode(
+        "", "", "amp-compile", 0, run.stderr.strip() or f"exited {run.returncode}")]
+
+
 def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict]:
     """amp-autocast + amp-precision-report's JSON for the forward: its ops
     (program order) and the whole function entry."""
@@ -130,8 +164,10 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
     imported = _importer.import_model(model, loss_fn, example_inputs, strict=False)
     decided: List[dict] = []
     function: dict = {}
-    if not imported.problems:
+    blocking = list(imported.problems)
+    if not blocking:
         decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype])
+        blocking = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype])
     # The report lists the forward's train ops in program order, which is
     # the order the importer emitted them in (autocast adds only casts,
     # listed apart): the k-th op of the report is the k-th emitted.
@@ -147,5 +183,5 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
                 ops.append(TrainOp(name, "-", ""))
         nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops,
                                    n.folded))
-    return Report(opt_level, _DTYPE_NAMES[dtype], nodes, imported.problems,
+    return Report(opt_level, _DTYPE_NAMES[dtype], nodes, blocking,
                   function.get("ops_by_precision", {}), function.get("activation_bytes", {}))

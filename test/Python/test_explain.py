@@ -54,6 +54,26 @@ def test_blocking_nodes_are_listed_not_raised():
     assert "block compilation" in str(report)
 
 
+def test_what_fails_after_import_blocks_too(monkeypatch):
+    """amp.explain runs amp-pipeline and its checks (amp-compile
+    --verify-only), not only the import: an imported module the pipeline
+    rejects (here, made so by hand: every parameter turned into state) is
+    reported as not compiling, with the pipeline's message."""
+    real = amp._importer.import_model
+
+    def parameters_as_state(*args, **kwargs):
+        imported = real(*args, **kwargs)
+        imported.text = imported.text.replace("train.param,", "train.state,")
+        return imported
+
+    monkeypatch.setattr(amp._importer, "import_model", parameters_as_state)
+    report = amp.explain(mlp(), nn.CrossEntropyLoss(), batches(1)[0])
+    assert not report.compiles
+    assert [b.reason for b in report.blocking] == [
+        "amp-optimizer: @forward has no train.param arguments: nothing to train"]
+    assert "block compilation" in str(report)
+
+
 class Branchy(nn.Module):
     def __init__(self):
         super().__init__()

@@ -8,6 +8,7 @@
 // step and the logits function for the CPU or CUDA, and links them with the
 // runtime into a shared object amp-train (or amp-run --artifact) loads on a
 // machine without MLIR. docs/UserGuide.md describes the artifact.
+// --verify-only stops after the pipeline and the checks (amp.explain).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +35,12 @@ cl::OptionCategory category("amp-compile options");
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> outputPath("o", cl::desc("The artifact to write (.so)"),
-                                cl::value_desc("file"), cl::Required,
-                                cl::cat(category));
+                                cl::value_desc("file"), cl::cat(category));
+cl::opt<bool> verifyOnly(
+    "verify-only",
+    cl::desc("Run amp-pipeline, verify the step and build its evaluation "
+             "function, then stop: no code, no -o (what amp.explain runs)"),
+    cl::init(false), cl::cat(category));
 // The CPU by default: it is on every machine (a CUDA artifact compiles
 // without a GPU but needs one to train).
 cl::opt<std::string> backend("backend", cl::desc("cpu or cuda (default: cpu)"),
@@ -74,6 +79,9 @@ int main(int argc, char **argv) {
     return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
+  if (outputPath.empty() && !verifyOnly)
+    return fail("-o <file> names the artifact to write (or --verify-only "
+                "compiles nothing)");
   if (options.syncBatchnorm && options.ranks == 1)
     return fail("--sync-batchnorm needs a data-parallel step (--ranks=N, N "
                 "> 1)");
@@ -84,6 +92,8 @@ int main(int argc, char **argv) {
                                      modelPath, options);
   if (!training)
     return fail(llvm::toString(training.takeError()));
+  if (verifyOnly)
+    return 0;
 
   ArtifactOptions artifactOptions;
   artifactOptions.backend = backend;

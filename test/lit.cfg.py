@@ -28,6 +28,11 @@ config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
+# The tests' compile cache is the build's own (a clean build starts empty;
+# the user's ~/.cache/amp is never touched); tests of the cache itself set
+# their own AMP_CACHE_DIR.
+config.environment["AMP_CACHE_DIR"] = os.path.join(config.amp_obj_root, "amp-cache")
+
 # FileCheck's --enable-var-scope everywhere (DESIGN.md conventions).
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/ArtifactCompiler.h"
+#include "amp/Execution/ArtifactCache.h"
 #include "amp/Execution/CpuJit.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -31,6 +33,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -110,6 +113,56 @@ static llvm::Error link(llvm::ArrayRef<std::string> arguments) {
   return llvm::Error::success();
 }
 
+/// The host CPU and features the code is generated for: `options.cpu`
+/// (no extra features), else this machine's (cpu artifacts) or the x86-64
+/// baseline (cuda artifacts, whose host code runs elsewhere).
+static std::pair<std::string, std::string>
+resolveCpu(const ArtifactOptions &options) {
+  if (!options.cpu.empty())
+    return {options.cpu, ""};
+  if (options.backend == "cuda")
+    return {"x86-64", ""};
+  llvm::SubtargetFeatures hostFeatures;
+  for (auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+    hostFeatures.AddFeature(name, enabled);
+  return {llvm::sys::getHostCPUName().str(), hostFeatures.getString()};
+}
+
+std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
+  auto [cpu, features] = resolveCpu(options);
+  std::string text = "backend=" + options.backend + " cpu=" + cpu +
+                     " features=" + features +
+                     " static-cxx=" + (options.staticCxx ? "1" : "0");
+  if (options.backend == "cuda")
+    text += " chip=" + options.chip + " ptx-features=" + options.features +
+            " kernel-format=" + options.kernelFormat;
+  return text;
+}
+
+std::string amp::computeArtifactCacheKey(ModuleOp model,
+                                         const AmpPipelineOptions &options,
+                                         const ArtifactOptions &artifact) {
+  std::vector<std::string> parts = {describeArtifactTarget(artifact)};
+  for (auto &[name, value] : getReadableOptions(options))
+    parts.push_back(name + "=" + value);
+  if (!options.policy.empty()) {
+    auto policy = llvm::MemoryBuffer::getFile(options.policy);
+    llvm::SHA256 hash;
+    hash.update(policy ? (*policy)->getBuffer() : "<unreadable>");
+    parts.push_back("policy-content=" +
+                    llvm::toHex(hash.final(), /*LowerCase=*/true));
+  }
+  return ArtifactCache::computeKey(model, parts);
+}
+
+std::string amp::describeArtifactOptions(const AmpPipelineOptions &options,
+                                         const ArtifactOptions &artifact) {
+  std::string text = "backend=" + artifact.backend;
+  for (auto &[name, value] : getReadableOptions(options))
+    text += " " + name + "=" + value;
+  return text;
+}
+
 llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
                                  const ArtifactOptions &options,
                                  llvm::StringRef outputPath) {
@@ -175,17 +228,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
       llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!target)
     return error("no LLVM target for " + triple.str() + ": " + lookupError);
-  std::string cpu = options.cpu;
-  std::string features;
-  if (cpu.empty() && !cuda) {
-    cpu = llvm::sys::getHostCPUName().str();
-    llvm::SubtargetFeatures hostFeatures;
-    for (auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
-      hostFeatures.AddFeature(name, enabled);
-    features = hostFeatures.getString();
-  } else if (cpu.empty()) {
-    cpu = "x86-64";
-  }
+  auto [cpu, features] = resolveCpu(options);
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));

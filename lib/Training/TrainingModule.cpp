@@ -138,25 +138,41 @@ llvm::Error amp::checkModelArguments(ModuleOp model) {
   return llvm::Error::success();
 }
 
-llvm::Expected<TrainingModule>
-amp::loadTrainingModule(MLIRContext &context, llvm::SourceMgr &sourceMgr,
-                        llvm::StringRef path,
-                        const AmpPipelineOptions &options) {
-  auto err = [](const llvm::Twine &m) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
-  };
+llvm::Expected<OwningOpRef<ModuleOp>>
+amp::parseModelFile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                    llvm::StringRef path) {
   std::string message;
   auto file = openInputFile(path, &message);
   if (!file)
-    return err(message);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   OwningOpRef<ModuleOp> model = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!model)
-    return err("cannot parse " + path);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot parse " + path);
+  return model;
+}
+
+llvm::Expected<TrainingModule>
+amp::buildCheckedTrainingModule(OwningOpRef<ModuleOp> model,
+                                llvm::StringRef path,
+                                const AmpPipelineOptions &options) {
   if (llvm::Error e = checkModelArguments(*model))
     return std::move(e);
   auto training = buildTrainingModule(std::move(model), options);
   if (!training)
-    return err(path + ": " + llvm::toString(training.takeError()));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " +
+                                       llvm::toString(training.takeError()));
   return training;
+}
+
+llvm::Expected<TrainingModule>
+amp::loadTrainingModule(MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                        llvm::StringRef path,
+                        const AmpPipelineOptions &options) {
+  auto model = parseModelFile(context, sourceMgr, path);
+  if (!model)
+    return model.takeError();
+  return buildCheckedTrainingModule(std::move(*model), path, options);
 }

@@ -9,9 +9,12 @@
 // runtime into a shared object amp-train (or amp-run --artifact) loads on a
 // machine without MLIR. docs/UserGuide.md describes the artifact.
 // --verify-only stops after the pipeline and the checks (amp.explain).
+// Compiled steps are kept in the compile cache (ArtifactCache.h): a model
+// compiled before with the same options is copied out of it at once.
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Execution/ArtifactCache.h"
 #include "amp/Execution/ArtifactCompiler.h"
 #include "amp/InitAll.h"
 #include "amp/Training/CompileFlags.h"
@@ -21,9 +24,14 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <ctime>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace amp;
@@ -33,7 +41,15 @@ namespace {
 
 cl::OptionCategory category("amp-compile options");
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
-                               cl::Required, cl::cat(category));
+                               cl::cat(category));
+cl::opt<bool> cacheList("cache-list",
+                        cl::desc("List the compile cache's entries (most "
+                                 "recently used first) and exit"),
+                        cl::init(false), cl::cat(category));
+cl::opt<bool> cacheClear("cache-clear",
+                         cl::desc("Remove every entry of the compile cache "
+                                  "and exit"),
+                         cl::init(false), cl::cat(category));
 cl::opt<std::string> outputPath("o", cl::desc("The artifact to write (.so)"),
                                 cl::value_desc("file"), cl::cat(category));
 cl::opt<bool> verifyOnly(
@@ -65,6 +81,57 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// --cache-list / --cache-clear.
+int cacheCommand(const ArtifactCacheSettings &settings) {
+  ArtifactCache cache = ArtifactCache::open(settings, llvm::errs());
+  if (cacheClear) {
+    auto removed = cache.clear();
+    if (!removed)
+      return fail(llvm::toString(removed.takeError()));
+    llvm::outs() << "amp-compile: removed " << *removed << " cached step"
+                 << (*removed == 1 ? "" : "s") << " from "
+                 << cache.getDirectory() << "\n";
+    return 0;
+  }
+  std::vector<ArtifactCacheEntry> entries = cache.list();
+  uint64_t total = 0;
+  for (const ArtifactCacheEntry &entry : entries)
+    total += entry.bytes;
+  llvm::outs() << "compile cache " << cache.getDirectory() << ": "
+               << entries.size() << " step" << (entries.size() == 1 ? "" : "s")
+               << ", " << llvm::format("%.1f", total / 1048576.0) << " of "
+               << llvm::format("%.0f", settings.maxBytes / 1048576.0)
+               << " MiB" << (settings.enabled ? "" : " (AMP_CACHE=0: unused)")
+               << "\n";
+  for (const ArtifactCacheEntry &entry : entries) {
+    std::time_t seconds = std::time_t(entry.lastUsed / 1000000000);
+    char when[32];
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S",
+                  std::localtime(&seconds));
+    llvm::outs() << entry.key.substr(0, 16) << "  "
+                 << llvm::format("%8.1f", entry.bytes / 1048576.0) << " MiB  "
+                 << when << "  " << entry.model << "  " << entry.options
+                 << "\n";
+  }
+  return 0;
+}
+
+/// Copies `from` to `to` atomically (a temporary beside `to`, renamed).
+llvm::Error copyOut(llvm::StringRef from, llvm::StringRef to) {
+  std::string temporary = (to + ".tmp-" + llvm::Twine(::getpid())).str();
+  if (std::error_code ec = llvm::sys::fs::copy_file(from, temporary)) {
+    llvm::sys::fs::remove(temporary);
+    return llvm::createStringError(ec, "cannot write next to " + to + ": " +
+                                           ec.message());
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, to)) {
+    llvm::sys::fs::remove(temporary);
+    return llvm::createStringError(ec, "cannot rename the artifact to " + to +
+                                           ": " + ec.message());
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -79,21 +146,19 @@ int main(int argc, char **argv) {
     return 1;
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend must be cpu or cuda, got '" + backend + "'");
+  auto settings = ArtifactCacheSettings::fromEnvironment();
+  if (!settings)
+    return fail(llvm::toString(settings.takeError()));
+  if (cacheList || cacheClear)
+    return cacheCommand(*settings);
+  if (modelPath.empty())
+    return fail("no model: amp-compile <model.mlir> -o <file>");
   if (outputPath.empty() && !verifyOnly)
     return fail("-o <file> names the artifact to write (or --verify-only "
                 "compiles nothing)");
   if (options.syncBatchnorm && options.ranks == 1)
     return fail("--sync-batchnorm needs a data-parallel step (--ranks=N, N "
                 "> 1)");
-
-  ToolContext tool;
-  tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
-  auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
-                                     modelPath, options);
-  if (!training)
-    return fail(llvm::toString(training.takeError()));
-  if (verifyOnly)
-    return 0;
 
   ArtifactOptions artifactOptions;
   artifactOptions.backend = backend;
@@ -104,9 +169,40 @@ int main(int argc, char **argv) {
     return fail("--kernel-format must be fatbin, bin or isa, got '" +
                 kernelFormat + "'");
   artifactOptions.kernelFormat = kernelFormat;
+
+  ToolContext tool;
+  tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
+  auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
+                              modelPath);
+  if (!model)
+    return fail(llvm::toString(model.takeError()));
+  // A step compiled before from the same module and options: copied out.
+  ArtifactCache cache = ArtifactCache::open(
+      verifyOnly ? ArtifactCacheSettings{false} : *settings, llvm::errs());
+  std::string key;
+  if (cache.isEnabled()) {
+    key = computeArtifactCacheKey(**model, options, artifactOptions);
+    if (std::optional<std::string> hit = cache.lookup(key)) {
+      if (llvm::Error e = copyOut(*hit, outputPath))
+        return fail(llvm::toString(std::move(e)));
+      llvm::errs() << "amp-compile: cache hit " << key.substr(0, 16)
+                   << " (" << cache.getDirectory()
+                   << "): the step compiled before\n";
+      return 0;
+    }
+  }
+  auto training =
+      buildCheckedTrainingModule(std::move(*model), modelPath, options);
+  if (!training)
+    return fail(llvm::toString(training.takeError()));
+  if (verifyOnly)
+    return 0;
   if (llvm::Error e = compileArtifact(*training->module,
                                       training->getManifest(modelPath, options),
                                       artifactOptions, outputPath))
     return fail(llvm::toString(std::move(e)));
+  if (!key.empty())
+    cache.store(key, outputPath, modelPath,
+                describeArtifactOptions(options, artifactOptions));
   return 0;
 }

@@ -4,14 +4,18 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// amp-run MODEL.mlir: compiles the model through amp-pipeline, JIT-compiles
-// the training step and a logits function for evaluation on the CPU,
-// initialises parameters from their #train.init attributes, and trains on
-// Fashion-MNIST or synthetic data. docs/UserGuide.md describes the flags,
-// the data normalisation and the metrics file.
+// amp-run MODEL.mlir: compiles the model through amp-pipeline into the
+// training step and a logits function for evaluation (an artifact, as
+// amp-compile builds, kept in the compile cache: a model compiled before
+// with the same options starts at once; JIT-compiled in process with
+// AMP_CACHE=0 or --backend=cpu-loops), initialises parameters from their
+// #train.init attributes, and trains on Fashion-MNIST or synthetic data.
+// docs/UserGuide.md describes the flags, the data normalisation and the
+// metrics file.
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Execution/ArtifactCache.h"
 #include "amp/Execution/ArtifactCompiler.h"
 #include "amp/Execution/CpuJit.h"
 #include "amp/InitAll.h"
@@ -44,7 +48,8 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> backend(
     "backend",
-    cl::desc("cpu (JIT, CBLAS GEMMs), cpu-loops (GEMMs and convolutions "
+    cl::desc("cpu (CBLAS GEMMs; through the compile cache), cpu-loops "
+             "(GEMMs and convolutions "
              "as generated loops: a slow reference) or cuda (cuBLASLt and "
              "generated kernels, through an artifact as amp-compile builds) "
              "(default: cpu)"),
@@ -110,37 +115,67 @@ int main(int argc, char **argv) {
     return fail("--sync-batchnorm needs --data-parallel");
   }
 
+  auto settings = ArtifactCacheSettings::fromEnvironment();
+  if (!settings)
+    return finish(fail(llvm::toString(settings.takeError())));
   auto compileStart = std::chrono::steady_clock::now();
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
-  auto training = loadTrainingModule(tool.getContext(), tool.getSourceMgr(),
-                                     modelPath, options);
-  if (!training)
-    return finish(fail(llvm::toString(training.takeError())));
+  auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
+                              modelPath);
+  if (!model)
+    return finish(fail(llvm::toString(model.takeError())));
 
   CompiledStep compiled;
   std::unique_ptr<CpuFunction> step, logits;
   std::unique_ptr<Artifact> artifact;
-  if (backend == "cuda") {
-    // The ahead-of-time path into a temporary artifact, loaded in process:
-    // the same code amp-compile + amp-train run.
-    llvm::SmallString<128> path;
-    if (std::error_code ec =
-            llvm::sys::fs::createTemporaryFile("amp-run-step", "so", path))
-      return finish(fail("cannot create a temporary file: " + ec.message()));
-    llvm::FileRemover remover(path);
+  // The ahead-of-time path (CUDA always; the CPU with the compile cache):
+  // an artifact, loaded in process, the same code amp-compile + amp-train
+  // run.
+  if (backend == "cuda" || (backend == "cpu" && settings->enabled)) {
     ArtifactOptions artifactOptions;
-    artifactOptions.backend = "cuda";
-    if (llvm::Error e = compileArtifact(
-            *training->module, training->getManifest(modelPath, options),
-            artifactOptions, path))
-      return finish(fail(llvm::toString(std::move(e))));
+    artifactOptions.backend = backend;
+    ArtifactCache cache = ArtifactCache::open(*settings, llvm::errs());
+    std::string key, path;
+    if (cache.isEnabled()) {
+      key = computeArtifactCacheKey(**model, options, artifactOptions);
+      if (std::optional<std::string> hit = cache.lookup(key)) {
+        path = *hit;
+        llvm::errs() << "amp-run: cache hit " << key.substr(0, 16) << " ("
+                     << cache.getDirectory()
+                     << "): the step compiled before\n";
+      }
+    }
+    llvm::SmallString<128> temporary;
+    std::optional<llvm::FileRemover> remover;
+    if (path.empty()) {
+      auto training =
+          buildCheckedTrainingModule(std::move(*model), modelPath, options);
+      if (!training)
+        return finish(fail(llvm::toString(training.takeError())));
+      if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+              "amp-run-step", "so", temporary))
+        return finish(fail("cannot create a temporary file: " + ec.message()));
+      remover.emplace(temporary);
+      if (llvm::Error e = compileArtifact(
+              *training->module, training->getManifest(modelPath, options),
+              artifactOptions, temporary))
+        return finish(fail(llvm::toString(std::move(e))));
+      if (!key.empty())
+        cache.store(key, temporary, modelPath,
+                    describeArtifactOptions(options, artifactOptions));
+      path = std::string(temporary);
+    }
     auto loaded = Artifact::load(path);
     if (!loaded)
       return finish(fail(llvm::toString(loaded.takeError())));
     artifact = std::move(*loaded);
     compiled = artifact->getCompiledStep();
   } else {
+    auto training =
+        buildCheckedTrainingModule(std::move(*model), modelPath, options);
+    if (!training)
+      return finish(fail(llvm::toString(training.takeError())));
     CpuCompileOptions compileOptions;
     compileOptions.blas = backend == "cpu";
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,

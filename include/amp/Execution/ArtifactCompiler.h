@@ -47,6 +47,24 @@ llvm::Error compileArtifact(mlir::ModuleOp module, ArtifactManifest manifest,
                             const ArtifactOptions &options,
                             llvm::StringRef outputPath);
 
+/// Everything of `options` that decides an artifact's code, with the CPU
+/// and its features resolved as compileArtifact resolves them (this
+/// machine's for cpu artifacts): one line of text (the compile cache's
+/// key reads it).
+std::string describeArtifactTarget(const ArtifactOptions &options);
+
+/// The compile cache's key (ArtifactCache::computeKey) of `model` (as
+/// parsed, before amp-pipeline) compiled with `options` into an artifact
+/// for `artifact`'s target: every pipeline option (a policy file by its
+/// content) and describeArtifactTarget.
+std::string computeArtifactCacheKey(mlir::ModuleOp model,
+                                    const AmpPipelineOptions &options,
+                                    const ArtifactOptions &artifact);
+
+/// The options as a cache entry records them: "backend=cpu name=value ...".
+std::string describeArtifactOptions(const AmpPipelineOptions &options,
+                                    const ArtifactOptions &artifact);
+
 } // namespace amp
 
 #endif // AMP_EXECUTION_ARTIFACTCOMPILER_H

@@ -56,6 +56,19 @@ buildTrainingModule(mlir::OwningOpRef<mlir::ModuleOp> model,
 llvm::Error checkModelArguments(mlir::ModuleOp model);
 
 /// Parses the model at `path` (diagnostics go to `sourceMgr`'s handler on
+/// the context). Errors: the file cannot be opened or does not parse.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+parseModelFile(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+               llvm::StringRef path);
+
+/// checkModelArguments, then buildTrainingModule of `model` (read from
+/// `path`). Errors: the arguments, or the pipeline fails ("PATH: ...").
+llvm::Expected<TrainingModule>
+buildCheckedTrainingModule(mlir::OwningOpRef<mlir::ModuleOp> model,
+                           llvm::StringRef path,
+                           const AmpPipelineOptions &options);
+
+/// Parses the model at `path` (diagnostics go to `sourceMgr`'s handler on
 /// the context) and builds its training module. Errors: the file cannot be
 /// opened, does not parse, or the pipeline fails ("PATH: ...").
 llvm::Expected<TrainingModule>

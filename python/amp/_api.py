@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -14,6 +16,8 @@ import torch
 
 from . import _importer
 from ._errors import CompileError, DeviceUnavailableError
+
+_LOG = logging.getLogger("amp")
 
 _DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 _TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -239,6 +243,8 @@ class Step:
         self._calls = 0
         self.mlir: str = imported.text
         """The imported train-dialect module (the input of amp-compile)."""
+        self.cache_hit: bool = False
+        """Whether the compile cache held the step (nothing was compiled)."""
         self.load_from(model)
 
     def _adopt(self, native: Any, imported: _importer.ImportedModel) -> None:
@@ -548,9 +554,11 @@ def to_mlir(model: torch.nn.Module, loss_fn: Optional[Callable],
     return _importer.import_model(model, loss_fn, example_inputs).text
 
 
-def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float) -> Any:
+def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
+                  cache: bool = True) -> Tuple[Any, bool]:
     """amp-compile of ``text`` with ``flags``, loaded in this process (the
-    extension's NativeStep), joined to the data-parallel job if any."""
+    extension's NativeStep), joined to the data-parallel job if any; and
+    whether the compile cache held it (``cache=False``: not consulted)."""
     # The artifact is loaded (dlopen'ed) before its directory goes: nothing
     # is left on disk, whatever happens after.
     with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:
@@ -558,10 +566,19 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float) 
         artifact = os.path.join(directory, "step.so")
         with open(source, "w") as f:
             f.write(text)
+        environment = None if cache else dict(os.environ, AMP_CACHE="0")
         run = subprocess.run([_amp_compile(), source, "-o", artifact] + flags,
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=environment)
         if run.returncode != 0:
             raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
+        hit = False
+        for line in run.stderr.splitlines():
+            if line.startswith("amp-compile: cache hit"):
+                hit = True
+                _LOG.info("amp.compile: %s", line.split(": ", 1)[1])
+            elif line.startswith("warning: "):  # the cache's (damaged, unusable)
+                warnings.warn(f"amp.compile: {line[len('warning: '):]}", RuntimeWarning,
+                              stacklevel=3)
         from . import _native  # the extension: imported once it is needed
         try:
             native = _native.NativeStep(artifact)
@@ -576,7 +593,7 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float) 
         # the GPU, NCCL starts over it, within the timeout).
         native.set_timeout(float(dp_timeout))
         native.join_job()
-    return native
+    return native, hit
 
 
 def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
@@ -589,7 +606,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             clip_grad_norm: Optional[float] = None,
             loss_scale: Union[str, float] = "dynamic",
             data_parallel: bool = False, sync_batchnorm: bool = False,
-            dp_timeout: float = 300.0) -> Step:
+            dp_timeout: float = 300.0, cache: bool = True) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -627,6 +644,13 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     none; amp-run's ``--dp-timeout``): a call whose collectives wait longer
     ends the job with an error naming the ranks they wait for.
     docs/Distributed.md.
+
+    ``cache``: the compiled step is kept in the compile cache
+    (``$AMP_CACHE_DIR``, default ``~/.cache/amp/steps``; ``AMP_CACHE=0``
+    turns it off everywhere) and a model compiled before with the same
+    options is taken from it instead of compiled again (``Step.cache_hit``
+    says which; ``python -m amp.cache list`` shows the cache).
+    ``cache=False`` neither reads nor writes it.
     """
     _check_precision(opt_level, dtype)
     if backend not in ("cpu", "cuda"):
@@ -674,14 +698,16 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             flags.append(f"--ranks={ranks}")
             if sync_batchnorm:
                 flags.append("--sync-batchnorm")
-    native = _build_native(imported.text, flags, backend, dp_timeout)
+    native, hit = _build_native(imported.text, flags, backend, dp_timeout, cache)
 
     def rebuild(example: Tuple[torch.Tensor, ...]) -> Tuple[Any, _importer.ImportedModel]:
         again = _importer.import_model(model, loss_fn, example, training)
-        return _build_native(again.text, flags, backend, dp_timeout), again
+        return _build_native(again.text, flags, backend, dp_timeout, cache)[0], again
 
     # Data parallel: every rank would have to compile and join for the same
     # shape at the same call; a DistributedSampler's shards are one size
     # (drop_last), so another shape stays a ValueError there.
-    return Step(native, imported, model, optimizer, static_scale,
+    step = Step(native, imported, model, optimizer, static_scale,
                 None if data_parallel else rebuild)
+    step.cache_hit = hit
+    return step

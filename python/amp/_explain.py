@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 

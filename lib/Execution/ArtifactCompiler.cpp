@@ -42,6 +42,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
+#include <chrono>
 #include <mutex>
 
 using namespace mlir;
@@ -189,6 +190,14 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
       return e;
   }
 
+  auto mark = std::chrono::steady_clock::now();
+  auto phase = [&](llvm::StringRef name) {
+    auto now = std::chrono::steady_clock::now();
+    if (options.onPhase)
+      options.onPhase(name, std::chrono::duration<double>(now - mark).count());
+    mark = now;
+  };
+
   // Lower a copy.
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   prepareEntryPoints(*copy, {manifest.step.name, manifest.logits.name});
@@ -205,6 +214,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   }
   if (failed(pm.run(*copy)))
     return error("lowering for " + options.backend + " failed");
+  phase("lowering");
 
   // LLVM IR, with the manifest and the packed entry points.
   llvm::LLVMContext llvmContext;
@@ -220,6 +230,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
                            kArtifactManifestSymbol);
+  phase("LLVM IR");
 
   // Code generation for this machine's triple, position independent.
   llvm::Triple triple(llvm::sys::getProcessTriple());
@@ -248,6 +259,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get()))
     return e;
+  phase("LLVM optimization");
 
   llvm::SmallString<128> object;
   int fd = -1;
@@ -262,6 +274,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
       return error("the target cannot emit object files");
     codegen.run(*llvmModule);
   }
+  phase("machine code");
 
   // Link next to the output, then rename over it.
   llvm::SmallString<128> temporary(outputPath);
@@ -290,6 +303,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   }
   llvm::Error linkError = link(arguments);
   llvm::sys::fs::remove(object);
+  phase("link");
   if (!linkError) {
     if (std::error_code ec = llvm::sys::fs::rename(linked, outputPath))
       linkError = error("cannot rename the artifact to " + outputPath + ": " +

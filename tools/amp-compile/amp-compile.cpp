@@ -30,6 +30,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <ctime>
 #include <unistd.h>
 
@@ -42,6 +43,11 @@ namespace {
 cl::OptionCategory category("amp-compile options");
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
                                cl::cat(category));
+cl::opt<bool> timePhases(
+    "time-phases",
+    cl::desc("Print each compile phase's wall time (parse, amp-pipeline, "
+             "lowering, LLVM IR, LLVM optimization, machine code, link)"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> cacheList("cache-list",
                         cl::desc("List the compile cache's entries (most "
                                  "recently used first) and exit"),
@@ -170,12 +176,26 @@ int main(int argc, char **argv) {
                 kernelFormat + "'");
   artifactOptions.kernelFormat = kernelFormat;
 
+  auto start = std::chrono::steady_clock::now(), mark = start;
+  auto phase = [&](llvm::StringRef name, double seconds) {
+    if (timePhases)
+      llvm::errs() << "amp-compile: " << name << ": "
+                   << llvm::format("%.2f", seconds) << " s\n";
+  };
+  auto lap = [&](llvm::StringRef name) {
+    auto now = std::chrono::steady_clock::now();
+    phase(name, std::chrono::duration<double>(now - mark).count());
+    mark = now;
+  };
+  artifactOptions.onPhase = phase;
+
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
   auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
                               modelPath);
   if (!model)
     return fail(llvm::toString(model.takeError()));
+  lap("parse");
   // A step compiled before from the same module and options: copied out.
   ArtifactCache cache = ArtifactCache::open(
       verifyOnly ? ArtifactCacheSettings{false} : *settings, llvm::errs());
@@ -195,6 +215,7 @@ int main(int argc, char **argv) {
       buildCheckedTrainingModule(std::move(*model), modelPath, options);
   if (!training)
     return fail(llvm::toString(training.takeError()));
+  lap("amp-pipeline");
   if (verifyOnly)
     return 0;
   if (llvm::Error e = compileArtifact(*training->module,
@@ -204,5 +225,8 @@ int main(int argc, char **argv) {
   if (!key.empty())
     cache.store(key, outputPath, modelPath,
                 describeArtifactOptions(options, artifactOptions));
+  phase("total", std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
   return 0;
 }

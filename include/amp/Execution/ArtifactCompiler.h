@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <string>
 
 namespace amp {
@@ -35,6 +36,10 @@ struct ArtifactOptions {
   /// libstdc++ needs glibc 2.36 (arc4random), the shared one GLIBCXX_3.4.30
   /// (GCC 12's, which Ubuntu 22.04 has too).
   bool staticCxx = false;
+  /// Called after each phase of compileArtifact with its name and wall
+  /// time in seconds: "lowering", "LLVM IR", "LLVM optimization", "machine
+  /// code", "link" (amp-compile --time-phases prints them).
+  std::function<void(llvm::StringRef phase, double seconds)> onPhase;
 };
 
 /// Lowers functions `manifest.step.name` and `manifest.logits.name` of

@@ -27,6 +27,7 @@
 // CPU: llvm.func @collectives(
 // CPU-COUNT-4: llvm.call @amp_cpu_all_reduce(
 // CPU: llvm.func @logic(
+// CPU: llvm.func @marked_outputs(
 // CUDA-NOT: train.
 // CUDA: llvm.func @elementwise(
 // CUDA: gpu.binary @elementwise_kernel
@@ -45,6 +46,7 @@
 // CUDA: llvm.func @collectives(
 // CUDA-COUNT-4: llvm.call @amp_cuda_all_reduce(
 // CUDA: llvm.func @logic(
+// CUDA: llvm.func @marked_outputs(
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
@@ -306,4 +308,12 @@ func.func @logic(%ids: tensor<4x8xi32>, %pad: tensor<i32>, %x: tensor<4x8xf16>, 
   %z = train.constant dense<0.0> : tensor<f32>
   %4 = train.compare %y, %z gt : tensor<8xf32>, tensor<f32> -> tensor<8xi1>
   return %0, %1, %2, %3, %4 : tensor<4x8xf16>, tensor<4x8xi32>, tensor<4x8xbf16>, tensor<8x4xi1>, tensor<8xi1>
+}
+
+// A forward function with the model's outputs marked (the importer's):
+// lowered like any other function.
+func.func @marked_outputs(%x: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32> {train.output}) {
+  %l = train.reduce_sum %x axes [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  %r = train.relu %x : tensor<4x8xf32>
+  return %l, %r : tensor<f32>, tensor<4x8xf32>
 }

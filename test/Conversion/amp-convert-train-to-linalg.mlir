@@ -413,3 +413,15 @@ func.func @layer_norm_statistics(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tens
   %r = train.layer_norm %x, %g, %g : tensor<4x8xf32>, tensor<8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// The forward's output marks are for evaluation: dropped here (bufferization
+// would make them argument attributes of out-parameters).
+// CHECK-LABEL: func.func @outputs(
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32>) {
+// CHECK-NOT: train.output
+func.func @outputs(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {train.output}) {
+  %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
+  return %l, %x : tensor<f32>, tensor<4xf32>
+}

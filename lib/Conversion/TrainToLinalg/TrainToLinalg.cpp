@@ -84,8 +84,15 @@ struct ConvertTrainToLinalgPass
     // What amp-autocast and amp-autodiff recorded describes train ops and
     // functions, which are gone or become plain code.
     getOperation()->removeAttr(train::kAutocastAttrName);
+    // So do the forward's output marks (for evaluation), which would
+    // become argument attributes when bufferization turns results into
+    // out-parameters.
     getOperation()->walk([](FunctionOpInterface func) {
       func->removeAttr(train::kGradientOfAttrName);
+      for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+        func.removeResultAttr(
+            i, StringAttr::get(func->getContext(),
+                               train::TrainDialect::kOutputAttrName));
     });
   }
 };

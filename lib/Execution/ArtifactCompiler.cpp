@@ -140,10 +140,12 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
   return text;
 }
 
-std::string amp::computeArtifactCacheKey(ModuleOp model,
+std::string amp::computeArtifactCacheKey(ModuleOp model, llvm::StringRef name,
                                          const AmpPipelineOptions &options,
                                          const ArtifactOptions &artifact) {
-  std::vector<std::string> parts = {describeArtifactTarget(artifact)};
+  // The manifest's model name is in the artifact's bytes.
+  std::vector<std::string> parts = {describeArtifactTarget(artifact),
+                                    "model=" + name.str()};
   for (auto &[name, value] : getReadableOptions(options))
     parts.push_back(name + "=" + value);
   if (!options.policy.empty()) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from . import _importer
 from ._errors import CompileError, DeviceUnavailableError
 
 _LOG = logging.getLogger("amp")
+# amp-compile --time-phases' lines: "amp-compile: lowering: 16.28 s".
+_PHASE = re.compile(r"^amp-compile: [A-Za-z -]+: \d+\.\d\d s$")
 
 _DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 _TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -385,13 +388,15 @@ class Step:
             for check in checks.get(index, ()):
                 if 0 <= low and high < check.limit:
                     continue
-                bad = (tensor < 0) | (tensor >= check.limit)
+                part = tensor if check.region is None else \
+                    tensor[tuple(slice(a, b) for a, b in check.region)]
+                bad = (part < 0) | (part >= check.limit)
                 if check.ignore is not None:
-                    bad &= tensor != check.ignore
+                    bad &= part != check.ignore
                 if bool(bad.any()):
                     where = f" ({check.file}:{check.line})" if check.line else ""
                     raise IndexError(f"{self._names[index]}: value "
-                                     f"{int(tensor[bad].reshape(-1)[0])} out of range for "
+                                     f"{int(part[bad].reshape(-1)[0])} out of range for "
                                      f"{check.what}{where}: valid are 0.."
                                      f"{check.limit - 1}" +
                                      (f" and {check.ignore}" if check.ignore is not None
@@ -555,7 +560,7 @@ def to_mlir(model: torch.nn.Module, loss_fn: Optional[Callable],
 
 
 def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
-                  cache: bool = True) -> Tuple[Any, bool]:
+                  cache: bool = True, name: str = "") -> Tuple[Any, bool]:
     """amp-compile of ``text`` with ``flags``, loaded in this process (the
     extension's NativeStep), joined to the data-parallel job if any; and
     whether the compile cache held it (``cache=False``: not consulted)."""
@@ -567,12 +572,27 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
         with open(source, "w") as f:
             f.write(text)
         environment = None if cache else dict(os.environ, AMP_CACHE="0")
-        run = subprocess.run([_amp_compile(), source, "-o", artifact] + flags,
-                             capture_output=True, text=True, env=environment)
-        if run.returncode != 0:
-            raise CompileError(run.stderr.strip() or f"amp-compile exited {run.returncode}")
+        # On a terminal, each phase of a long compile is shown as it ends.
+        progress = sys.stderr.isatty()
+        process = subprocess.Popen(
+            [_amp_compile(), source, "-o", artifact] + flags +
+            ([f"--model-name={name}"] if name else []) +
+            (["--time-phases"] if progress else []),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
+        lines = []
+        for line in process.stderr:
+            line = line.rstrip("\n")
+            if progress and _PHASE.match(line):
+                print("amp.compile: " + line[len("amp-compile: "):], file=sys.stderr,
+                      flush=True)
+            else:
+                lines.append(line)
+        process.wait()
+        stderr = "\n".join(lines)
+        if process.returncode != 0:
+            raise CompileError(stderr.strip() or f"amp-compile exited {process.returncode}")
         hit = False
-        for line in run.stderr.splitlines():
+        for line in lines:
             if line.startswith("amp-compile: cache hit"):
                 hit = True
                 _LOG.info("amp.compile: %s", line.split(": ", 1)[1])
@@ -698,11 +718,14 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             flags.append(f"--ranks={ranks}")
             if sync_batchnorm:
                 flags.append("--sync-batchnorm")
-    native, hit = _build_native(imported.text, flags, backend, dp_timeout, cache)
+    # The artifact names the model by its class (not the temporary file the
+    # module is written to): the same model hits the cache in every process.
+    name = f"{type(model).__module__}.{type(model).__qualname__}"
+    native, hit = _build_native(imported.text, flags, backend, dp_timeout, cache, name)
 
     def rebuild(example: Tuple[torch.Tensor, ...]) -> Tuple[Any, _importer.ImportedModel]:
         again = _importer.import_model(model, loss_fn, example, training)
-        return _build_native(again.text, flags, backend, dp_timeout, cache)[0], again
+        return _build_native(again.text, flags, backend, dp_timeout, cache, name)[0], again
 
     # Data parallel: every rank would have to compile and join for the same
     # shape at the same call; a DistributedSampler's shards are one size

@@ -1,7 +1,7 @@
 """The compile cache through amp.compile (docs/UserGuide.md, "The compile
 cache"): a second compile of the same model and options is a hit whose
-first steps equal the uncached step's bit for bit; a model defined at
-other source lines (a comment added above it) still hits; another option
+first steps equal the uncached step's bit for bit; the user's model file
+edited above the model (every source line moves) still hits; another option
 misses; ``cache=False`` and ``AMP_CACHE=0`` neither read nor write it;
 ``python -m amp.cache`` lists and clears it. Each test has its own cache
 directory."""
@@ -27,15 +27,30 @@ class Small(nn.Module):
         return self.net(x)
 
 
-# The same model written again lower in the file: every source line in the
-# imported module differs, the code does not.
-class SmallElsewhere(nn.Module):
+SOURCE = """import torch.nn as nn
+
+
+class Edited(nn.Module):
     def __init__(self):
         super().__init__()
         self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 
     def forward(self, x):
         return self.net(x)
+"""
+
+
+def edited_model(directory, comment: str) -> nn.Module:
+    """The user's model file (``edited_model_file.py``) with ``comment``
+    lines added above the model: every source line of the imported module
+    moves."""
+    import importlib.util
+    path = directory / "edited_model_file.py"
+    path.write_text(comment + SOURCE)
+    spec = importlib.util.spec_from_file_location("edited_model_file", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Edited()
 
 
 def batches(count: int):
@@ -71,13 +86,16 @@ def test_a_second_compile_is_a_hit_with_the_same_losses(cache_dir):
     assert second.cache_hit and entries(cache_dir) == 1
     for batch in batches(3):
         assert first(*batch).loss == second(*batch).loss  # bit for bit
-    # the same code defined at other source lines
-    elsewhere = SmallElsewhere()
-    elsewhere.load_state_dict(model.state_dict())
-    assert compiled(elsewhere).cache_hit
+    # the user's file edited above the model: the same code at other lines
+    before = edited_model(cache_dir.parent, "")
+    step = compiled(before)
+    assert not step.cache_hit
+    after = edited_model(cache_dir.parent, "# a comment\n# and another\n\n")
+    assert compiled(after).cache_hit
+    assert step.mlir != compiled(after).mlir  # the locations differ
     # another option: compiled, and kept beside
     assert not compiled(Small(), accumulate=2).cache_hit
-    assert entries(cache_dir) == 2
+    assert entries(cache_dir) == 3
 
 
 def test_the_bypasses_neither_read_nor_write(cache_dir, monkeypatch):
@@ -115,3 +133,37 @@ def test_python_m_amp_cache_lists_and_clears(cache_dir):
     run = subprocess.run([sys.executable, "-m", "amp.cache", "purge"], capture_output=True,
                          text=True, env=environment)
     assert run.returncode == 2 and "usage: python -m amp.cache [list|clear]" in run.stderr
+
+
+def test_progress_on_a_terminal_only(cache_dir, tmp_path):
+    """A compile's phases are shown as they end when stderr is a terminal
+    (a pseudo-terminal here), and not otherwise."""
+    import pty
+    script = tmp_path / "compile.py"
+    script.write_text(
+        "import sys, torch, torch.nn as nn, amp\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "from test_cache import Small, compiled\n"
+        "torch.manual_seed(0)\n"
+        "compiled(Small(), cache=False)\n")
+    main, secondary = pty.openpty()
+    run = subprocess.run([sys.executable, str(script)], stderr=secondary,
+                         stdout=subprocess.PIPE, env=dict(os.environ))
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert run.returncode == 0, shown.decode(errors="replace")
+    text = shown.decode(errors="replace")
+    for phase in ("amp.compile: amp-pipeline: ", "amp.compile: lowering: ",
+                  "amp.compile: machine code: ", "amp.compile: total: "):
+        assert phase in text, text
+    quiet = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert quiet.returncode == 0 and "amp.compile:" not in quiet.stderr, quiet.stderr

@@ -268,14 +268,19 @@ class TwoColumns(nn.Module):
 
 
 def test_range_checks_do_not_mix_up_slices_of_one_input():
-    """Index checks hold whole arguments only: an id valid for its own
-    column's embedding is not checked against the other's size."""
+    """Index checks hold the part of the input that reaches each index op:
+    an id valid for its own column's embedding is not checked against the
+    other's size, and each column is checked against its own."""
     torch.manual_seed(0)
     model = TwoColumns()
     x, y = torch.tensor([[1, 50], [4, 99]]), torch.tensor([0, 2])
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y),
                        optimizer=torch.optim.SGD(model.parameters(), lr=0.1), opt_level="O0")
     assert step(x, y).loss > 0
+    with pytest.raises(IndexError, match=r"value 7 out of range for embedding \(5 rows\) of 'a'"):
+        step(torch.tensor([[1, 50], [7, 3]]), y)
+    with pytest.raises(IndexError, match=r"value 100 out of range for embedding \(100 rows\) of 'b'"):
+        step(torch.tensor([[1, 100], [4, 3]]), y)
 
 
 class MaskedScores(nn.Module):

@@ -45,9 +45,19 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
                                cl::cat(category));
 cl::opt<bool> timePhases(
     "time-phases",
-    cl::desc("Print each compile phase's wall time (parse, amp-pipeline, "
-             "lowering, LLVM IR, LLVM optimization, machine code, link)"),
+    cl::desc("Print each compile phase's wall time as it ends (parse, "
+             "amp-pipeline, lowering, LLVM IR, LLVM optimization, machine "
+             "code, link): the progress of a long compile. Default: on when "
+             "stderr is a terminal"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
+                    cl::init(false), cl::cat(category));
+cl::opt<std::string> modelName(
+    "model-name",
+    cl::desc("The model's name in the artifact's manifest (amp-train "
+             "--describe, checkpoints) and in the compile cache's key "
+             "(default: the model file's path)"),
+    cl::value_desc("name"), cl::init(""), cl::cat(category));
 cl::opt<bool> cacheList("cache-list",
                         cl::desc("List the compile cache's entries (most "
                                  "recently used first) and exit"),
@@ -177,8 +187,9 @@ int main(int argc, char **argv) {
   artifactOptions.kernelFormat = kernelFormat;
 
   auto start = std::chrono::steady_clock::now(), mark = start;
+  bool progress = timePhases || (llvm::errs().is_displayed() && !quiet);
   auto phase = [&](llvm::StringRef name, double seconds) {
-    if (timePhases)
+    if (progress)
       llvm::errs() << "amp-compile: " << name << ": "
                    << llvm::format("%.2f", seconds) << " s\n";
   };
@@ -188,6 +199,10 @@ int main(int argc, char **argv) {
     mark = now;
   };
   artifactOptions.onPhase = phase;
+
+  // The manifest names the model (a cached artifact too: the name is part
+  // of the key).
+  std::string name = modelName.empty() ? std::string(modelPath) : modelName;
 
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
@@ -201,7 +216,7 @@ int main(int argc, char **argv) {
       verifyOnly ? ArtifactCacheSettings{false} : *settings, llvm::errs());
   std::string key;
   if (cache.isEnabled()) {
-    key = computeArtifactCacheKey(**model, options, artifactOptions);
+    key = computeArtifactCacheKey(**model, name, options, artifactOptions);
     if (std::optional<std::string> hit = cache.lookup(key)) {
       if (llvm::Error e = copyOut(*hit, outputPath))
         return fail(llvm::toString(std::move(e)));
@@ -219,11 +234,11 @@ int main(int argc, char **argv) {
   if (verifyOnly)
     return 0;
   if (llvm::Error e = compileArtifact(*training->module,
-                                      training->getManifest(modelPath, options),
+                                      training->getManifest(name, options),
                                       artifactOptions, outputPath))
     return fail(llvm::toString(std::move(e)));
   if (!key.empty())
-    cache.store(key, outputPath, modelPath,
+    cache.store(key, outputPath, name,
                 describeArtifactOptions(options, artifactOptions));
   phase("total", std::chrono::duration<double>(
                      std::chrono::steady_clock::now() - start)

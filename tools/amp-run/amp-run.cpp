@@ -138,7 +138,8 @@ int main(int argc, char **argv) {
     ArtifactCache cache = ArtifactCache::open(*settings, llvm::errs());
     std::string key, path;
     if (cache.isEnabled()) {
-      key = computeArtifactCacheKey(**model, options, artifactOptions);
+      key = computeArtifactCacheKey(**model, modelPath, options,
+                                    artifactOptions);
       if (std::optional<std::string> hit = cache.lookup(key)) {
         path = *hit;
         llvm::errs() << "amp-run: cache hit " << key.substr(0, 16) << " ("

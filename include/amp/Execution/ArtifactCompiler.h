@@ -59,10 +59,11 @@ llvm::Error compileArtifact(mlir::ModuleOp module, ArtifactManifest manifest,
 std::string describeArtifactTarget(const ArtifactOptions &options);
 
 /// The compile cache's key (ArtifactCache::computeKey) of `model` (as
-/// parsed, before amp-pipeline) compiled with `options` into an artifact
-/// for `artifact`'s target: every pipeline option (a policy file by its
-/// content) and describeArtifactTarget.
-std::string computeArtifactCacheKey(mlir::ModuleOp model,
+/// parsed, before amp-pipeline) named `name` in the artifact's manifest,
+/// compiled with `options` into an artifact for `artifact`'s target: every
+/// pipeline option (a policy file by its content) and
+/// describeArtifactTarget.
+std::string computeArtifactCacheKey(mlir::ModuleOp model, llvm::StringRef name,
                                     const AmpPipelineOptions &options,
                                     const ArtifactOptions &artifact);
 

@@ -91,6 +91,10 @@ class IndexCheck:
     what: str  # "embedding 'm.transformer.wte' (512 rows)"
     file: str = ""
     line: int = 0
+    # The part of the argument that reaches the index op, as (start, stop)
+    # per dimension (x[:, 1] of an [N, 2] input: ((0, N), (1, 2))); None:
+    # all of it.
+    region: Optional[Tuple[Tuple[int, int], ...]] = None
 
 
 @dataclasses.dataclass
@@ -232,6 +236,10 @@ class _Emitter:
         self.origin: Dict[str, int] = {}
         # Constants mixed into such a value (a pad's value): checked at import.
         self.origin_fills: Dict[str, FrozenSet[int]] = {}
+        # The part of the argument such a value holds ((start, stop) per
+        # argument dimension; None: all of it), and whether the value's
+        # coordinates are still the argument's (slices of it compose).
+        self.origin_region: Dict[str, Tuple[Optional[Tuple[Tuple[int, int], ...]], bool]] = {}
         # The node being imported: its module path, file and line.
         self.where: Tuple[str, str, int] = ("", "", 0)
         self.index_checks: List[IndexCheck] = []
@@ -362,16 +370,28 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
 
 
 def _same_origin(em: _Emitter, source: str, result: str, whole: bool = True,
-                 fills: Sequence[int] = ()) -> None:
-    """``result`` holds elements of ``source`` (a reshape, transpose,
-    broadcast; ``whole=False``: a slice, some of them; ``fills``: and these
-    constants, a pad's): a mask if it is one, and of the same batch
-    argument. A slice's range checks are the whole argument's: stricter
-    than PyTorch, which checks only the elements used (HuggingFace's causal
-    LM loss drops each sequence's first label)."""
+                 fills: Sequence[int] = (),
+                 window: Optional[Tuple[Sequence[int], Sequence[int]]] = None) -> None:
+    """``result`` holds elements of ``source``: all of them (a reshape,
+    transpose, broadcast), or with ``whole=False`` the ``window`` (offsets,
+    sizes) of a slice, or with ``fills`` those and these constants (a
+    pad's). A mask if ``source`` is one; of the same batch argument, and of
+    the same part of it: a slice of a value whose coordinates are the
+    argument's narrows the part (x[:, 0] and x[:, 1] are checked apart); a
+    slice after a reshape or pad keeps the part it slices from (checked
+    whole: stricter than PyTorch, which checks only the elements used)."""
     if source in em.origin:
         em.origin[result] = em.origin[source]
         em.origin_fills[result] = em.origin_fills.get(source, frozenset()) | set(fills)
+        region, aligned = em.origin_region.get(source, (None, True))
+        if not whole and window is not None and aligned and not fills:
+            offsets, sizes = window
+            starts = [0] * len(offsets) if region is None else [r[0] for r in region]
+            region = tuple((start + offset, start + offset + size)
+                           for start, offset, size in zip(starts, offsets, sizes))
+        else:  # coordinates of its own from here (or a slice of such)
+            aligned = False
+        em.origin_region[result] = (region, aligned)
     if source in em.masks:
         em.masks.add(result)
 
@@ -384,8 +404,9 @@ def _check_indices(em: _Emitter, indices: Value, node: Any, limit: int,
     module, path, line = em.where
     what = f"{what} of {module!r}" if module else what
     if indices.name in em.origin:
+        region = em.origin_region.get(indices.name, (None, True))[0]
         em.index_checks.append(IndexCheck(em.origin[indices.name], limit, ignore, what,
-                                          path, line))
+                                          path, line, region))
         for fill in sorted(em.origin_fills.get(indices.name, ())):  # a pad's constant
             if not 0 <= fill < limit and fill != ignore:
                 raise _Unsupported(f"index {fill} (a pad's value) out of range for {what}")
@@ -498,7 +519,7 @@ def _slice(em: _Emitter, x: Value, offsets: Sequence[int], sizes: Sequence[int])
         return Value(*x)
     out = em.op(f"train.slice {x[0]} offsets {list(offsets)} : {tensor_type(x[1], x[2])} "
                 f"-> {tensor_type(sizes, x[2])}")
-    _same_origin(em, x[0], out, whole=False)
+    _same_origin(em, x[0], out, whole=False, window=(offsets, sizes))
     return Value(out, tuple(sizes), x[2])
 
 

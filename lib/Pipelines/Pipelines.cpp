@@ -71,7 +71,8 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          bufferizePipeline(options.copyBeforeWrite) +
          // Threads: large loops become tasks of the runtime's thread pool.
          (options.parallel
-              ? "func.func(amp-parallelize-loops),amp-outline-parallel-loops,"
+              ? "func.func(amp-parallelize-loops),"
+                "amp-outline-parallel-loops{outline-serial=true},"
               : "") +
          // Loops, then the LLVM dialect. Other transcendentals call libm
          // (accurate to an ulp); f16/bf16 conversions are expanded or called out. The

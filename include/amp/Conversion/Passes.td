@@ -397,10 +397,29 @@ def OutlineParallelLoopsPass
     Constants the body uses are cloned into the task function; other values
     defined outside the loop are passed.
 
+    With `outline-serial`, each linalg op on buffers left at the top level
+    of a function that has at least `min-serial` of them (the sequential
+    work beside the tasks) moves into a private function
+    `@<function>_loop<N>(<captured values>...)` of its own, called directly
+    with `no_inline`, with `amp.noalias_pointers` as a task's. LLVM's loop
+    passes (loop rotation, induction-variable simplification, loop
+    deletion) cost time superlinear in the size of the function holding
+    the loops: on DenseNet-121's step, one function of thousands of loop
+    nests, 138 of -O3's 155 s (docs/benchmarks.md).
+
     ```
     amp-opt step.forall.mlir --amp-outline-parallel-loops
+    amp-opt step.forall.mlir --amp-outline-parallel-loops="outline-serial=true min-serial=16"
     ```
   }];
+  let options = [
+    Option<"outlineSerial", "outline-serial", "bool", /*default=*/"false",
+           "Also move each top-level linalg op on buffers into a function "
+           "of its own (called, never inlined)">,
+    Option<"minSerial", "min-serial", "int64_t", /*default=*/"16",
+           "outline-serial: only in functions with at least this many such "
+           "ops">,
+  ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",

@@ -192,8 +192,77 @@ std::optional<Bounds> outlinableBounds(scf::ForallOp forall) {
   return b;
 }
 
+/// Sets `amp.noalias_pointers` on `outlined` (a function made from code of
+/// `parent`, an entry point or not, that takes `passed`, after
+/// `firstPosition` other parameters):
+/// the positions of the allocated and aligned pointers of each memref
+/// argument whose memory no other passed value reaches, when every memref
+/// argument's memory is known and the body reaches memory only through
+/// them (see amp-outline-parallel-loops' description).
+void setNoAliasPointers(func::FuncOp outlined, ArrayRef<Value> passed,
+                        func::FuncOp parent, bool isEntry,
+                        int64_t firstPosition) {
+  DenseMap<const void *, unsigned> roots;
+  bool known = !outlined
+                    .walk([](Operation *op) {
+                      return isa<memref::GetGlobalOp, CallOpInterface,
+                                 memref::ExtractAlignedPointerAsIndexOp>(op)
+                                 ? WalkResult::interrupt()
+                                 : WalkResult::advance();
+                    })
+                    .wasInterrupted();
+  for (Value value : passed) {
+    if (!isa<BaseMemRefType>(value.getType()))
+      continue;
+    const void *root = memoryRoot(value, parent, isEntry);
+    known &= root != nullptr && isa<MemRefType>(value.getType());
+    ++roots[root];
+  }
+  SmallVector<int64_t> noAlias;
+  int64_t position = firstPosition;
+  for (Value value : passed) {
+    auto memref = dyn_cast<MemRefType>(value.getType());
+    if (!memref) {
+      ++position;
+      continue;
+    }
+    if (known && roots[memoryRoot(value, parent, isEntry)] == 1)
+      noAlias.append({position, position + 1});
+    position += 3 + 2 * memref.getRank();
+  }
+  if (!noAlias.empty())
+    outlined->setAttr(kNoAliasPointersAttr,
+                      DenseI64ArrayAttr::get(outlined.getContext(), noAlias));
+}
+
+/// What `op` uses from outside it (operands and values its regions read):
+/// constants (cloned where it moves) and the rest (passed).
+void splitUsedValues(Operation *op, SmallVectorImpl<Value> &passed,
+                     SmallVectorImpl<Value> &constants) {
+  llvm::SetVector<Value> used(op->getOperands().begin(),
+                              op->getOperands().end());
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, used);
+  for (Value value : used) {
+    Operation *def = value.getDefiningOp();
+    if (def && def->getNumOperands() == 0 && matchPattern(def, m_Constant()))
+      constants.push_back(value);
+    else
+      passed.push_back(value);
+  }
+}
+
+/// Whether `func` is an entry point: public, called by nothing in the
+/// module (its buffer arguments are distinct; a walk of the module).
+bool isEntry(func::FuncOp func) {
+  return func.isPublic() &&
+         SymbolTable::symbolKnownUseEmpty(func, func->getParentOp());
+}
+
 struct OutlineParallelLoopsPass
     : public amp::impl::OutlineParallelLoopsPassBase<OutlineParallelLoopsPass> {
+  using OutlineParallelLoopsPassBase::OutlineParallelLoopsPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -211,6 +280,60 @@ struct OutlineParallelLoopsPass
       unsigned counter = 0;
       for (scf::ForallOp forall : loops)
         outline(symbols, func, forall, counter);
+      if (outlineSerial)
+        outlineSequential(symbols, func);
+    }
+  }
+
+  /// outline-serial: each linalg op on buffers left at the top level of
+  /// `parent` (which has at least min-serial of them) moves into a private
+  /// function @<parent>_loop<N>(<captured values>...), called directly and
+  /// never inlined: LLVM's loop passes then see one loop nest per function
+  /// instead of thousands in one.
+  void outlineSequential(SymbolTable &symbols, func::FuncOp parent) {
+    if (parent.isDeclaration())
+      return;
+    SmallVector<linalg::LinalgOp> ops;
+    for (Operation &op : parent.getBody().front())
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(&op))
+        if (linalgOp.hasPureBufferSemantics() && op.getNumResults() == 0)
+          ops.push_back(linalgOp);
+    if (int64_t(ops.size()) < minSerial)
+      return;
+    MLIRContext *ctx = &getContext();
+    bool entryPoint = isEntry(parent);
+    unsigned counter = 0;
+    for (linalg::LinalgOp linalgOp : ops) {
+      Operation *op = linalgOp.getOperation();
+      Location loc = op->getLoc();
+      SmallVector<Value> passed, constants;
+      splitUsedValues(op, passed, constants);
+      std::string name;
+      do {
+        name = (parent.getSymName() + "_loop" + llvm::Twine(counter++)).str();
+      } while (symbols.lookup(name));
+      OpBuilder builder(ctx);
+      builder.setInsertionPointAfter(parent);
+      auto outlined = func::FuncOp::create(
+          builder, loc, name,
+          builder.getFunctionType(TypeRange(ValueRange(passed)), {}));
+      outlined.setPrivate();
+      symbols.insert(outlined);
+      Block *entry = outlined.addEntryBlock();
+      builder.setInsertionPointToStart(entry);
+      IRMapping mapping;
+      for (Value value : constants)
+        mapping.map(value, builder.clone(*value.getDefiningOp())->getResult(0));
+      for (auto [value, arg] : llvm::zip(passed, entry->getArguments()))
+        mapping.map(value, arg);
+      builder.clone(*op, mapping);
+      func::ReturnOp::create(builder, loc);
+      setNoAliasPointers(outlined, passed, parent, entryPoint,
+                         /*firstPosition=*/0);
+      builder.setInsertionPoint(op);
+      auto call = func::CallOp::create(builder, loc, outlined, passed);
+      call.setNoInline(true);
+      op->erase();
     }
   }
 
@@ -276,39 +399,8 @@ struct OutlineParallelLoopsPass
     // drops a memref argument's attributes.
     // The body must reach memory only through the passed memrefs: no
     // globals, calls or raw pointers of its own.
-    bool isEntry =
-        parent.isPublic() &&
-        SymbolTable::symbolKnownUseEmpty(parent, parent->getParentOp());
-    DenseMap<const void *, unsigned> roots;
-    bool known = !task.walk([](Operation *op) {
-                       return isa<memref::GetGlobalOp, CallOpInterface,
-                                  memref::ExtractAlignedPointerAsIndexOp>(op)
-                                  ? WalkResult::interrupt()
-                                  : WalkResult::advance();
-                     })
-                      .wasInterrupted();
-    for (Value value : passed) {
-      if (!isa<BaseMemRefType>(value.getType()))
-        continue;
-      const void *root = memoryRoot(value, parent, isEntry);
-      known &= root != nullptr && isa<MemRefType>(value.getType());
-      ++roots[root];
-    }
-    SmallVector<int64_t> noAlias;
-    int64_t position = 2;
-    for (Value value : passed) {
-      auto memref = dyn_cast<MemRefType>(value.getType());
-      if (!memref) {
-        ++position;
-        continue;
-      }
-      if (known && roots[memoryRoot(value, parent, isEntry)] == 1)
-        noAlias.append({position, position + 1});
-      position += 3 + 2 * memref.getRank();
-    }
-    if (!noAlias.empty())
-      task->setAttr(kNoAliasPointersAttr,
-                    builder.getDenseI64ArrayAttr(noAlias));
+    setNoAliasPointers(task, passed, parent, isEntry(parent),
+                       /*firstPosition=*/2);
 
     // The launch: @<task>_launch(%tasks, passed...), a declaration.
     SmallVector<Type> launchInputs = {index};
@@ -340,9 +432,13 @@ struct LowerParallelLaunchesPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<LLVM::LLVMFuncOp> launches;
-    for (auto func : module.getOps<LLVM::LLVMFuncOp>())
+    for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
       if (func->hasAttr(kParallelTaskAttr))
         launches.push_back(func);
+      // Tasks, and the loops outline-serial moved into functions.
+      if (failed(markNoAlias(func)))
+        return signalPassFailure();
+    }
     if (launches.empty())
       return;
     MLIRContext *ctx = &getContext();
@@ -366,8 +462,6 @@ struct LowerParallelLaunchesPass
                            << taskRef << " in the LLVM dialect";
         return signalPassFailure();
       }
-      if (failed(markNoAlias(task)))
-        return signalPassFailure();
       LLVM::LLVMFuncOp run = buildRunner(builder, task, launch);
       SmallVector<LLVM::CallOp> calls;
       module.walk([&](LLVM::CallOp call) {

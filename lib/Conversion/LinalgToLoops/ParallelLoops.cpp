@@ -303,6 +303,7 @@ struct OutlineParallelLoopsPass
     MLIRContext *ctx = &getContext();
     bool entryPoint = isEntry(parent);
     unsigned counter = 0;
+    Operation *after = parent; // the functions follow it in program order
     for (linalg::LinalgOp linalgOp : ops) {
       Operation *op = linalgOp.getOperation();
       Location loc = op->getLoc();
@@ -313,12 +314,13 @@ struct OutlineParallelLoopsPass
         name = (parent.getSymName() + "_loop" + llvm::Twine(counter++)).str();
       } while (symbols.lookup(name));
       OpBuilder builder(ctx);
-      builder.setInsertionPointAfter(parent);
+      builder.setInsertionPointAfter(after);
       auto outlined = func::FuncOp::create(
           builder, loc, name,
           builder.getFunctionType(TypeRange(ValueRange(passed)), {}));
       outlined.setPrivate();
-      symbols.insert(outlined);
+      symbols.insert(outlined, Block::iterator(after->getNextNode()));
+      after = outlined;
       Block *entry = outlined.addEntryBlock();
       builder.setInsertionPointToStart(entry);
       IRMapping mapping;

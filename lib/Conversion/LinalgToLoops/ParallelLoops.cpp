@@ -235,14 +235,11 @@ void setNoAliasPointers(func::FuncOp outlined, ArrayRef<Value> passed,
                       DenseI64ArrayAttr::get(outlined.getContext(), noAlias));
 }
 
-/// What `op` uses from outside it (operands and values its regions read):
-/// constants (cloned where it moves) and the rest (passed).
-void splitUsedValues(Operation *op, SmallVectorImpl<Value> &passed,
+/// Values code uses from outside it, split into constants (cloned where the
+/// code moves) and the rest (passed).
+void splitUsedValues(const llvm::SetVector<Value> &used,
+                     SmallVectorImpl<Value> &passed,
                      SmallVectorImpl<Value> &constants) {
-  llvm::SetVector<Value> used(op->getOperands().begin(),
-                              op->getOperands().end());
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, used);
   for (Value value : used) {
     Operation *def = value.getDefiningOp();
     if (def && def->getNumOperands() == 0 && matchPattern(def, m_Constant()))
@@ -307,8 +304,13 @@ struct OutlineParallelLoopsPass
     for (linalg::LinalgOp linalgOp : ops) {
       Operation *op = linalgOp.getOperation();
       Location loc = op->getLoc();
+      // Its operands and what its regions read.
+      llvm::SetVector<Value> used(op->getOperands().begin(),
+                                  op->getOperands().end());
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, used);
       SmallVector<Value> passed, constants;
-      splitUsedValues(op, passed, constants);
+      splitUsedValues(used, passed, constants);
       std::string name;
       do {
         name = (parent.getSymName() + "_loop" + llvm::Twine(counter++)).str();
@@ -347,13 +349,7 @@ struct OutlineParallelLoopsPass
     llvm::SetVector<Value> used;
     getUsedValuesDefinedAbove(forall.getRegion(), used);
     SmallVector<Value> passed, constants;
-    for (Value value : used) {
-      Operation *def = value.getDefiningOp();
-      if (def && def->getNumOperands() == 0 && matchPattern(def, m_Constant()))
-        constants.push_back(value);
-      else
-        passed.push_back(value);
-    }
+    splitUsedValues(used, passed, constants);
 
     // @<parent>_task<N>(%first, %last, passed...).
     OpBuilder builder(ctx);

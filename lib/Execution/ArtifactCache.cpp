@@ -54,6 +54,21 @@ void hashFile(llvm::SHA256 &hash, llvm::StringRef path) {
   hash.update(buffer ? (*buffer)->getBuffer() : llvm::StringRef("<missing>"));
 }
 
+/// Adds `path` and, where it names a file, its size and modification time
+/// (make's test: libdnnl.so alone is too large to read at every compile).
+/// Returns whether the file exists.
+bool hashIdentity(llvm::SHA256 &hash, llvm::StringRef path) {
+  hash.update(path);
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(path, status))
+    return false;
+  hash.update((llvm::Twine(status.getSize()) + ":" +
+               llvm::Twine(
+                   status.getLastModificationTime().time_since_epoch().count()))
+                  .str());
+  return true;
+}
+
 /// This build of amp: the compiler's libraries, the runtime archives
 /// artifacts link, LLVM's version. Computed once.
 const std::string &buildId() {
@@ -61,47 +76,26 @@ const std::string &buildId() {
     llvm::SHA256 hash;
     hash.update(kFormat);
     hash.update(LLVM_VERSION_STRING);
+    auto inputs = [](llvm::StringRef list) {
+      llvm::SmallVector<llvm::StringRef> split;
+      list.split(split, '|', -1, /*KeepEmpty=*/false);
+      return split;
+    };
     // The compiler's libraries (every tool links the same ones: amp-run
-    // and amp-compile share entries), by path, size and modification
-    // time; an installed tool without them: its own executable's content.
-    llvm::SmallVector<llvm::StringRef> libraries;
-    llvm::StringRef(AMP_COMPILER_ARCHIVES)
-        .split(libraries, '|', -1, /*KeepEmpty=*/false);
+    // and amp-compile share entries); an installed tool without them: its
+    // own executable's content.
+    llvm::SmallVector<llvm::StringRef> libraries = inputs(AMP_COMPILER_ARCHIVES);
     bool found = !libraries.empty();
-    for (llvm::StringRef library : libraries) {
-      llvm::sys::fs::file_status status;
-      if (llvm::sys::fs::status(library, status)) {
-        found = false;
-        break;
-      }
-      hash.update(library);
-      hash.update((llvm::Twine(status.getSize()) + ":" +
-                   llvm::Twine(status.getLastModificationTime()
-                                   .time_since_epoch()
-                                   .count()))
-                      .str());
-    }
+    for (llvm::StringRef library : libraries)
+      found &= hashIdentity(hash, library);
     if (!found)
       hashFile(hash, "/proc/self/exe");
+    // The runtime's link inputs (files, and flags such as -fopenmp).
     for (llvm::StringRef list :
          {llvm::StringRef(AMP_RUNTIME_CPU_ARCHIVES),
-          llvm::StringRef(AMP_RUNTIME_CUDA_ARCHIVES)}) {
-      llvm::SmallVector<llvm::StringRef> inputs;
-      list.split(inputs, '|', -1, /*KeepEmpty=*/false);
-      // By path, size and modification time (make's test): libdnnl.so
-      // alone is too large to read at every compile.
-      for (llvm::StringRef input : inputs) {
-        hash.update(input); // a flag (-fopenmp), or a file:
-        llvm::sys::fs::file_status status;
-        if (!llvm::sys::fs::status(input, status))
-          hash.update(
-              (llvm::Twine(status.getSize()) + ":" +
-               llvm::Twine(status.getLastModificationTime()
-                               .time_since_epoch()
-                               .count()))
-                  .str());
-      }
-    }
+          llvm::StringRef(AMP_RUNTIME_CUDA_ARCHIVES)})
+      for (llvm::StringRef input : inputs(list))
+        hashIdentity(hash, input);
     return hexDigest(hash);
   }();
   return id;

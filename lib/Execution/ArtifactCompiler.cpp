@@ -140,14 +140,16 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
   return text;
 }
 
-std::string amp::computeArtifactCacheKey(ModuleOp model, llvm::StringRef name,
-                                         const AmpPipelineOptions &options,
-                                         const ArtifactOptions &artifact) {
+/// The cache key's parts besides the module: the target, the manifest's
+/// model name, every pipeline option (a policy file by its content).
+static std::vector<std::string>
+cacheKeyParts(llvm::StringRef name, const AmpPipelineOptions &options,
+              const ArtifactOptions &artifact) {
   // The manifest's model name is in the artifact's bytes.
   std::vector<std::string> parts = {describeArtifactTarget(artifact),
                                     "model=" + name.str()};
-  for (auto &[name, value] : getReadableOptions(options))
-    parts.push_back(name + "=" + value);
+  for (auto &[option, value] : getReadableOptions(options))
+    parts.push_back(option + "=" + value);
   if (!options.policy.empty()) {
     auto policy = llvm::MemoryBuffer::getFile(options.policy);
     llvm::SHA256 hash;
@@ -155,15 +157,34 @@ std::string amp::computeArtifactCacheKey(ModuleOp model, llvm::StringRef name,
     parts.push_back("policy-content=" +
                     llvm::toHex(hash.final(), /*LowerCase=*/true));
   }
-  return ArtifactCache::computeKey(model, parts);
+  return parts;
 }
 
-std::string amp::describeArtifactOptions(const AmpPipelineOptions &options,
-                                         const ArtifactOptions &artifact) {
-  std::string text = "backend=" + artifact.backend;
-  for (auto &[name, value] : getReadableOptions(options))
-    text += " " + name + "=" + value;
-  return text;
+std::optional<std::string> amp::lookupCachedArtifact(
+    ArtifactCache &cache, ModuleOp model, llvm::StringRef name,
+    const AmpPipelineOptions &options, const ArtifactOptions &artifact,
+    llvm::StringRef tool, std::string &key) {
+  key.clear();
+  if (!cache.isEnabled())
+    return std::nullopt;
+  key = ArtifactCache::computeKey(model, cacheKeyParts(name, options, artifact));
+  std::optional<std::string> hit = cache.lookup(key);
+  if (hit)
+    llvm::errs() << tool << ": cache hit " << key.substr(0, 16) << " ("
+                 << cache.getDirectory() << "): the step compiled before\n";
+  return hit;
+}
+
+void amp::storeCachedArtifact(ArtifactCache &cache, llvm::StringRef key,
+                              llvm::StringRef path, llvm::StringRef name,
+                              const AmpPipelineOptions &options,
+                              const ArtifactOptions &artifact) {
+  if (key.empty())
+    return;
+  std::string described = "backend=" + artifact.backend;
+  for (auto &[option, value] : getReadableOptions(options))
+    described += " " + option + "=" + value;
+  cache.store(key, path, name, described);
 }
 
 llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,

@@ -215,16 +215,12 @@ int main(int argc, char **argv) {
   ArtifactCache cache = ArtifactCache::open(
       verifyOnly ? ArtifactCacheSettings{false} : *settings, llvm::errs());
   std::string key;
-  if (cache.isEnabled()) {
-    key = computeArtifactCacheKey(**model, name, options, artifactOptions);
-    if (std::optional<std::string> hit = cache.lookup(key)) {
-      if (llvm::Error e = copyOut(*hit, outputPath))
-        return fail(llvm::toString(std::move(e)));
-      llvm::errs() << "amp-compile: cache hit " << key.substr(0, 16)
-                   << " (" << cache.getDirectory()
-                   << "): the step compiled before\n";
-      return 0;
-    }
+  if (std::optional<std::string> hit =
+          lookupCachedArtifact(cache, **model, name, options, artifactOptions,
+                               "amp-compile", key)) {
+    if (llvm::Error e = copyOut(*hit, outputPath))
+      return fail(llvm::toString(std::move(e)));
+    return 0;
   }
   auto training =
       buildCheckedTrainingModule(std::move(*model), modelPath, options);
@@ -237,9 +233,7 @@ int main(int argc, char **argv) {
                                       training->getManifest(name, options),
                                       artifactOptions, outputPath))
     return fail(llvm::toString(std::move(e)));
-  if (!key.empty())
-    cache.store(key, outputPath, name,
-                describeArtifactOptions(options, artifactOptions));
+  storeCachedArtifact(cache, key, outputPath, name, options, artifactOptions);
   phase("total", std::chrono::duration<double>(
                      std::chrono::steady_clock::now() - start)
                      .count());

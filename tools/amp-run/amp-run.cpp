@@ -136,17 +136,11 @@ int main(int argc, char **argv) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend = backend;
     ArtifactCache cache = ArtifactCache::open(*settings, llvm::errs());
-    std::string key, path;
-    if (cache.isEnabled()) {
-      key = computeArtifactCacheKey(**model, modelPath, options,
-                                    artifactOptions);
-      if (std::optional<std::string> hit = cache.lookup(key)) {
-        path = *hit;
-        llvm::errs() << "amp-run: cache hit " << key.substr(0, 16) << " ("
-                     << cache.getDirectory()
-                     << "): the step compiled before\n";
-      }
-    }
+    std::string key;
+    std::string path =
+        lookupCachedArtifact(cache, **model, modelPath, options,
+                             artifactOptions, "amp-run", key)
+            .value_or("");
     llvm::SmallString<128> temporary;
     std::optional<llvm::FileRemover> remover;
     if (path.empty()) {
@@ -162,9 +156,8 @@ int main(int argc, char **argv) {
               *training->module, training->getManifest(modelPath, options),
               artifactOptions, temporary))
         return finish(fail(llvm::toString(std::move(e))));
-      if (!key.empty())
-        cache.store(key, temporary, modelPath,
-                    describeArtifactOptions(options, artifactOptions));
+      storeCachedArtifact(cache, key, temporary, modelPath, options,
+                          artifactOptions);
       path = std::string(temporary);
     }
     auto loaded = Artifact::load(path);

@@ -8,11 +8,13 @@
 #define AMP_EXECUTION_ARTIFACTCOMPILER_H
 
 #include "amp/Execution/Artifact.h"
+#include "amp/Execution/ArtifactCache.h"
 #include "amp/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace amp {
@@ -58,18 +60,26 @@ llvm::Error compileArtifact(mlir::ModuleOp module, ArtifactManifest manifest,
 /// key reads it).
 std::string describeArtifactTarget(const ArtifactOptions &options);
 
-/// The compile cache's key (ArtifactCache::computeKey) of `model` (as
-/// parsed, before amp-pipeline) named `name` in the artifact's manifest,
-/// compiled with `options` into an artifact for `artifact`'s target: every
-/// pipeline option (a policy file by its content) and
-/// describeArtifactTarget.
-std::string computeArtifactCacheKey(mlir::ModuleOp model, llvm::StringRef name,
-                                    const AmpPipelineOptions &options,
-                                    const ArtifactOptions &artifact);
+/// The compile cache's side of compiling `model` (as parsed, before
+/// amp-pipeline) named `name` in the artifact's manifest, with `options`
+/// for `artifact`'s target. The key covers every pipeline option (a policy
+/// file by its content), the name and describeArtifactTarget; `key` is set
+/// to it (empty with the cache off). Returns the cached artifact's path on
+/// a hit, which it says on stderr ("<tool>: cache hit <key> (<directory>):
+/// the step compiled before"); none otherwise.
+std::optional<std::string>
+lookupCachedArtifact(ArtifactCache &cache, mlir::ModuleOp model,
+                     llvm::StringRef name, const AmpPipelineOptions &options,
+                     const ArtifactOptions &artifact, llvm::StringRef tool,
+                     std::string &key);
 
-/// The options as a cache entry records them: "backend=cpu name=value ...".
-std::string describeArtifactOptions(const AmpPipelineOptions &options,
-                                    const ArtifactOptions &artifact);
+/// Keeps the artifact at `path` in `cache` under `key` (from
+/// lookupCachedArtifact; empty: nothing is kept), recording `name` and the
+/// options.
+void storeCachedArtifact(ArtifactCache &cache, llvm::StringRef key,
+                         llvm::StringRef path, llvm::StringRef name,
+                         const AmpPipelineOptions &options,
+                         const ArtifactOptions &artifact);
 
 } // namespace amp
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -10,7 +11,8 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 import numpy as np
 import torch
@@ -227,7 +229,8 @@ class Step:
                  model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  static_scale: Optional[float] = None,
                  rebuild: Optional[Callable[[Tuple[torch.Tensor, ...]],
-                                            Tuple[Any, _importer.ImportedModel]]] = None):
+                                            Tuple[Any, _importer.ImportedModel]]] = None,
+                 cache_hit: bool = False):
         self._static_scale = static_scale
         self._optimizer = optimizer
         # The batch: the model's inputs, then the target (the leading
@@ -246,7 +249,7 @@ class Step:
         self._calls = 0
         self.mlir: str = imported.text
         """The imported train-dialect module (the input of amp-compile)."""
-        self.cache_hit: bool = False
+        self.cache_hit: bool = cache_hit
         """Whether the compile cache held the step (nothing was compiled)."""
         self.load_from(model)
 
@@ -559,6 +562,17 @@ def to_mlir(model: torch.nn.Module, loss_fn: Optional[Callable],
     return _importer.import_model(model, loss_fn, example_inputs).text
 
 
+@contextlib.contextmanager
+def _module_file(text: str, prefix: str) -> Iterator[Tuple[str, str]]:
+    """``text`` written to ``model.mlir`` in a new temporary directory, for a
+    tool to read: (the directory, the file's path); both go afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        source = os.path.join(directory, "model.mlir")
+        with open(source, "w") as f:
+            f.write(text)
+        yield directory, source
+
+
 def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
                   cache: bool = True, name: str = "") -> Tuple[Any, bool]:
     """amp-compile of ``text`` with ``flags``, loaded in this process (the
@@ -566,11 +580,8 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
     whether the compile cache held it (``cache=False``: not consulted)."""
     # The artifact is loaded (dlopen'ed) before its directory goes: nothing
     # is left on disk, whatever happens after.
-    with tempfile.TemporaryDirectory(prefix="amp-step-") as directory:
-        source = os.path.join(directory, "model.mlir")
+    with _module_file(text, "amp-step-") as (directory, source):
         artifact = os.path.join(directory, "step.so")
-        with open(source, "w") as f:
-            f.write(text)
         environment = None if cache else dict(os.environ, AMP_CACHE="0")
         # On a terminal, each phase of a long compile is shown as it ends.
         progress = sys.stderr.isatty()
@@ -730,7 +741,5 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     # Data parallel: every rank would have to compile and join for the same
     # shape at the same call; a DistributedSampler's shards are one size
     # (drop_last), so another shape stays a ValueError there.
-    step = Step(native, imported, model, optimizer, static_scale,
-                None if data_parallel else rebuild)
-    step.cache_hit = hit
-    return step
+    return Step(native, imported, model, optimizer, static_scale,
+                None if data_parallel else rebuild, hit)

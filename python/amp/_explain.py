@@ -7,13 +7,12 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from . import _importer
-from ._api import _DTYPE_NAMES, _amp_compile, _check_precision
+from ._api import _DTYPE_NAMES, _amp_compile, _check_precision, _module_file
 from ._errors import CompileError, UnsupportedNode
 
 
@@ -108,10 +107,7 @@ def _verify(text: str, opt_level: str, dtype: str) -> List[UnsupportedNode]:
     """amp-compile --verify-only of the imported module (amp-pipeline, the
     verifier, the evaluation function; no code): each error it reports, at
     the user's source line where its location has one."""
-    with tempfile.TemporaryDirectory(prefix="amp-explain-") as directory:
-        source = os.path.join(directory, "model.mlir")
-        with open(source, "w") as f:
-            f.write(text)
+    with _module_file(text, "amp-explain-") as (_, source):
         run = subprocess.run([_amp_compile(), source, "--verify-only",
                               f"--opt-level={opt_level}", f"--dtype={dtype}"],
                              capture_output=True, text=True)
@@ -135,11 +131,8 @@ def _verify(text: str, opt_level: str, dtype: str) -> List[UnsupportedNode]:
 def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict]:
     """amp-autocast + amp-precision-report's JSON for the forward: its ops
     (program order) and the whole function entry."""
-    with tempfile.TemporaryDirectory(prefix="amp-explain-") as directory:
-        source = os.path.join(directory, "model.mlir")
+    with _module_file(text, "amp-explain-") as (directory, source):
         report = os.path.join(directory, "report.json")
-        with open(source, "w") as f:
-            f.write(text)
         run = subprocess.run(
             [_amp_opt(), source, f"--amp-autocast=opt-level={opt_level} dtype={dtype}",
              f"--amp-precision-report=format=json output={report}", "-o", os.devnull],

@@ -369,13 +369,11 @@ def _tensor_constant(em: _Emitter, tensor: Any, what: str) -> Value:
     return value
 
 
-def _same_origin(em: _Emitter, source: str, result: str, whole: bool = True,
-                 fills: Sequence[int] = (),
+def _same_origin(em: _Emitter, source: str, result: str, fills: Sequence[int] = (),
                  window: Optional[Tuple[Sequence[int], Sequence[int]]] = None) -> None:
     """``result`` holds elements of ``source``: all of them (a reshape,
-    transpose, broadcast), or with ``whole=False`` the ``window`` (offsets,
-    sizes) of a slice, or with ``fills`` those and these constants (a
-    pad's). A mask if ``source`` is one; of the same batch argument, and of
+    transpose, broadcast), or the ``window`` (offsets, sizes) of a slice, or
+    with ``fills`` all of them and these constants (a pad's). A mask if ``source`` is one; of the same batch argument, and of
     the same part of it: a slice of a value whose coordinates are the
     argument's narrows the part (x[:, 0] and x[:, 1] are checked apart); a
     slice after a reshape or pad keeps the part it slices from (checked
@@ -384,7 +382,7 @@ def _same_origin(em: _Emitter, source: str, result: str, whole: bool = True,
         em.origin[result] = em.origin[source]
         em.origin_fills[result] = em.origin_fills.get(source, frozenset()) | set(fills)
         region, aligned = em.origin_region.get(source, (None, True))
-        if not whole and window is not None and aligned and not fills:
+        if window is not None and aligned:
             offsets, sizes = window
             starts = [0] * len(offsets) if region is None else [r[0] for r in region]
             region = tuple((start + offset, start + offset + size)
@@ -519,7 +517,7 @@ def _slice(em: _Emitter, x: Value, offsets: Sequence[int], sizes: Sequence[int])
         return Value(*x)
     out = em.op(f"train.slice {x[0]} offsets {list(offsets)} : {tensor_type(x[1], x[2])} "
                 f"-> {tensor_type(sizes, x[2])}")
-    _same_origin(em, x[0], out, whole=False, window=(offsets, sizes))
+    _same_origin(em, x[0], out, window=(offsets, sizes))
     return Value(out, tuple(sizes), x[2])
 
 

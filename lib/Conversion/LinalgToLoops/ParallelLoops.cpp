@@ -274,11 +274,14 @@ struct OutlineParallelLoopsPass
         }
         return WalkResult::advance();
       });
+      // Outlining adds calls from `func`, never of it: whether it is an
+      // entry point is found once (a walk of the module).
+      bool entryPoint = isEntry(func);
       unsigned counter = 0;
       for (scf::ForallOp forall : loops)
-        outline(symbols, func, forall, counter);
+        outline(symbols, func, entryPoint, forall, counter);
       if (outlineSerial)
-        outlineSequential(symbols, func);
+        outlineSequential(symbols, func, entryPoint);
     }
   }
 
@@ -287,7 +290,8 @@ struct OutlineParallelLoopsPass
   /// function @<parent>_loop<N>(<captured values>...), called directly and
   /// never inlined: LLVM's loop passes then see one loop nest per function
   /// instead of thousands in one.
-  void outlineSequential(SymbolTable &symbols, func::FuncOp parent) {
+  void outlineSequential(SymbolTable &symbols, func::FuncOp parent,
+                         bool entryPoint) {
     if (parent.isDeclaration())
       return;
     SmallVector<linalg::LinalgOp> ops;
@@ -298,7 +302,6 @@ struct OutlineParallelLoopsPass
     if (int64_t(ops.size()) < minSerial)
       return;
     MLIRContext *ctx = &getContext();
-    bool entryPoint = isEntry(parent);
     unsigned counter = 0;
     Operation *after = parent; // the functions follow it in program order
     for (linalg::LinalgOp linalgOp : ops) {
@@ -341,7 +344,7 @@ struct OutlineParallelLoopsPass
     }
   }
 
-  void outline(SymbolTable &symbols, func::FuncOp parent,
+  void outline(SymbolTable &symbols, func::FuncOp parent, bool entryPoint,
                scf::ForallOp forall, unsigned &counter) {
     MLIRContext *ctx = &getContext();
     Location loc = forall.getLoc();
@@ -397,7 +400,7 @@ struct OutlineParallelLoopsPass
     // drops a memref argument's attributes.
     // The body must reach memory only through the passed memrefs: no
     // globals, calls or raw pointers of its own.
-    setNoAliasPointers(task, passed, parent, isEntry(parent),
+    setNoAliasPointers(task, passed, parent, entryPoint,
                        /*firstPosition=*/2);
 
     // The launch: @<task>_launch(%tasks, passed...), a declaration.
@@ -452,23 +455,27 @@ struct LowerParallelLaunchesPass
           builder, module.getLoc(), kParallelFor,
           LLVM::LLVMFunctionType::get(voidType, {ptr, ptr, i64}));
     }
+    // One symbol table and one walk for the calls of every launch (a
+    // lookup or a walk per launch is quadratic in the step's size).
+    SymbolTable symbols(module);
+    llvm::StringMap<SmallVector<LLVM::CallOp>> callsOf;
+    module.walk([&](LLVM::CallOp call) {
+      if (std::optional<StringRef> callee = call.getCallee())
+        callsOf[*callee].push_back(call);
+    });
     for (LLVM::LLVMFuncOp launch : launches) {
       auto taskRef = launch->getAttrOfType<FlatSymbolRefAttr>(kParallelTaskAttr);
-      auto task = module.lookupSymbol<LLVM::LLVMFuncOp>(taskRef);
+      auto task = symbols.lookup<LLVM::LLVMFuncOp>(taskRef.getAttr());
       if (!task) {
         launch.emitError() << "amp-lower-parallel-launches: no task function "
                            << taskRef << " in the LLVM dialect";
         return signalPassFailure();
       }
       LLVM::LLVMFuncOp run = buildRunner(builder, task, launch);
-      SmallVector<LLVM::CallOp> calls;
-      module.walk([&](LLVM::CallOp call) {
-        if (call.getCallee() == launch.getSymName())
-          calls.push_back(call);
-      });
-      for (LLVM::CallOp call : calls)
+      symbols.insert(run);
+      for (LLVM::CallOp call : callsOf.lookup(launch.getSymName()))
         replaceCall(builder, call, run, parallelFor, launch);
-      launch.erase();
+      symbols.erase(launch);
     }
   }
 

@@ -23,6 +23,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -36,11 +38,14 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <chrono>
 #include <mutex>
@@ -133,7 +138,9 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
   auto [cpu, features] = resolveCpu(options);
   std::string text = "backend=" + options.backend + " cpu=" + cpu +
                      " features=" + features +
-                     " static-cxx=" + (options.staticCxx ? "1" : "0");
+                     " static-cxx=" + (options.staticCxx ? "1" : "0") +
+                     " part-instructions=" +
+                     std::to_string(options.instructionsPerPart);
   if (options.backend == "cuda")
     text += " chip=" + options.chip + " ptx-features=" + options.features +
             " kernel-format=" + options.kernelFormat;
@@ -185,6 +192,61 @@ void amp::storeCachedArtifact(ArtifactCache &cache, llvm::StringRef key,
   for (auto &[option, value] : getReadableOptions(options))
     described += " " + option + "=" + value;
   cache.store(key, path, name, described);
+}
+
+/// The most parts a module is split into.
+constexpr unsigned kMaxParts = 16;
+
+/// How many parts `module` is compiled in: a function of the module alone
+/// (never of the thread count), so the artifact's bytes do not depend on the
+/// machine's cores or on --jobs.
+static unsigned countParts(const llvm::Module &module,
+                           size_t instructionsPerPart) {
+  size_t instructions = 0;
+  unsigned functions = 0;
+  for (const llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    ++functions;
+    instructions += f.getInstructionCount();
+  }
+  size_t parts = instructions / std::max<size_t>(instructionsPerPart, 1);
+  return static_cast<unsigned>(
+      std::clamp<size_t>(parts < 2 ? 1 : parts, 1,
+                         std::min<size_t>(kMaxParts, functions)));
+}
+
+namespace {
+/// One part of a split module in a context of its own (a context is never
+/// used by two threads at once), optimized and compiled by one thread.
+struct ModulePart {
+  std::string bitcode;
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  llvm::SmallString<128> object;
+  std::string error;
+};
+} // namespace
+
+/// Runs `work` on each part, `jobs` at a time (0: one per core); the first
+/// part's error, if any, is returned.
+static llvm::Error forEachPart(std::vector<ModulePart> &parts, unsigned jobs,
+                               llvm::function_ref<void(ModulePart &)> work) {
+  if (parts.size() == 1 || jobs == 1) {
+    for (ModulePart &part : parts)
+      work(part);
+  } else {
+    llvm::ThreadPoolStrategy strategy = llvm::hardware_concurrency(jobs);
+    llvm::DefaultThreadPool pool(strategy);
+    for (ModulePart &part : parts)
+      pool.async([&work, &part] { work(part); });
+    pool.wait();
+  }
+  for (ModulePart &part : parts)
+    if (!part.error.empty())
+      return error(part.error);
+  return llvm::Error::success();
 }
 
 llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
@@ -279,23 +341,82 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     routeStepAllocations(*llvmModule);
     preferFullWidthVectors(*llvmModule, *machine);
   }
-  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
-  if (llvm::Error e = optimize(llvmModule.get()))
+  // Split into parts compiled in parallel, each in its own context: the
+  // outlined loops and tasks spread over the parts (their local linkage
+  // becomes hidden global linkage, so the parts link), the step's calls
+  // between parts stay direct calls.
+  std::vector<ModulePart> parts;
+  unsigned partCount = countParts(*llvmModule, options.instructionsPerPart);
+  if (partCount == 1) {
+    ModulePart &part = parts.emplace_back();
+    part.module = std::move(llvmModule);
+    part.machine = std::move(machine);
+  } else {
+    llvm::SplitModule(
+        *llvmModule, partCount,
+        [&](std::unique_ptr<llvm::Module> piece) {
+          ModulePart &part = parts.emplace_back();
+          llvm::raw_string_ostream os(part.bitcode);
+          llvm::WriteBitcodeToFile(*piece, os);
+        },
+        /*PreserveLocals=*/false, /*RoundRobin=*/true);
+    llvmModule.reset();
+    machine.reset();
+  }
+  phase("split");
+
+  auto fail = [](ModulePart &part, const llvm::Twine &message) {
+    part.error = message.str();
+  };
+  if (llvm::Error e = forEachPart(parts, options.jobs, [&](ModulePart &part) {
+        if (!part.module) {
+          part.context = std::make_unique<llvm::LLVMContext>();
+          auto parsed = llvm::parseBitcodeFile(
+              llvm::MemoryBufferRef(part.bitcode, "amp-part"), *part.context);
+          if (!parsed)
+            return fail(part, "reading a part of the split module: " +
+                                  llvm::toString(parsed.takeError()));
+          part.module = std::move(*parsed);
+          part.bitcode.clear();
+          part.machine.reset(target->createTargetMachine(
+              triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+              std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+          if (!part.machine)
+            return fail(part, "cannot create a target machine for " +
+                                  triple.str() + " cpu " + cpu);
+        }
+        auto optimize = makeOptimizingTransformer(3, 0, part.machine.get());
+        if (llvm::Error e = optimize(part.module.get()))
+          fail(part, llvm::toString(std::move(e)));
+      }))
     return e;
   phase("LLVM optimization");
 
-  llvm::SmallString<128> object;
-  int fd = -1;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("amp-artifact", "o", fd, object))
-    return error("cannot create a temporary file: " + ec.message());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, os, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile))
-      return error("the target cannot emit object files");
-    codegen.run(*llvmModule);
+  auto removeObjects = [&] {
+    for (ModulePart &part : parts)
+      if (!part.object.empty())
+        llvm::sys::fs::remove(part.object);
+  };
+  if (llvm::Error e = forEachPart(parts, options.jobs, [&](ModulePart &part) {
+        int fd = -1;
+        if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+                "amp-artifact", "o", fd, part.object)) {
+          part.object.clear();
+          return fail(part, "cannot create a temporary file: " + ec.message());
+        }
+        llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+        llvm::legacy::PassManager codegen;
+        if (part.machine->addPassesToEmitFile(
+                codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+          return fail(part, "the target cannot emit object files");
+        codegen.run(*part.module);
+        // The module and its context go as soon as their code is out.
+        part.module.reset();
+        part.machine.reset();
+        part.context.reset();
+      })) {
+    removeObjects();
+    return e;
   }
   phase("machine code");
 
@@ -306,12 +427,13 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   llvm::SmallString<128> linked;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueFile(temporary, tmpFd, linked)) {
-    llvm::sys::fs::remove(object);
+    removeObjects();
     return error("cannot write next to " + outputPath + ": " + ec.message());
   }
   llvm::sys::Process::SafelyCloseFileDescriptor(tmpFd);
-  std::vector<std::string> arguments = {"-shared", "-o", linked.str().str(),
-                                        object.str().str()};
+  std::vector<std::string> arguments = {"-shared", "-o", linked.str().str()};
+  for (const ModulePart &part : parts)
+    arguments.push_back(part.object.str().str());
   llvm::SmallVector<llvm::StringRef> inputs;
   llvm::StringRef(cuda ? AMP_RUNTIME_CUDA_ARCHIVES : AMP_RUNTIME_CPU_ARCHIVES)
       .split(inputs, '|', -1, false);
@@ -325,7 +447,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     arguments.push_back("-static-libgcc");
   }
   llvm::Error linkError = link(arguments);
-  llvm::sys::fs::remove(object);
+  removeObjects();
   phase("link");
   if (!linkError) {
     if (std::error_code ec = llvm::sys::fs::rename(linked, outputPath))

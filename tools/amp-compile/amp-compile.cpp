@@ -46,10 +46,23 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
 cl::opt<bool> timePhases(
     "time-phases",
     cl::desc("Print each compile phase's wall time as it ends (parse, "
-             "amp-pipeline, lowering, LLVM IR, LLVM optimization, machine "
-             "code, link): the progress of a long compile. Default: on when "
-             "stderr is a terminal"),
+             "amp-pipeline, lowering, LLVM IR, split, LLVM optimization, "
+             "machine code, link): the progress of a long compile. Default: "
+             "on when stderr is a terminal"),
     cl::init(false), cl::cat(category));
+cl::opt<unsigned> jobs(
+    "jobs",
+    cl::desc("Threads that optimize and compile the parts of a large step "
+             "(0, the default: one per core). The parts depend on the step "
+             "alone: the artifact is the same for every count"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
+cl::opt<unsigned> splitInstructions(
+    "split-instructions",
+    cl::desc("LLVM instructions per part of a step compiled in parallel "
+             "parts (a step under twice this is compiled whole)"),
+    cl::init(40000), cl::Hidden, cl::cat(category));
+cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
+                    cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
                     cl::init(false), cl::cat(category));
 cl::opt<std::string> modelName(
@@ -185,6 +198,8 @@ int main(int argc, char **argv) {
     return fail("--kernel-format must be fatbin, bin or isa, got '" +
                 kernelFormat + "'");
   artifactOptions.kernelFormat = kernelFormat;
+  artifactOptions.jobs = jobs;
+  artifactOptions.instructionsPerPart = splitInstructions;
 
   auto start = std::chrono::steady_clock::now(), mark = start;
   bool progress = timePhases || (llvm::errs().is_displayed() && !quiet);

@@ -38,9 +38,17 @@ struct ArtifactOptions {
   /// libstdc++ needs glibc 2.36 (arc4random), the shared one GLIBCXX_3.4.30
   /// (GCC 12's, which Ubuntu 22.04 has too).
   bool staticCxx = false;
+  /// Threads that optimize and compile the parts of a large module (split
+  /// by its size alone: the artifact's bytes do not depend on this); 0: one
+  /// per core.
+  unsigned jobs = 0;
+  /// LLVM instructions per part: a module of fewer than twice this many is
+  /// compiled whole, a larger one in parts of about this size (16 at most).
+  /// Part of the artifact's target description (it changes the code).
+  size_t instructionsPerPart = 40000;
   /// Called after each phase of compileArtifact with its name and wall
-  /// time in seconds: "lowering", "LLVM IR", "LLVM optimization", "machine
-  /// code", "link" (amp-compile --time-phases prints them).
+  /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization",
+  /// "machine code", "link" (amp-compile --time-phases prints them).
   std::function<void(llvm::StringRef phase, double seconds)> onPhase;
 };
 

@@ -3,12 +3,18 @@
 
   bench/compile_time.py [--repeats 5] [--layers 10,100,1000,10000]
                         [--lower-layers 10,30,100,300,1000,3000]
+                        [--compile-layers 10,100,1000]
   bench/compile_time.py --bracket 1000,10000 [--rounds 2]
 
 For each depth: the median wall time and peak RSS over --repeats runs of
   parse       amp-opt MODEL -o /dev/null            (the baseline: parse + print)
   pipeline    amp-opt MODEL --amp-pipeline          (autocast, autodiff, Adam, loss scaling, cleanup)
   lower       amp-opt MODEL --amp-pipeline --amp-lower-cpu   (to the LLVM dialect; --lower-layers)
+  compile     amp-compile MODEL (no cache) --time-phases: the whole compile to a
+              shared object, and its LLVM part (split + LLVM optimization +
+              machine code; --compile-layers). amp-compile lowers the step and
+              the evaluation function only (amp-opt's lower also the forward
+              and gradient functions)
 and train ops per second of the train-level passes: input train ops over the
 passes' own time (--mlir-timing's rows for the five passes, the median over
 --repeats runs; with the verifier after each pass as amp-opt runs by default,
@@ -34,6 +40,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPT = os.path.join(ROOT, "build", "bin", "amp-opt")
+COMPILE = os.path.join(ROOT, "build", "bin", "amp-compile")
 OUT = os.path.join(ROOT, "bench", "results")
 
 
@@ -117,6 +124,31 @@ def pass_seconds(cmd, repeats):
     return statistics.median(totals)
 
 
+PHASE_ROW = re.compile(r"^amp-compile: ([\w -]+): ([\d.]+) s$")
+LLVM_PHASES = ("split", "LLVM optimization", "machine code")
+
+
+def compile_seconds(path, repeats):
+    """Medians over `repeats` cold amp-compile runs: (whole compile wall s,
+    its LLVM part s, peak MiB)."""
+    wholes, llvms, mibs = [], [], []
+    env = dict(os.environ, AMP_CACHE="0")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        proc = subprocess.Popen([COMPILE, path, "--time-phases", "-o", path + ".so"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wholes.append(time.perf_counter() - start)
+        if status != 0:
+            sys.exit(f"amp-compile failed on {path}:\n{err}")
+        phases = {m.group(1): float(m.group(2)) for m in map(PHASE_ROW.match, err.splitlines()) if m}
+        llvms.append(sum(phases[p] for p in LLVM_PHASES))
+        mibs.append(usage.ru_maxrss / 1024.0)
+        os.remove(path + ".so")
+    return statistics.median(wholes), statistics.median(llvms), max(mibs)
+
+
 def svg(rows):
     """Log-log plot of seconds against train ops, one line per stage."""
     import math
@@ -152,6 +184,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--layers", default="10,100,1000,10000")
     parser.add_argument("--lower-layers", default="10,30,100,300,1000,3000")
+    parser.add_argument("--compile-layers", default="10,100,1000")
     parser.add_argument("--bracket", help="SMALL,LARGE: the lowering's growth, drift-bracketed")
     parser.add_argument("--rounds", type=int, default=2)
     a = parser.parse_args()
@@ -161,8 +194,10 @@ def main():
     if a.bracket:
         small, large = (int(x) for x in a.bracket.split(","))
         return bracket(small, large, a.rounds)
-    depths = sorted({int(x) for x in a.layers.split(",")} | {int(x) for x in a.lower_layers.split(",")})
+    depths = sorted({int(x) for x in a.layers.split(",")} | {int(x) for x in a.lower_layers.split(",")}
+                    | {int(x) for x in a.compile_layers.split(",")})
     lower = {int(x) for x in a.lower_layers.split(",")}
+    whole = {int(x) for x in a.compile_layers.split(",")}
     rows = []
     tmp = os.path.join(OUT, "compile_time_model.mlir")
     for n in depths:
@@ -180,14 +215,19 @@ def main():
             reps = a.repeats if n <= 100 else 1
             row["lower_s"], row["lower_mib"] = measure(lower_cmd(tmp), reps)
             row["lower_repeats"] = reps
+        if n in whole:
+            reps = a.repeats if n <= 100 else 3
+            row["compile_s"], row["llvm_s"], row["compile_mib"] = compile_seconds(tmp, reps)
+            row["compile_repeats"] = reps
         rows.append(row)
         print(json.dumps(row), flush=True)
     os.remove(tmp)
     json.dump({"machine": os.uname().machine, "cpus": os.cpu_count(), "rows": rows},
               open(os.path.join(OUT, "compile_time.json"), "w"), indent=2)
     lines = ["| layers | train ops | parse s | amp-pipeline s (MiB) | passes s | ops/s | "
-             "passes s, no verify-each | ops/s | + amp-lower-cpu s (MiB) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "passes s, no verify-each | ops/s | + amp-lower-cpu s (MiB) | "
+             "amp-compile s (MiB) | of which LLVM s |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p = f"{r['pipeline_s']:.3f} ({r['pipeline_mib']:.0f})" if "pipeline_s" in r else "-"
         ps = f"{r['passes_s']:.3f}" if "passes_s" in r else "-"
@@ -195,7 +235,10 @@ def main():
         pn = f"{r['passes_noverify_s']:.3f}" if "passes_noverify_s" in r else "-"
         on = f"{r['ops_per_s_noverify']:,.0f}" if "ops_per_s_noverify" in r else "-"
         l = f"{r['lower_s']:.2f} ({r['lower_mib']:.0f})" if "lower_s" in r else "-"
-        lines.append(f"| {r['layers']} | {r['ops']} | {r['parse_s']:.3f} | {p} | {ps} | {o} | {pn} | {on} | {l} |")
+        c = f"{r['compile_s']:.2f} ({r['compile_mib']:.0f})" if "compile_s" in r else "-"
+        v = f"{r['llvm_s']:.2f}" if "llvm_s" in r else "-"
+        lines.append(f"| {r['layers']} | {r['ops']} | {r['parse_s']:.3f} | {p} | {ps} | {o} | {pn} | {on} | {l} "
+                     f"| {c} | {v} |")
     open(os.path.join(OUT, "compile_time.md"), "w").write("\n".join(lines) + "\n")
     open(os.path.join(OUT, "compile_time.svg"), "w").write(svg(rows))
     print("\n".join(lines))

@@ -31,6 +31,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -54,6 +55,17 @@ cl::opt<std::string> backend(
              "generated kernels, through an artifact as amp-compile builds) "
              "(default: cpu)"),
     cl::init("cpu"), cl::cat(category));
+cl::opt<bool> timePhases(
+    "time-phases",
+    cl::desc("Print each phase of compiling the step as it ends (parse, "
+             "amp-pipeline, lowering, LLVM IR, split, LLVM optimization, "
+             "machine code, link), as amp-compile does: the progress of a "
+             "long compile (a cache hit: parse and total). Default: on when "
+             "stderr is a terminal"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> quiet("quiet",
+                    cl::desc("No compile progress lines on a terminal"),
+                    cl::init(false), cl::cat(category));
 
 int fail(const llvm::Twine &message) {
   // One write: the ranks of a data-parallel job share stderr.
@@ -118,13 +130,28 @@ int main(int argc, char **argv) {
   auto settings = ArtifactCacheSettings::fromEnvironment();
   if (!settings)
     return finish(fail(llvm::toString(settings.takeError())));
-  auto compileStart = std::chrono::steady_clock::now();
+  auto compileStart = std::chrono::steady_clock::now(), mark = compileStart;
+  // Progress of the compile: rank 0 of a data-parallel job alone.
+  bool progress =
+      (timePhases || (llvm::errs().is_displayed() && !quiet)) &&
+      (!communicator || communicator->rank() == 0);
+  auto phase = [&](llvm::StringRef name, double seconds) {
+    if (progress)
+      llvm::errs() << "amp-run: " << name << ": "
+                   << llvm::format("%.2f", seconds) << " s\n";
+  };
+  auto lap = [&](llvm::StringRef name) {
+    auto now = std::chrono::steady_clock::now();
+    phase(name, std::chrono::duration<double>(now - mark).count());
+    mark = now;
+  };
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
   auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
                               modelPath);
   if (!model)
     return finish(fail(llvm::toString(model.takeError())));
+  lap("parse");
 
   CompiledStep compiled;
   std::unique_ptr<CpuFunction> step, logits;
@@ -135,6 +162,10 @@ int main(int argc, char **argv) {
   if (backend == "cuda" || (backend == "cpu" && settings->enabled)) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend = backend;
+    artifactOptions.onPhase = [&](llvm::StringRef name, double seconds) {
+      phase(name, seconds);
+      mark = std::chrono::steady_clock::now();
+    };
     ArtifactCache cache = ArtifactCache::open(*settings, llvm::errs());
     std::string key;
     std::string path =
@@ -148,6 +179,7 @@ int main(int argc, char **argv) {
           buildCheckedTrainingModule(std::move(*model), modelPath, options);
       if (!training)
         return finish(fail(llvm::toString(training.takeError())));
+      lap("amp-pipeline");
       if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
               "amp-run-step", "so", temporary))
         return finish(fail("cannot create a temporary file: " + ec.message()));
@@ -170,6 +202,7 @@ int main(int argc, char **argv) {
         buildCheckedTrainingModule(std::move(*model), modelPath, options);
     if (!training)
       return finish(fail(llvm::toString(training.takeError())));
+    lap("amp-pipeline");
     CpuCompileOptions compileOptions;
     compileOptions.blas = backend == "cpu";
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,
@@ -195,9 +228,11 @@ int main(int argc, char **argv) {
       return std::string();
     };
     compiled.ranks = options.ranks;
+    lap("JIT compile");
   }
   config.compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
+  phase("total", config.compileSeconds);
   return finish(runTraining(config, compiled));
 }

@@ -142,3 +142,77 @@ func.func @original_kept(%a: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>
   } -> tensor<4xf32>
   return %f, %u, %s : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32>
 }
+
+#flat = affine_map<(d0) -> (d0)>
+
+// One empty tensor reshaped for two element-wise ops (the CPU lowering
+// collapses them to one dimension): each op gets its own empty tensor and
+// reshape, right before it, and the shared ones go. Without that both
+// write one buffer, and bufferization's conflict analysis holds every such
+// op of a network in one alias set.
+// CHECK-LABEL: func.func @shared_through_reshape
+// CHECK: %[[E0:.*]] = tensor.empty() : tensor<4x8xf16>
+// CHECK-NEXT: %[[C0:.*]] = tensor.collapse_shape %[[E0]] {{\[\[}}0, 1]] : tensor<4x8xf16> into tensor<32xf16>
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[C0]] : tensor<32xf16>)
+// CHECK: arith.truncf
+// CHECK: %[[E1:.*]] = tensor.empty() : tensor<4x8xf16>
+// CHECK-NEXT: %[[C1:.*]] = tensor.collapse_shape %[[E1]] {{\[\[}}0, 1]] : tensor<4x8xf16> into tensor<32xf16>
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[C1]] : tensor<32xf16>)
+// CHECK: arith.negf
+// CHECK-NOT: tensor.empty
+// CHECK-NOT: tensor.collapse_shape
+func.func @shared_through_reshape(%a: tensor<32xf32>, %b: tensor<32xf16>) -> (tensor<32xf16>, tensor<32xf16>) {
+  %e = tensor.empty() : tensor<4x8xf16>
+  %c0 = tensor.collapse_shape %e [[0, 1]] : tensor<4x8xf16> into tensor<32xf16>
+  %u = linalg.generic {indexing_maps = [#flat, #flat], iterator_types = ["parallel"]}
+      ins(%a : tensor<32xf32>) outs(%c0 : tensor<32xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %y = arith.truncf %x : f32 to f16
+    linalg.yield %y : f16
+  } -> tensor<32xf16>
+  %c1 = tensor.collapse_shape %e [[0, 1]] : tensor<4x8xf16> into tensor<32xf16>
+  %v = linalg.generic {indexing_maps = [#flat, #flat], iterator_types = ["parallel"]}
+      ins(%b : tensor<32xf16>) outs(%c1 : tensor<32xf16>) {
+  ^bb0(%x: f16, %o: f16):
+    %y = arith.negf %x : f16
+    linalg.yield %y : f16
+  } -> tensor<32xf16>
+  return %u, %v : tensor<32xf16>, tensor<32xf16>
+}
+
+// Left alone: a reshaped empty tensor used once, and a reshape of an
+// argument shared by two ops (its contents matter).
+// CHECK-LABEL: func.func @kept_through_reshape
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x8xf16>
+// CHECK-NEXT: %[[C:.*]] = tensor.collapse_shape %[[E]]
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[C]] : tensor<32xf16>)
+// CHECK: %[[A:.*]] = tensor.collapse_shape %arg1
+// CHECK: outs(%[[A]] : tensor<32xf16>)
+// CHECK: outs(%[[A]] : tensor<32xf16>)
+// CHECK-NOT: tensor.empty
+func.func @kept_through_reshape(%a: tensor<32xf32>, %acc: tensor<4x8xf16>) -> (tensor<32xf16>, tensor<32xf16>, tensor<32xf16>) {
+  %e = tensor.empty() : tensor<4x8xf16>
+  %c = tensor.collapse_shape %e [[0, 1]] : tensor<4x8xf16> into tensor<32xf16>
+  %u = linalg.generic {indexing_maps = [#flat, #flat], iterator_types = ["parallel"]}
+      ins(%a : tensor<32xf32>) outs(%c : tensor<32xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %y = arith.truncf %x : f32 to f16
+    linalg.yield %y : f16
+  } -> tensor<32xf16>
+  %ca = tensor.collapse_shape %acc [[0, 1]] : tensor<4x8xf16> into tensor<32xf16>
+  %s = linalg.generic {indexing_maps = [#flat, #flat], iterator_types = ["parallel"]}
+      ins(%a : tensor<32xf32>) outs(%ca : tensor<32xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %t = arith.truncf %x : f32 to f16
+    %y = arith.addf %o, %t : f16
+    linalg.yield %y : f16
+  } -> tensor<32xf16>
+  %t = linalg.generic {indexing_maps = [#flat, #flat], iterator_types = ["parallel"]}
+      ins(%a : tensor<32xf32>) outs(%ca : tensor<32xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %t = arith.truncf %x : f32 to f16
+    %y = arith.mulf %o, %t : f16
+    linalg.yield %y : f16
+  } -> tensor<32xf16>
+  return %u, %s, %t : tensor<32xf16>, tensor<32xf16>, tensor<32xf16>
+}

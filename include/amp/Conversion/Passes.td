@@ -496,6 +496,14 @@ def UnshareInitsPass : Pass<"amp-unshare-inits", "::mlir::func::FuncOp"> {
     then allocated where it is first written, not held from an earlier
     point of the step.
 
+    An init seen through `tensor.collapse_shape`, `tensor.expand_shape` or
+    `tensor.cast` (the CPU lowering collapses elementwise ops to one
+    dimension) is shared when its empty tensor or fill, or any reshape on
+    the way, has other uses: the reshapes are re-created with it. Without
+    that, one empty tensor reshaped for every layer of a network was one
+    buffer and one alias set for all of them, and the in-place analysis of
+    a 300-layer MLP's step took 71 s instead of 1.5 s.
+
     A value a function returns more than once is copied (`linalg.copy` into a
     new `tensor.empty`) for each repeat, so every result gets its own buffer:
     `buffer-results-to-out-params` crashes on one buffer returned twice in
@@ -560,23 +568,28 @@ def OneShotBufferizePass : Pass<"amp-one-shot-bufferize", "::mlir::ModuleOp"> {
   let description = [{
     Upstream's One-Shot Module Bufferization as amp's pipelines use it
     (`bufferize-function-boundaries`, identity layout maps at function
-    boundaries), with a size limit on its analysis. The analysis decides
-    which writes can happen in place; its conflict checks grow faster than
-    quadratically with the ops of one function (a 100-layer MLP step of
-    12 000 ops: 3 s; 200 layers: 30 s; 300 layers: 96 s). Functions of more
-    than `analysis-limit` ops are bufferized without it (upstream's
-    `noAnalysisFuncFilter`: a copy before each in-place write, linear time);
-    smaller ones keep it. `copy-before-write` skips the analysis everywhere.
+    boundaries). Its analysis decides which writes can happen in place; the
+    conflict checks of one write cover every read and write of the values
+    sharing its buffer, so one buffer shared down a whole network makes
+    them cubic in the network's depth: `amp-unshare-inits`, which runs
+    before it, gives each op its own init, and the analysis then grows
+    about linearly (a 300-layer MLP step of 69 000 ops: 1.5 s, against
+    71 s before). Every function is analysed by default; `analysis-limit`
+    bufferizes functions of more ops without it (upstream's
+    `noAnalysisFuncFilter`: a copy before each in-place write, linear
+    time) and `copy-before-write` skips it everywhere.
 
     ```
+    amp-opt step.linalg.mlir --amp-one-shot-bufferize
     amp-opt step.linalg.mlir --amp-one-shot-bufferize=analysis-limit=5000
     ```
   }];
   let options = [
     Option<"copyBeforeWrite", "copy-before-write", "bool", /*default=*/"false",
            "No analysis in any function (a copy before each in-place write)">,
-    Option<"analysisLimit", "analysis-limit", "int64_t", /*default=*/"5000",
-           "Ops of a function above which it is bufferized without analysis">
+    Option<"analysisLimit", "analysis-limit", "int64_t", /*default=*/"0",
+           "Ops of a function above which it is bufferized without analysis "
+           "(0: no limit)">
   ];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",

@@ -1,13 +1,12 @@
-//===- OneShotBufferize.cpp - One-shot bufferization with a size limit ----===//
+//===- OneShotBufferize.cpp - One-shot bufferization, amp's options --------===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //
 //===----------------------------------------------------------------------===//
 //
-// One-Shot Module Bufferization with amp's options, analyzing only the
-// functions small enough for its analysis (which grows faster than
-// quadratically with a function's ops); larger ones get a copy before each
-// in-place write instead.
+// One-Shot Module Bufferization with amp's options; optionally without the
+// in-place analysis in functions above a size (a copy before each in-place
+// write instead).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,7 +58,7 @@ struct OneShotBufferizePass
     };
     // The functions too large for the analysis, by name.
     SmallVector<std::string> unanalyzed;
-    if (!copyBeforeWrite)
+    if (!copyBeforeWrite && analysisLimit > 0)
       for (auto func : module.getOps<func::FuncOp>()) {
         int64_t ops = 0;
         func.walk([&](Operation *) { ++ops; });

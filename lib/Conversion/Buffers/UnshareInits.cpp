@@ -29,6 +29,22 @@ using namespace mlir;
 
 namespace {
 
+/// The value whose buffer `value` is, through reshapes and casts (which
+/// bufferize to views of their source).
+Value viewSource(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+      value = collapse.getSrc();
+    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+      value = expand.getSrc();
+    else if (auto cast = dyn_cast<tensor::CastOp>(def))
+      value = cast.getSource();
+    else
+      break;
+  }
+  return value;
+}
+
 /// A copy of `value` built at `b`'s insertion point when it is an empty
 /// tensor or a fill of one, else null.
 Value rematerialize(OpBuilder &b, Value value) {
@@ -43,6 +59,22 @@ Value rematerialize(OpBuilder &b, Value value) {
   auto copy = cast<linalg::FillOp>(b.clone(*fill));
   copy.getDpsInitsMutable()[0].set(init);
   return copy.getResult(0);
+}
+
+/// A copy of `value` built at `b`'s insertion point when it is an empty
+/// tensor or a fill of one seen through reshapes and casts (which the copy
+/// repeats), else null.
+Value rematerializeView(OpBuilder &b, Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                       tensor::CastOp>(def))
+    return rematerialize(b, value);
+  Value source = rematerializeView(b, def->getOperand(0));
+  if (!source)
+    return nullptr;
+  Operation *copy = b.clone(*def);
+  copy->setOperand(0, source);
+  return copy->getResult(0);
 }
 
 /// Whether `value` is an empty tensor, or a fill of one, built right before
@@ -74,6 +106,25 @@ struct UnshareInitsPass
         // a forward max-pool's -inf fill for the backward's recomputation)
         // would otherwise be allocated there and held until its use.
         Operation *def = value.getDefiningOp();
+        // An init seen through reshapes (the CPU lowering collapses
+        // elementwise ops to one dimension) is shared when any value on the
+        // way is: one empty tensor reshaped for every layer of a network
+        // would be one buffer, one alias set, for all of them.
+        Value root = viewSource(value);
+        bool shared = false;
+        for (Value v = value; v != root;
+             v = v.getDefiningOp()->getOperand(0))
+          shared |= !v.hasOneUse();
+        if (root != value) {
+          if (!shared && root.hasOneUse())
+            continue;
+          b.setInsertionPoint(op);
+          if (Value fresh = rematerializeView(b, value)) {
+            init.set(fresh);
+            replaced.insert(def);
+          }
+          continue;
+        }
         if (value.hasOneUse() && (!def || def->getBlock() != op->getBlock() ||
                                   builtRightBefore(value, op)))
           continue;
@@ -93,6 +144,9 @@ struct UnshareInitsPass
         continue;
       if (auto fill = dyn_cast<linalg::FillOp>(def))
         worklist.push_back(fill.getDpsInits()[0].getDefiningOp());
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(
+              def))
+        worklist.push_back(def->getOperand(0).getDefiningOp());
       erased.insert(def);
       def->erase();
     }

@@ -302,16 +302,17 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   phase("lowering");
 
   // LLVM IR, with the manifest and the packed entry points.
-  llvm::LLVMContext llvmContext;
+  auto llvmContext = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*copy, llvmContext, "amp_artifact");
+      translateModuleToLLVMIR(*copy, *llvmContext, "amp_artifact");
   if (!llvmModule)
     return error("translating the lowered module to LLVM IR failed");
+  copy = nullptr; // the lowered MLIR module is not needed any more
   for (const ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits})
     if (llvm::Error e = addPackedEntry(*llvmModule, info->name))
       return e;
   llvm::Constant *text = llvm::ConstantDataArray::getString(
-      llvmContext, serializeManifest(manifest));
+      *llvmContext, serializeManifest(manifest));
   new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
                            kArtifactManifestSymbol);
@@ -360,13 +361,22 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
           llvm::WriteBitcodeToFile(*piece, os);
         },
         /*PreserveLocals=*/false, /*RoundRobin=*/true);
+    // The whole module's context goes before the parts are compiled.
     llvmModule.reset();
+    llvmContext.reset();
     machine.reset();
   }
   phase("split");
 
   auto fail = [](ModulePart &part, const llvm::Twine &message) {
     part.error = message.str();
+  };
+  // Each part is optimized and compiled, then freed: at most `jobs` parts
+  // are held at once.
+  auto removeObjects = [&] {
+    for (ModulePart &part : parts)
+      if (!part.object.empty())
+        llvm::sys::fs::remove(part.object);
   };
   if (llvm::Error e = forEachPart(parts, options.jobs, [&](ModulePart &part) {
         if (!part.module) {
@@ -377,7 +387,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
             return fail(part, "reading a part of the split module: " +
                                   llvm::toString(parsed.takeError()));
           part.module = std::move(*parsed);
-          part.bitcode.clear();
+          std::string().swap(part.bitcode);
           part.machine.reset(target->createTargetMachine(
               triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
               std::nullopt, llvm::CodeGenOptLevel::Aggressive));
@@ -387,17 +397,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
         }
         auto optimize = makeOptimizingTransformer(3, 0, part.machine.get());
         if (llvm::Error e = optimize(part.module.get()))
-          fail(part, llvm::toString(std::move(e)));
-      }))
-    return e;
-  phase("LLVM optimization");
-
-  auto removeObjects = [&] {
-    for (ModulePart &part : parts)
-      if (!part.object.empty())
-        llvm::sys::fs::remove(part.object);
-  };
-  if (llvm::Error e = forEachPart(parts, options.jobs, [&](ModulePart &part) {
+          return fail(part, llvm::toString(std::move(e)));
         int fd = -1;
         if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
                 "amp-artifact", "o", fd, part.object)) {
@@ -410,7 +410,6 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
                 codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
           return fail(part, "the target cannot emit object files");
         codegen.run(*part.module);
-        // The module and its context go as soon as their code is out.
         part.module.reset();
         part.machine.reset();
         part.context.reset();
@@ -418,7 +417,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     removeObjects();
     return e;
   }
-  phase("machine code");
+  phase("LLVM optimization and machine code");
 
   // Link next to the output, then rename over it.
   llvm::SmallString<128> temporary(outputPath);

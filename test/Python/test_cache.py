@@ -163,7 +163,7 @@ def test_progress_on_a_terminal_only(cache_dir, tmp_path):
     assert run.returncode == 0, shown.decode(errors="replace")
     text = shown.decode(errors="replace")
     for phase in ("amp.compile: amp-pipeline: ", "amp.compile: lowering: ",
-                  "amp.compile: machine code: ", "amp.compile: total: "):
+                  "amp.compile: LLVM optimization and machine code: ", "amp.compile: total: "):
         assert phase in text, text
     quiet = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert quiet.returncode == 0 and "amp.compile:" not in quiet.stderr, quiet.stderr

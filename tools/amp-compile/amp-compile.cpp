@@ -46,7 +46,7 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.mlir>"),
 cl::opt<bool> timePhases(
     "time-phases",
     cl::desc("Print each compile phase's wall time as it ends (parse, "
-             "amp-pipeline, lowering, LLVM IR, split, LLVM optimization, "
+             "amp-pipeline, lowering, LLVM IR, split, LLVM optimization and "
              "machine code, link): the progress of a long compile. Default: "
              "on when stderr is a terminal"),
     cl::init(false), cl::cat(category));

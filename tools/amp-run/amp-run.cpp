@@ -58,7 +58,7 @@ cl::opt<std::string> backend(
 cl::opt<bool> timePhases(
     "time-phases",
     cl::desc("Print each phase of compiling the step as it ends (parse, "
-             "amp-pipeline, lowering, LLVM IR, split, LLVM optimization, "
+             "amp-pipeline, lowering, LLVM IR, split, LLVM optimization and "
              "machine code, link), as amp-compile does: the progress of a "
              "long compile (a cache hit: parse and total). Default: on when "
              "stderr is a terminal"),

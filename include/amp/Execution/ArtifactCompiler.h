@@ -47,8 +47,9 @@ struct ArtifactOptions {
   /// Part of the artifact's target description (it changes the code).
   size_t instructionsPerPart = 40000;
   /// Called after each phase of compileArtifact with its name and wall
-  /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization",
-  /// "machine code", "link" (amp-compile --time-phases prints them).
+  /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization
+  /// and machine code" (each part optimized and compiled in turn), "link"
+  /// (amp-compile --time-phases prints them).
   std::function<void(llvm::StringRef phase, double seconds)> onPhase;
 };
 

@@ -234,9 +234,20 @@ void amp::markEntryArgumentsNoAlias(llvm::Module &module,
     llvm::Function *f = module.getFunction(name);
     if (!f || f->isDeclaration())
       continue;
-    for (llvm::Argument &arg : f->args())
+    // One new attribute list: adding to the list argument by argument
+    // copies it each time (quadratic in a large step's tens of thousands
+    // of parameters).
+    llvm::AttributeList attributes = f->getAttributes();
+    llvm::SmallVector<llvm::AttributeSet> params;
+    for (llvm::Argument &arg : f->args()) {
+      llvm::AttributeSet set = attributes.getParamAttrs(arg.getArgNo());
       if (arg.getType()->isPointerTy())
-        arg.addAttr(llvm::Attribute::NoAlias);
+        set = set.addAttribute(f->getContext(), llvm::Attribute::NoAlias);
+      params.push_back(set);
+    }
+    f->setAttributes(llvm::AttributeList::get(
+        f->getContext(), attributes.getFnAttrs(), attributes.getRetAttrs(),
+        params));
   }
 }
 

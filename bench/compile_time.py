@@ -11,7 +11,7 @@ For each depth: the median wall time and peak RSS over --repeats runs of
   pipeline    amp-opt MODEL --amp-pipeline          (autocast, autodiff, Adam, loss scaling, cleanup)
   lower       amp-opt MODEL --amp-pipeline --amp-lower-cpu   (to the LLVM dialect; --lower-layers)
   compile     amp-compile MODEL (no cache) --time-phases: the whole compile to a
-              shared object, and its LLVM part (split + LLVM optimization +
+              shared object, and its LLVM part (split, then LLVM optimization and
               machine code; --compile-layers). amp-compile lowers the step and
               the evaluation function only (amp-opt's lower also the forward
               and gradient functions)
@@ -111,7 +111,9 @@ def measure(cmd, repeats):
     return statistics.median(w for w, _ in runs), max(m for _, m in runs)
 
 
-PASS_ROW = re.compile(r"^\s+([\d.]+) \(\s*[\d.]+%\)\s+(\w+Pass)$")
+# A row of --mlir-timing: user time and wall time (multithreaded contexts)
+# or wall time alone; the last figure before the pass name is its wall time.
+PASS_ROW = re.compile(r"^\s+(?:[\d.]+ \(\s*[\d.]+%\)\s+)?([\d.]+) \(\s*[\d.]+%\)\s+(\w+Pass)$")
 
 
 def pass_seconds(cmd, repeats):
@@ -125,7 +127,7 @@ def pass_seconds(cmd, repeats):
 
 
 PHASE_ROW = re.compile(r"^amp-compile: ([\w -]+): ([\d.]+) s$")
-LLVM_PHASES = ("split", "LLVM optimization", "machine code")
+LLVM_PHASES = ("split", "LLVM optimization and machine code")
 
 
 def compile_seconds(path, repeats):

@@ -346,8 +346,11 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   // outlined loops and tasks spread over the parts (their local linkage
   // becomes hidden global linkage, so the parts link), the step's calls
   // between parts stay direct calls.
+  // A CUDA artifact's host code (launches and copies, with the kernels as
+  // embedded binaries) is compiled whole.
   std::vector<ModulePart> parts;
-  unsigned partCount = countParts(*llvmModule, options.instructionsPerPart);
+  unsigned partCount =
+      cuda ? 1 : countParts(*llvmModule, options.instructionsPerPart);
   if (partCount == 1) {
     ModulePart &part = parts.emplace_back();
     part.module = std::move(llvmModule);

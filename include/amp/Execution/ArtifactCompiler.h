@@ -43,7 +43,8 @@ struct ArtifactOptions {
   /// per core.
   unsigned jobs = 0;
   /// LLVM instructions per part: a module of fewer than twice this many is
-  /// compiled whole, a larger one in parts of about this size (16 at most).
+  /// compiled whole, a larger one in parts of about this size (16 at most;
+  /// cpu artifacts only: a cuda artifact's host code is compiled whole).
   /// Part of the artifact's target description (it changes the code).
   size_t instructionsPerPart = 40000;
   /// Called after each phase of compileArtifact with its name and wall

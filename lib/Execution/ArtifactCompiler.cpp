@@ -32,6 +32,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -459,4 +460,26 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   if (linkError)
     llvm::sys::fs::remove(linked);
   return linkError;
+}
+
+PhaseClock::PhaseClock(llvm::StringRef tool, bool enabled)
+    : tool(tool.str()), enabled(enabled),
+      start(std::chrono::steady_clock::now()), mark(start) {}
+
+void PhaseClock::lap(llvm::StringRef phase) {
+  auto now = std::chrono::steady_clock::now();
+  report(phase, std::chrono::duration<double>(now - mark).count());
+}
+
+void PhaseClock::report(llvm::StringRef phase, double seconds) {
+  if (enabled)
+    llvm::errs() << tool << ": " << phase << ": "
+                 << llvm::format("%.2f", seconds) << " s\n";
+  mark = std::chrono::steady_clock::now();
+}
+
+double PhaseClock::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
 }

@@ -30,7 +30,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
 #include <ctime>
 #include <unistd.h>
 
@@ -201,19 +200,11 @@ int main(int argc, char **argv) {
   artifactOptions.jobs = jobs;
   artifactOptions.instructionsPerPart = splitInstructions;
 
-  auto start = std::chrono::steady_clock::now(), mark = start;
-  bool progress = timePhases || (llvm::errs().is_displayed() && !quiet);
-  auto phase = [&](llvm::StringRef name, double seconds) {
-    if (progress)
-      llvm::errs() << "amp-compile: " << name << ": "
-                   << llvm::format("%.2f", seconds) << " s\n";
+  PhaseClock clock("amp-compile",
+                   timePhases || (llvm::errs().is_displayed() && !quiet));
+  artifactOptions.onPhase = [&](llvm::StringRef phase, double seconds) {
+    clock.report(phase, seconds);
   };
-  auto lap = [&](llvm::StringRef name) {
-    auto now = std::chrono::steady_clock::now();
-    phase(name, std::chrono::duration<double>(now - mark).count());
-    mark = now;
-  };
-  artifactOptions.onPhase = phase;
 
   // The manifest names the model (a cached artifact too: the name is part
   // of the key).
@@ -225,7 +216,7 @@ int main(int argc, char **argv) {
                               modelPath);
   if (!model)
     return fail(llvm::toString(model.takeError()));
-  lap("parse");
+  clock.lap("parse");
   // A step compiled before from the same module and options: copied out.
   ArtifactCache cache = ArtifactCache::open(
       verifyOnly ? ArtifactCacheSettings{false} : *settings, llvm::errs());
@@ -241,7 +232,7 @@ int main(int argc, char **argv) {
       buildCheckedTrainingModule(std::move(*model), modelPath, options);
   if (!training)
     return fail(llvm::toString(training.takeError()));
-  lap("amp-pipeline");
+  clock.lap("amp-pipeline");
   if (verifyOnly)
     return 0;
   if (llvm::Error e = compileArtifact(*training->module,
@@ -249,8 +240,6 @@ int main(int argc, char **argv) {
                                       artifactOptions, outputPath))
     return fail(llvm::toString(std::move(e)));
   storeCachedArtifact(cache, key, outputPath, name, options, artifactOptions);
-  phase("total", std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - start)
-                     .count());
+  clock.report("total", clock.elapsed());
   return 0;
 }

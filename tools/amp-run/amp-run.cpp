@@ -31,12 +31,10 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
 
 using namespace mlir;
 using namespace amp;
@@ -130,28 +128,17 @@ int main(int argc, char **argv) {
   auto settings = ArtifactCacheSettings::fromEnvironment();
   if (!settings)
     return finish(fail(llvm::toString(settings.takeError())));
-  auto compileStart = std::chrono::steady_clock::now(), mark = compileStart;
   // Progress of the compile: rank 0 of a data-parallel job alone.
-  bool progress =
-      (timePhases || (llvm::errs().is_displayed() && !quiet)) &&
-      (!communicator || communicator->rank() == 0);
-  auto phase = [&](llvm::StringRef name, double seconds) {
-    if (progress)
-      llvm::errs() << "amp-run: " << name << ": "
-                   << llvm::format("%.2f", seconds) << " s\n";
-  };
-  auto lap = [&](llvm::StringRef name) {
-    auto now = std::chrono::steady_clock::now();
-    phase(name, std::chrono::duration<double>(now - mark).count());
-    mark = now;
-  };
+  PhaseClock clock("amp-run",
+                   (timePhases || (llvm::errs().is_displayed() && !quiet)) &&
+                       (!communicator || communicator->rank() == 0));
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
   auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
                               modelPath);
   if (!model)
     return finish(fail(llvm::toString(model.takeError())));
-  lap("parse");
+  clock.lap("parse");
 
   CompiledStep compiled;
   std::unique_ptr<CpuFunction> step, logits;
@@ -162,9 +149,8 @@ int main(int argc, char **argv) {
   if (backend == "cuda" || (backend == "cpu" && settings->enabled)) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend = backend;
-    artifactOptions.onPhase = [&](llvm::StringRef name, double seconds) {
-      phase(name, seconds);
-      mark = std::chrono::steady_clock::now();
+    artifactOptions.onPhase = [&](llvm::StringRef phase, double seconds) {
+      clock.report(phase, seconds);
     };
     ArtifactCache cache = ArtifactCache::open(*settings, llvm::errs());
     std::string key;
@@ -179,7 +165,7 @@ int main(int argc, char **argv) {
           buildCheckedTrainingModule(std::move(*model), modelPath, options);
       if (!training)
         return finish(fail(llvm::toString(training.takeError())));
-      lap("amp-pipeline");
+      clock.lap("amp-pipeline");
       if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
               "amp-run-step", "so", temporary))
         return finish(fail("cannot create a temporary file: " + ec.message()));
@@ -202,7 +188,7 @@ int main(int argc, char **argv) {
         buildCheckedTrainingModule(std::move(*model), modelPath, options);
     if (!training)
       return finish(fail(llvm::toString(training.takeError())));
-    lap("amp-pipeline");
+    clock.lap("amp-pipeline");
     CpuCompileOptions compileOptions;
     compileOptions.blas = backend == "cpu";
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,
@@ -228,11 +214,9 @@ int main(int argc, char **argv) {
       return std::string();
     };
     compiled.ranks = options.ranks;
-    lap("JIT compile");
+    clock.lap("JIT compile");
   }
-  config.compileSeconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - compileStart)
-                              .count();
-  phase("total", config.compileSeconds);
+  config.compileSeconds = clock.elapsed();
+  clock.report("total", config.compileSeconds);
   return finish(runTraining(config, compiled));
 }

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -90,6 +91,26 @@ void storeCachedArtifact(ArtifactCache &cache, llvm::StringRef key,
                          llvm::StringRef path, llvm::StringRef name,
                          const AmpPipelineOptions &options,
                          const ArtifactOptions &artifact);
+
+/// A compile's progress lines, "<tool>: <phase>: <seconds> s" on stderr as
+/// each phase ends (amp-compile's and amp-run's --time-phases); nothing
+/// when not `enabled`.
+class PhaseClock {
+public:
+  PhaseClock(llvm::StringRef tool, bool enabled);
+  /// Prints `phase` with the time since the last mark, and marks now.
+  void lap(llvm::StringRef phase);
+  /// Prints `phase` with `seconds` (a phase timed elsewhere: pass this as
+  /// ArtifactOptions::onPhase), and marks now.
+  void report(llvm::StringRef phase, double seconds);
+  /// Seconds since the clock was made.
+  double elapsed() const;
+
+private:
+  std::string tool;
+  bool enabled;
+  std::chrono::steady_clock::time_point start, mark;
+};
 
 } // namespace amp
 

@@ -50,6 +50,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <tuple>
 
 using namespace mlir;
 using namespace amp;
@@ -212,9 +213,9 @@ static unsigned countParts(const llvm::Module &module,
     instructions += f.getInstructionCount();
   }
   size_t parts = instructions / std::max<size_t>(instructionsPerPart, 1);
-  return static_cast<unsigned>(
-      std::clamp<size_t>(parts < 2 ? 1 : parts, 1,
-                         std::min<size_t>(kMaxParts, functions)));
+  if (parts < 2)
+    return 1;
+  return static_cast<unsigned>(std::min<size_t>({parts, kMaxParts, functions}));
 }
 
 namespace {
@@ -326,13 +327,19 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
       llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!target)
     return error("no LLVM target for " + triple.str() + ": " + lookupError);
-  auto [cpu, features] = resolveCpu(options);
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  std::string cpu, features;
+  std::tie(cpu, features) = resolveCpu(options);
+  // A target machine per LLVM context: the whole module's, each part's.
+  auto makeMachine = [&] {
+    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+        triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+        std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  };
+  const std::string noMachine =
+      "cannot create a target machine for " + triple.str() + " cpu " + cpu;
+  std::unique_ptr<llvm::TargetMachine> machine = makeMachine();
   if (!machine)
-    return error("cannot create a target machine for " + triple.str() +
-                 " cpu " + cpu);
+    return error(noMachine);
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
@@ -392,12 +399,9 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
                                   llvm::toString(parsed.takeError()));
           part.module = std::move(*parsed);
           std::string().swap(part.bitcode);
-          part.machine.reset(target->createTargetMachine(
-              triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
-              std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+          part.machine = makeMachine();
           if (!part.machine)
-            return fail(part, "cannot create a target machine for " +
-                                  triple.str() + " cpu " + cpu);
+            return fail(part, noMachine);
         }
         auto optimize = makeOptimizingTransformer(3, 0, part.machine.get());
         if (llvm::Error e = optimize(part.module.get()))

@@ -35,7 +35,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-
 using namespace mlir;
 using namespace amp;
 namespace cl = llvm::cl;

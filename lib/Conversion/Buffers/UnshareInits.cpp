@@ -29,19 +29,17 @@ using namespace mlir;
 
 namespace {
 
-/// The value whose buffer `value` is, through reshapes and casts (which
-/// bufferize to views of their source).
+/// Whether `op` is a reshape or cast, which bufferizes to a view of its
+/// source (operand 0).
+bool isView(Operation *op) {
+  return isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                         tensor::CastOp>(op);
+}
+
+/// The value whose buffer `value` is, through reshapes and casts.
 Value viewSource(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
-      value = collapse.getSrc();
-    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
-      value = expand.getSrc();
-    else if (auto cast = dyn_cast<tensor::CastOp>(def))
-      value = cast.getSource();
-    else
-      break;
-  }
+  while (isView(value.getDefiningOp()))
+    value = value.getDefiningOp()->getOperand(0);
   return value;
 }
 
@@ -66,8 +64,7 @@ Value rematerialize(OpBuilder &b, Value value) {
 /// repeats), else null.
 Value rematerializeView(OpBuilder &b, Value value) {
   Operation *def = value.getDefiningOp();
-  if (!isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                       tensor::CastOp>(def))
+  if (!isView(def))
     return rematerialize(b, value);
   Value source = rematerializeView(b, def->getOperand(0));
   if (!source)
@@ -144,8 +141,7 @@ struct UnshareInitsPass
         continue;
       if (auto fill = dyn_cast<linalg::FillOp>(def))
         worklist.push_back(fill.getDpsInits()[0].getDefiningOp());
-      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(
-              def))
+      if (isView(def))
         worklist.push_back(def->getOperand(0).getDefiningOp());
       erased.insert(def);
       def->erase();

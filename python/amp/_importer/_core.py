@@ -373,11 +373,12 @@ def _same_origin(em: _Emitter, source: str, result: str, fills: Sequence[int] = 
                  window: Optional[Tuple[Sequence[int], Sequence[int]]] = None) -> None:
     """``result`` holds elements of ``source``: all of them (a reshape,
     transpose, broadcast), or the ``window`` (offsets, sizes) of a slice, or
-    with ``fills`` all of them and these constants (a pad's). A mask if ``source`` is one; of the same batch argument, and of
-    the same part of it: a slice of a value whose coordinates are the
-    argument's narrows the part (x[:, 0] and x[:, 1] are checked apart); a
-    slice after a reshape or pad keeps the part it slices from (checked
-    whole: stricter than PyTorch, which checks only the elements used)."""
+    with ``fills`` all of them and these constants (a pad's). A mask if
+    ``source`` is one; of the same batch argument, and of the same part of
+    it: a slice of a value whose coordinates are the argument's narrows the
+    part (x[:, 0] and x[:, 1] are checked apart); a slice after a reshape or
+    pad keeps the part it slices from (checked whole: stricter than
+    PyTorch, which checks only the elements used)."""
     if source in em.origin:
         em.origin[result] = em.origin[source]
         em.origin_fills[result] = em.origin_fills.get(source, frozenset()) | set(fills)

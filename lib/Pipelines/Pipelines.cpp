@@ -64,9 +64,10 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // SyncBatchNorm's sums cross the ranks through the runtime.
          toLinalg("f64", "amp_cpu_all_reduce") + (options.splitReductions ? kSplitReductions : "") +
          // Loops LLVM can vectorize: contiguous dimensions merged, sums
-         // reassociable, f32 exp and tanh inline instead of libm calls.
+         // reassociable, f32 exp and tanh inline instead of libm calls;
+         // scalar inputs (the step's loss scale, found_inf...) read once.
          "func.func(amp-collapse-loop-dims,amp-reassociate-reductions,"
-         "amp-vectorizable-math),"
+         "amp-vectorizable-math,amp-capture-scalar-inputs),"
          "canonicalize," +
          bufferizePipeline(options.copyBeforeWrite) +
          // Threads: large loops become tasks of the runtime's thread pool.
@@ -82,13 +83,12 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // every op a split moves); a step's thousands of arguments get an
          // entry block of their own for the signature conversion (after the
          // memref conversion, whose casts of the arguments go to the top of
-         // the entry block).
+         // the entry block); calls find their callees in a symbol table.
          "convert-linalg-to-loops,convert-math-to-libm,expand-strided-metadata,"
          "lower-affine,amp-convert-scf-to-cf,"
          "arith-expand{include-bf16=true},"
          "finalize-memref-to-llvm{use-aligned-alloc=true},convert-math-to-llvm,"
-         "func.func(amp-split-entry-block),convert-to-llvm{allow-pattern-"
-         "rollback=false},"
+         "func.func(amp-split-entry-block),amp-convert-to-llvm,"
          "reconcile-unrealized-casts" +
          (options.parallel ? ",amp-lower-parallel-launches" : "");
 }

@@ -15,6 +15,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Analysis/CFG.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Attributes.h"
 #include "llvm/IR/Module.h"
@@ -233,6 +234,18 @@ void amp::markEntryArgumentsNoAlias(llvm::Module &module,
   for (const std::string &name : entries) {
     llvm::Function *f = module.getFunction(name);
     if (!f || f->isDeclaration())
+      continue;
+    // Only an entry with loops of its own gains from the attribute. One
+    // whose loops were all outlined (amp-outline-parallel-loops'
+    // outline-serial: every large step) is glue, and LLVM's bitcode reader
+    // builds one attribute list of i + 1 sets for parameter i: quadratic in
+    // the tens of thousands of parameters of a deep model's step, in time
+    // and memory (a 300-layer MLP: LLVM 40 -> 20 s, 2.2 -> 1.0 GB).
+    llvm::SmallVector<std::pair<const llvm::BasicBlock *,
+                                const llvm::BasicBlock *>>
+        backEdges;
+    llvm::FindFunctionBackedges(*f, backEdges);
+    if (backEdges.empty())
       continue;
     // One new attribute list: adding to the list argument by argument
     // copies it each time (quadratic in a large step's tens of thousands

@@ -65,7 +65,10 @@ llvm::Error readFunctionSpecs(mlir::func::FuncOp func,
 /// prepareEntryPoints) and its out-parameters are buffers of their own: no
 /// memory one writes is reached through another. It lets LLVM keep
 /// reduction accumulators in registers and vectorize without run-time alias
-/// checks.
+/// checks. An entry without loops (whose loops were all outlined, with
+/// noalias pointers of their own) is left as it is: the per-parameter
+/// attributes of a step with tens of thousands of parameters cost LLVM time
+/// and memory quadratic in their number.
 void markEntryArgumentsNoAlias(llvm::Module &module,
                                llvm::ArrayRef<std::string> entries);
 

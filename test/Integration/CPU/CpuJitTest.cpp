@@ -21,23 +21,36 @@
 namespace {
 
 // Only the named entries' pointer parameters become noalias; integer
-// parameters, other functions and declarations are left alone.
+// parameters, other functions and declarations are left alone, and so is an
+// entry without loops (a large step whose loops were all outlined).
 TEST(CpuJit, EntryArgumentsNoAlias) {
   llvm::LLVMContext context;
   llvm::SMDiagnostic error;
   std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(
       "define void @train_step(ptr %a, ptr %b, i64 %n, ptr %out) {\n"
-      "  ret void\n}\n"
+      "entry:\n  br label %loop\n"
+      "loop:\n"
+      "  %i = phi i64 [ 0, %entry ], [ %next, %loop ]\n"
+      "  %next = add i64 %i, 1\n"
+      "  %done = icmp eq i64 %next, %n\n"
+      "  br i1 %done, label %exit, label %loop\n"
+      "exit:\n  ret void\n}\n"
+      "define void @glue(ptr %a, ptr %b) {\n"
+      "entry:\n  call void @helper(ptr %a)\n  br label %next\n"
+      "next:\n  call void @helper(ptr %b)\n  ret void\n}\n"
       "define void @helper(ptr %p) {\n  ret void\n}\n"
       "declare void @forward(ptr)\n",
       error, context);
   ASSERT_TRUE(module) << error.getMessage().str();
-  amp::markEntryArgumentsNoAlias(*module, {"train_step", "forward", "absent"});
+  amp::markEntryArgumentsNoAlias(*module,
+                                 {"train_step", "glue", "forward", "absent"});
   llvm::Function *step = module->getFunction("train_step");
   EXPECT_TRUE(step->getArg(0)->hasNoAliasAttr());
   EXPECT_TRUE(step->getArg(1)->hasNoAliasAttr());
   EXPECT_FALSE(step->getArg(2)->hasAttribute(llvm::Attribute::NoAlias));
   EXPECT_TRUE(step->getArg(3)->hasNoAliasAttr());
+  EXPECT_FALSE(module->getFunction("glue")->getArg(0)->hasNoAliasAttr());
+  EXPECT_FALSE(module->getFunction("glue")->getArg(1)->hasNoAliasAttr());
   EXPECT_FALSE(module->getFunction("helper")->getArg(0)->hasNoAliasAttr());
   EXPECT_FALSE(module->getFunction("forward")->getArg(0)->hasNoAliasAttr());
 }

@@ -38,8 +38,6 @@ namespace {
 
 struct ConvertToLLVMPass
     : public amp::impl::ConvertToLLVMPassBase<ConvertToLLVMPass> {
-  using Base::Base;
-
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();

@@ -3,20 +3,21 @@
 // The loop's body becomes @<function>_task0 over a range of tasks; the
 // constant it uses is cloned, the buffers are passed and, reaching distinct
 // memory, their pointers are noalias: amp.noalias_pointers lists their
-// positions in the LLVM signature (first, last: 0, 1; each memref<64xf32>:
-// allocated and aligned pointers, offset, size, stride). The loop becomes a
-// call of the launch declaration with the task count.
+// positions in the LLVM signature (first, last: 0, 1; each memref<64xf32>,
+// static, passes as its aligned pointer alone: llvm.bareptr, on the task and
+// its launch alike). The loop becomes a call of the launch declaration with
+// the task count.
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[X:.*]]: memref<64xf32>, %[[Y:.*]]: memref<64xf32>)
 // CHECK: %[[N:.*]] = arith.constant 4 : index
 // CHECK: call @step_task0_launch(%[[N]], %[[X]], %[[Y]]) : (index, memref<64xf32>, memref<64xf32>) -> ()
 // CHECK-NOT: scf.forall
-// CHECK: func.func private @step_task0(%[[FIRST:.*]]: index, %[[LAST:.*]]: index, %[[A:.*]]: memref<64xf32>, %[[B:.*]]: memref<64xf32>) attributes {amp.noalias_pointers = array<i64: 2, 3, 7, 8>}
+// CHECK: func.func private @step_task0(%[[FIRST:.*]]: index, %[[LAST:.*]]: index, %[[A:.*]]: memref<64xf32>, %[[B:.*]]: memref<64xf32>) attributes {amp.noalias_pointers = array<i64: 2, 3>, llvm.bareptr}
 // CHECK: %[[TWO:.*]] = arith.constant 2.0
 // CHECK: scf.for %[[T:.*]] = %[[FIRST]] to %[[LAST]] step %{{.*}} {
 // CHECK: memref.subview %[[A]]
 // CHECK: arith.mulf %{{.*}}, %[[TWO]]
-// CHECK: func.func private @step_task0_launch(index, memref<64xf32>, memref<64xf32>) attributes {amp.parallel_task = @step_task0}
+// CHECK: func.func private @step_task0_launch(index, memref<64xf32>, memref<64xf32>) attributes {amp.parallel_task = @step_task0, llvm.bareptr}
 #id = affine_map<(d0) -> (d0)>
 #tile = affine_map<(d0) -> (d0 * 16)>
 func.func @step(%x: memref<64xf32>, %y: memref<64xf32>) {
@@ -42,21 +43,26 @@ func.func @step(%x: memref<64xf32>, %y: memref<64xf32>) {
 // passed beside it.
 // CHECK-LABEL: func.func @views(
 // CHECK: call @views_task0_launch
-// CHECK: func.func private @views_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32xf32, strided<[1]>>, %{{.*}}: memref<32xf32, strided<[1], offset: 32>>) {
+// CHECK: func.func private @views_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32xf32, strided<[1]>>, %{{.*}}: memref<32xf32, strided<[1], offset: 32>>) attributes {llvm.bareptr} {
 // CHECK-LABEL: func.func private @helper(
-// CHECK: func.func private @helper_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) {
+// CHECK: func.func private @helper_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) attributes {llvm.bareptr} {
+// @unknown's loop is @helper's, unmarked too: it calls @helper's task
+// (equal functions are outlined once). @globals' is the same loop with
+// noalias pointers: a task of its own.
 // CHECK-LABEL: func.func @unknown(
-// CHECK: func.func private @unknown_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) {
+// CHECK: call @helper_task0_launch(%{{.*}}, %{{.*}}, %{{.*}}) : (index, memref<8xf32>, memref<8xf32>) -> ()
+// CHECK-NOT: @unknown_task0
 // CHECK-LABEL: func.func @globals(
-// CHECK: func.func private @globals_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) attributes {amp.noalias_pointers = array<i64: 2, 3, 7, 8>}
+// CHECK: func.func private @globals_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) attributes {amp.noalias_pointers = array<i64: 2, 3>, llvm.bareptr}
 // A public function the module calls may get one buffer twice (@caller
 // passes %b as both): not an entry point, nothing is marked. A body that
 // reaches a global itself: nothing is marked either (the passed buffer
 // could be that global).
 // CHECK-LABEL: func.func @called(
-// CHECK: func.func private @called_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) {
+// CHECK: call @helper_task0_launch(%{{.*}}, %{{.*}}, %{{.*}}) : (index, memref<8xf32>, memref<8xf32>) -> ()
+// CHECK-NOT: @called_task0
 // CHECK-LABEL: func.func @inner_global(
-// CHECK: func.func private @inner_global_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>) {
+// CHECK: func.func private @inner_global_task0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8xf32>) attributes {llvm.bareptr} {
 #v = affine_map<(d0) -> (d0)>
 func.func @views() {
   %m = memref.alloc() : memref<64xf32>

@@ -18,6 +18,7 @@
 
 #include "amp/Conversion/Passes.h"
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,6 +50,9 @@ constexpr llvm::StringLiteral kParallelTaskAttr = "amp.parallel_task";
 /// The attribute on a task function's memref arguments whose memory no other
 /// argument reaches.
 constexpr llvm::StringLiteral kNoAliasPointersAttr = "amp.noalias_pointers";
+/// The attribute by which FuncToLLVM passes a function's memrefs as bare
+/// pointers (the name upstream's FuncToLLVM.cpp reads; no header exports it).
+constexpr llvm::StringLiteral kBarePtrAttr = "llvm.bareptr";
 /// The runtime's thread pool: void (void (*)(void *, int64_t, int64_t),
 /// void *, int64_t).
 constexpr llvm::StringLiteral kParallelFor = "amp_cpu_parallel_for";
@@ -201,7 +205,7 @@ std::optional<Bounds> outlinableBounds(scf::ForallOp forall) {
 /// them (see amp-outline-parallel-loops' description).
 void setNoAliasPointers(func::FuncOp outlined, ArrayRef<Value> passed,
                         func::FuncOp parent, bool isEntry,
-                        int64_t firstPosition) {
+                        int64_t firstPosition, bool bare) {
   DenseMap<const void *, unsigned> roots;
   bool known = !outlined
                     .walk([](Operation *op) {
@@ -226,13 +230,36 @@ void setNoAliasPointers(func::FuncOp outlined, ArrayRef<Value> passed,
       ++position;
       continue;
     }
-    if (known && roots[memoryRoot(value, parent, isEntry)] == 1)
+    bool distinct = known && roots[memoryRoot(value, parent, isEntry)] == 1;
+    if (bare) {
+      if (distinct)
+        noAlias.push_back(position);
+      ++position;
+      continue;
+    }
+    if (distinct)
       noAlias.append({position, position + 1});
     position += 3 + 2 * memref.getRank();
   }
   if (!noAlias.empty())
     outlined->setAttr(kNoAliasPointersAttr,
                       DenseI64ArrayAttr::get(outlined.getContext(), noAlias));
+}
+
+/// Whether every memref among `passed` has a static shape, strides and
+/// offset. A function outlined with them then takes each as its aligned
+/// pointer alone (`llvm.bareptr`, set on it by `markBare`): a call passes
+/// one value per memref instead of a descriptor's 3 + 2 * rank, and the
+/// step's glue, thousands of such calls, shrinks accordingly.
+bool canPassBare(ArrayRef<Value> passed) {
+  return llvm::all_of(passed, [](Value value) {
+    auto type = dyn_cast<BaseMemRefType>(value.getType());
+    return !type || (isa<MemRefType>(type) &&
+                     LLVMTypeConverter::canConvertToBarePtr(type));
+  });
+}
+void markBare(func::FuncOp func) {
+  func->setAttr(kBarePtrAttr, UnitAttr::get(func.getContext()));
 }
 
 /// Values code uses from outside it, split into constants (cloned where the
@@ -256,9 +283,54 @@ bool isEntry(func::FuncOp func) {
          SymbolTable::symbolKnownUseEmpty(func, func->getParentOp());
 }
 
+/// The functions outlined so far, found again by their contents: an op
+/// whose outlined function would equal an earlier one (the same signature,
+/// `amp.noalias_pointers` and body, locations aside) calls that one. A deep
+/// model repeats its layers' shapes, so its thousands of loops share a few
+/// dozen functions, each lowered and compiled once.
+class OutlinedFunctions {
+public:
+  /// An earlier function equal to `func`, or null (then `func` is recorded).
+  func::FuncOp findOrInsert(func::FuncOp func) {
+    SmallVector<func::FuncOp, 1> &bucket = buckets[hash(func)];
+    for (func::FuncOp earlier : bucket)
+      if (equal(earlier, func))
+        return earlier;
+    bucket.push_back(func);
+    return nullptr;
+  }
+
+private:
+  static size_t hash(func::FuncOp func) {
+    llvm::hash_code hash = llvm::hash_combine(
+        func.getFunctionType(), func->getAttr(kNoAliasPointersAttr));
+    func.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(
+                    op, OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::IgnoreLocations));
+    });
+    return static_cast<size_t>(hash);
+  }
+  static bool equal(func::FuncOp a, func::FuncOp b) {
+    return a.getFunctionType() == b.getFunctionType() &&
+           a->getAttr(kNoAliasPointersAttr) ==
+               b->getAttr(kNoAliasPointersAttr) &&
+           OperationEquivalence::isRegionEquivalentTo(
+               &a.getBody(), &b.getBody(),
+               OperationEquivalence::IgnoreLocations);
+  }
+  llvm::DenseMap<size_t, SmallVector<func::FuncOp, 1>> buckets;
+};
+
 struct OutlineParallelLoopsPass
     : public amp::impl::OutlineParallelLoopsPassBase<OutlineParallelLoopsPass> {
   using OutlineParallelLoopsPassBase::OutlineParallelLoopsPassBase;
+
+  /// Functions already outlined (loops and tasks), and each task's launch.
+  OutlinedFunctions outlinedFunctions;
+  DenseMap<Operation *, func::FuncOp> launchOfTask;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -335,8 +407,16 @@ struct OutlineParallelLoopsPass
         mapping.map(value, arg);
       builder.clone(*op, mapping);
       func::ReturnOp::create(builder, loc);
+      bool bare = canPassBare(passed);
+      if (bare)
+        markBare(outlined);
       setNoAliasPointers(outlined, passed, parent, entryPoint,
-                         /*firstPosition=*/0);
+                         /*firstPosition=*/0, bare);
+      if (func::FuncOp earlier = outlinedFunctions.findOrInsert(outlined)) {
+        after = outlined->getPrevNode();
+        symbols.erase(outlined);
+        outlined = earlier;
+      }
       builder.setInsertionPoint(op);
       auto call = func::CallOp::create(builder, loc, outlined, passed);
       call.setNoInline(true);
@@ -400,8 +480,24 @@ struct OutlineParallelLoopsPass
     // drops a memref argument's attributes.
     // The body must reach memory only through the passed memrefs: no
     // globals, calls or raw pointers of its own.
+    bool bare = canPassBare(passed);
+    if (bare)
+      markBare(task);
     setNoAliasPointers(task, passed, parent, entryPoint,
-                       /*firstPosition=*/2);
+                       /*firstPosition=*/2, bare);
+
+    builder.setInsertionPoint(forall);
+    Value tasks = arith::ConstantIndexOp::create(builder, loc, bounds.tasks());
+    SmallVector<Value> operands = {tasks};
+    llvm::append_range(operands, passed);
+    // An equal task outlined before: its launch.
+    if (func::FuncOp earlier = outlinedFunctions.findOrInsert(task)) {
+      symbols.erase(task);
+      func::CallOp::create(builder, loc, launchOfTask.lookup(earlier),
+                           operands);
+      forall.erase();
+      return;
+    }
 
     // The launch: @<task>_launch(%tasks, passed...), a declaration.
     SmallVector<Type> launchInputs = {index};
@@ -412,12 +508,12 @@ struct OutlineParallelLoopsPass
         builder.getFunctionType(launchInputs, {}));
     launch.setPrivate();
     launch->setAttr(kParallelTaskAttr, FlatSymbolRefAttr::get(task));
+    if (bare)
+      markBare(launch);
     symbols.insert(launch);
+    launchOfTask[task] = launch;
 
     builder.setInsertionPoint(forall);
-    Value tasks = arith::ConstantIndexOp::create(builder, loc, bounds.tasks());
-    SmallVector<Value> operands = {tasks};
-    llvm::append_range(operands, passed);
     func::CallOp::create(builder, loc, launch, operands);
     forall.erase();
   }

@@ -14,6 +14,7 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Analysis/CFG.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -175,7 +176,8 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
     buildCpuLoweringPipeline(pm, lowering);
-    if (failed(pm.run(*copy)))
+    pm.enableVerifier(options.verifyEach);
+    if (failed(pm.run(*copy)) || failed(verify(*copy)))
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);
   }

@@ -60,6 +60,17 @@ cl::opt<unsigned> splitInstructions(
     cl::desc("LLVM instructions per part of a step compiled in parallel "
              "parts (a step under twice this is compiled whole)"),
     cl::init(40000), cl::Hidden, cl::cat(category));
+cl::opt<unsigned> glueInstructions(
+    "glue-instructions",
+    cl::desc("A function without loops of at least this many LLVM "
+             "instructions is glue: optimized as the rest, its machine code "
+             "generated without optimization (0: none)"),
+    cl::init(4000), cl::Hidden, cl::cat(category));
+cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("Verify the module after each lowering pass (as mlir-opt's "
+             "--verify-each), not only the lowered module once"),
+    cl::init(false), cl::cat(category));
 cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
                     cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
@@ -199,6 +210,8 @@ int main(int argc, char **argv) {
   artifactOptions.kernelFormat = kernelFormat;
   artifactOptions.jobs = jobs;
   artifactOptions.instructionsPerPart = splitInstructions;
+  artifactOptions.glueInstructions = glueInstructions;
+  artifactOptions.verifyEach = verifyEach;
 
   PhaseClock clock("amp-compile",
                    timePhases || (llvm::errs().is_displayed() && !quiet));

@@ -48,6 +48,14 @@ struct ArtifactOptions {
   /// cpu artifacts only: a cuda artifact's host code is compiled whole).
   /// Part of the artifact's target description (it changes the code).
   size_t instructionsPerPart = 40000;
+  /// A function without loops of at least this many LLVM instructions is
+  /// glue (a step whose loops were all outlined): optimized as the rest,
+  /// its machine code generated without optimization (cpu artifacts; 0:
+  /// none). Part of the artifact's target description.
+  size_t glueInstructions = 4000;
+  /// Verify the module after each lowering pass (mlir-opt's
+  /// --verify-each), not only the lowered module once.
+  bool verifyEach = false;
   /// Called after each phase of compileArtifact with its name and wall
   /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization
   /// and machine code" (each part optimized and compiled in turn), "link"

@@ -42,6 +42,9 @@ struct CpuCompileOptions {
   bool convAsGemm = false;
   /// Wide reductions in two stages (amp-lower-cuda's amp-split-reductions).
   bool splitReductions = false;
+  /// Verify the module after each lowering pass, not only the lowered
+  /// module once.
+  bool verifyEach = false;
 };
 
 /// The kind of an MLIR element type, if it is one of the five.

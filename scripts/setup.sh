@@ -26,6 +26,8 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config
   # Tests and runtime libraries.
   libgtest-dev libopenblas-dev libopenblas0-openmp zlib1g-dev python3
+  # The compilers' allocator (amp-compile, amp-opt: 15-30% faster compiles).
+  libjemalloc-dev
   # oneDNN: the CPU runtime's convolutions (lib/Runtime/CPU/Dnnl.cpp).
   libdnnl-dev
   # OpenMPI: data-parallel training between processes (lib/Runtime/MPI,

@@ -9,10 +9,13 @@
 For each depth: the median wall time and peak RSS over --repeats runs of
   parse       amp-opt MODEL -o /dev/null            (the baseline: parse + print)
   pipeline    amp-opt MODEL --amp-pipeline          (autocast, autodiff, Adam, loss scaling, cleanup)
-  lower       amp-opt MODEL --amp-pipeline --amp-lower-cpu   (to the LLVM dialect; --lower-layers)
+  lower       amp-opt MODEL --amp-pipeline --amp-lower-cpu   (to the LLVM dialect; --lower-layers),
+              with the verifier after each pass as amp-opt runs by default,
+              and without it (--verify-each=false: amp-compile's default,
+              which verifies the lowered module once)
   compile     amp-compile MODEL (no cache) --time-phases: the whole compile to a
-              shared object, and its LLVM part (split, then LLVM optimization and
-              machine code; --compile-layers). amp-compile lowers the step and
+              shared object, and its LLVM part (entry inlining, glue and split,
+              then LLVM optimization and machine code; --compile-layers). amp-compile lowers the step and
               the evaluation function only (amp-opt's lower also the forward
               and gradient functions)
 and train ops per second of the train-level passes: input train ops over the
@@ -216,6 +219,7 @@ def main():
         if n in lower:
             reps = a.repeats if n <= 100 else 1
             row["lower_s"], row["lower_mib"] = measure(lower_cmd(tmp), reps)
+            row["lower_noverify_s"], _ = measure(lower_cmd(tmp) + ["--verify-each=false"], reps)
             row["lower_repeats"] = reps
         if n in whole:
             reps = a.repeats if n <= 100 else 3
@@ -228,8 +232,8 @@ def main():
               open(os.path.join(OUT, "compile_time.json"), "w"), indent=2)
     lines = ["| layers | train ops | parse s | amp-pipeline s (MiB) | passes s | ops/s | "
              "passes s, no verify-each | ops/s | + amp-lower-cpu s (MiB) | "
-             "amp-compile s (MiB) | of which LLVM s |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "the same, no verify-each s | amp-compile s (MiB) | of which LLVM s |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p = f"{r['pipeline_s']:.3f} ({r['pipeline_mib']:.0f})" if "pipeline_s" in r else "-"
         ps = f"{r['passes_s']:.3f}" if "passes_s" in r else "-"
@@ -237,10 +241,11 @@ def main():
         pn = f"{r['passes_noverify_s']:.3f}" if "passes_noverify_s" in r else "-"
         on = f"{r['ops_per_s_noverify']:,.0f}" if "ops_per_s_noverify" in r else "-"
         l = f"{r['lower_s']:.2f} ({r['lower_mib']:.0f})" if "lower_s" in r else "-"
+        ln = f"{r['lower_noverify_s']:.2f}" if "lower_noverify_s" in r else "-"
         c = f"{r['compile_s']:.2f} ({r['compile_mib']:.0f})" if "compile_s" in r else "-"
         v = f"{r['llvm_s']:.2f}" if "llvm_s" in r else "-"
         lines.append(f"| {r['layers']} | {r['ops']} | {r['parse_s']:.3f} | {p} | {ps} | {o} | {pn} | {on} | {l} "
-                     f"| {c} | {v} |")
+                     f"| {ln} | {c} | {v} |")
     open(os.path.join(OUT, "compile_time.md"), "w").write("\n".join(lines) + "\n")
     open(os.path.join(OUT, "compile_time.svg"), "w").write(svg(rows))
     print("\n".join(lines))

@@ -24,6 +24,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Analysis/CFG.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Constants.h"
@@ -37,8 +38,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/Support/SHA256.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
@@ -48,7 +49,6 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Transforms/Utils/Cloning.h"
-#include "llvm/Analysis/CFG.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <chrono>
@@ -69,9 +69,6 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Adds `void amp_entry_<name>(void **args)`: calls `_mlir_ciface_<name>`
-/// with args[i] loaded as its i-th (descriptor pointer) argument, the layout
-/// ExecutionEngine::invokePacked uses.
 /// Inlines the C interface of the entry `name` and the entry itself into
 /// its packed entry (addPackedEntry's), then erases the two when nothing
 /// else calls them. A step's entry takes thousands of parameters (each
@@ -116,6 +113,9 @@ static llvm::Error inlineEntry(llvm::Module &module, llvm::StringRef name) {
   return llvm::Error::success();
 }
 
+/// Adds `void amp_entry_<name>(void **args)`: calls `_mlir_ciface_<name>`
+/// with args[i] loaded as its i-th (descriptor pointer) argument, the layout
+/// ExecutionEngine::invokePacked uses.
 static llvm::Error addPackedEntry(llvm::Module &module, llvm::StringRef name) {
   llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
   if (!ciface)
@@ -185,13 +185,11 @@ resolveCpu(const ArtifactOptions &options) {
 
 std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
   auto [cpu, features] = resolveCpu(options);
-  std::string text = "backend=" + options.backend + " cpu=" + cpu +
-                     " features=" + features +
-                     " static-cxx=" + (options.staticCxx ? "1" : "0") +
-                     " part-instructions=" +
-                     std::to_string(options.instructionsPerPart) +
-                     " glue-instructions=" +
-                     std::to_string(options.glueInstructions);
+  std::string text =
+      "backend=" + options.backend + " cpu=" + cpu + " features=" + features +
+      " static-cxx=" + (options.staticCxx ? "1" : "0") +
+      " part-instructions=" + std::to_string(options.instructionsPerPart) +
+      " glue-instructions=" + std::to_string(options.glueInstructions);
   if (options.backend == "cuda")
     text += " chip=" + options.chip + " ptx-features=" + options.features +
             " kernel-format=" + options.kernelFormat;
@@ -287,12 +285,12 @@ static bool isGlue(const llvm::Function &f, size_t instructions) {
 /// Moves the glue functions of `module` into a module of their own,
 /// returned as bitcode (empty when there is none): they are optimized as
 /// the rest, but their machine code is generated without optimization
-/// (compileGlue). LLVM's register allocator and instruction selector take
-/// time superlinear in a function's calls and the values live across them:
-/// a 1 000-layer MLP's step, 29 000 calls in one function, took 54 s of
-/// optimized code generation. Its glue gains nothing from it (the loops it
-/// calls are compiled as before). Every local symbol becomes a hidden
-/// global one, so the objects link.
+/// (CodeGenOptLevel::None, after cutGlueBlocks). LLVM's register allocator and
+/// instruction selector take time superlinear in a function's calls and the
+/// values live across them: a 1 000-layer MLP's step, 29 000 calls in one
+/// function, took 54 s of optimized code generation. Its glue gains nothing
+/// from it (the loops it calls are compiled as before). Every local symbol
+/// becomes a hidden global one, so the objects link.
 static std::string separateGlue(llvm::Module &module, size_t instructions) {
   llvm::SmallPtrSet<const llvm::GlobalValue *, 4> glue;
   for (llvm::Function &f : module)
@@ -309,9 +307,10 @@ static std::string separateGlue(llvm::Module &module, size_t instructions) {
     value.setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   llvm::ValueToValueMapTy map;
-  std::unique_ptr<llvm::Module> glueModule = llvm::CloneModule(
-      module, map,
-      [&](const llvm::GlobalValue *value) { return glue.contains(value); });
+  std::unique_ptr<llvm::Module> glueModule =
+      llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+        return glue.contains(value);
+      });
   for (const llvm::GlobalValue *value : glue)
     llvm::cast<llvm::Function>(const_cast<llvm::GlobalValue *>(value))
         ->deleteBody();
@@ -500,7 +499,8 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   // A CUDA artifact's host code (launches and copies, with the kernels as
   // embedded binaries) is compiled whole.
   std::vector<ModulePart> parts;
-  std::string glue = cuda ? std::string() : separateGlue(*llvmModule, options.glueInstructions);
+  std::string glue = cuda ? std::string()
+                          : separateGlue(*llvmModule, options.glueInstructions);
   unsigned partCount =
       cuda ? 1 : countParts(*llvmModule, options.instructionsPerPart);
   if (partCount == 1) {
@@ -548,8 +548,9 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
                                   llvm::toString(parsed.takeError()));
           part.module = std::move(*parsed);
           std::string().swap(part.bitcode);
-          part.machine = makeMachine(part.glue ? llvm::CodeGenOptLevel::None
-                                               : llvm::CodeGenOptLevel::Aggressive);
+          part.machine =
+              makeMachine(part.glue ? llvm::CodeGenOptLevel::None
+                                    : llvm::CodeGenOptLevel::Aggressive);
           if (!part.machine)
             return fail(part, noMachine);
         }

@@ -51,8 +51,8 @@ static std::string bufferizePipeline(bool copyBeforeWrite) {
          "ownership-based-buffer-deallocation," AMP_CANONICALIZE ","
          "func.func(amp-free-after-last-use),"
          "buffer-deallocation-simplification,bufferization-lower-deallocations,"
-         "cse," AMP_CANONICALIZE ",convert-bufferization-to-memref,"
-         AMP_CANONICALIZE ",";
+         "cse," AMP_CANONICALIZE
+         ",convert-bufferization-to-memref," AMP_CANONICALIZE ",";
 }
 /// Wide reductions with few outputs in two stages (amp-lower-cuda's).
 static constexpr const char *kSplitReductions =
@@ -68,23 +68,23 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
                  : "amp-convert-train-to-cpu-runtime,") +
          // A CPU sums a batch-norm channel's values in one sequence: in f64.
          // SyncBatchNorm's sums cross the ranks through the runtime.
-         toLinalg("f64", "amp_cpu_all_reduce") + (options.splitReductions ? kSplitReductions : "") +
+         toLinalg("f64", "amp_cpu_all_reduce") +
+         (options.splitReductions ? kSplitReductions : "") +
          // Loops LLVM can vectorize: contiguous dimensions merged, sums
          // reassociable, f32 exp and tanh inline instead of libm calls;
          // scalar inputs (the step's loss scale, found_inf...) read once.
          "func.func(amp-collapse-loop-dims,amp-reassociate-reductions,"
-         "amp-vectorizable-math,amp-capture-scalar-inputs),"
-         AMP_CANONICALIZE "," +
+         "amp-vectorizable-math,amp-capture-scalar-inputs)," AMP_CANONICALIZE
+         "," +
          bufferizePipeline(options.copyBeforeWrite) +
          // Threads: large loops become tasks of the runtime's thread pool.
-         (options.parallel
-              ? "func.func(amp-parallelize-loops),"
-                "amp-outline-parallel-loops{outline-serial=true},"
-              : "") +
+         (options.parallel ? "func.func(amp-parallelize-loops),"
+                             "amp-outline-parallel-loops{outline-serial=true},"
+                           : "") +
          // Loops, then the LLVM dialect. Other transcendentals call libm
-         // (accurate to an ulp); f16/bf16 conversions are expanded or called out. The
-         // loops become a CFG last loop first (upstream's order made each
-         // block split move every later loop again) and the dialect
+         // (accurate to an ulp); f16/bf16 conversions are expanded or called
+         // out. The loops become a CFG last loop first (upstream's order made
+         // each block split move every later loop again) and the dialect
          // conversions run without pattern rollback (its bookkeeping records
          // every op a split moves); a step's thousands of arguments get an
          // entry block of their own for the signature conversion (after the

@@ -383,11 +383,14 @@ def OutlineParallelLoopsPass
       calls, whose buffers are distinct), so their contents do not overlap,
       and the body reaches memory only through them (no globals, calls or
       raw pointers of its own), its
-      `amp.noalias_pointers` lists the positions of their allocated and
-      aligned pointers in the LLVM signature (`%first`, `%last`: 0, 1; a
-      memref of rank r: two pointers, an offset, r sizes, r strides; other
-      values one each), because convert-to-llvm drops a memref argument's
-      attributes. Where any memref argument's memory is not known so
+      `amp.noalias_pointers` lists the positions of their pointers in the
+      LLVM signature (`%first`, `%last`: 0, 1; other values one each),
+      because convert-to-llvm drops a memref argument's attributes. When
+      every memref argument has a static shape, strides and offset, the
+      function and its launch carry `llvm.bareptr`: each memref passes as
+      its aligned pointer alone (one parameter, listed). Otherwise each
+      memref of rank r is two pointers (both listed), an offset, r sizes and
+      r strides. Where any memref argument's memory is not known so
       (another op's result, the argument of a function the module calls),
       there is none;
     - a call of a private declaration `@<function>_task<N>_launch(%tasks,
@@ -395,13 +398,21 @@ def OutlineParallelLoopsPass
       which `amp-lower-parallel-launches` replaces with a call of the
       runtime's `amp_cpu_parallel_for` once the module is in the LLVM dialect.
     Constants the body uses are cloned into the task function; other values
-    defined outside the loop are passed.
+    defined outside the loop are passed. A function equal to one outlined
+    before (the same signature, `amp.noalias_pointers` and body, locations
+    aside) is not made again: the loop calls the earlier one (its launch).
+    A deep model repeats its layers' shapes, so its thousands of loops
+    share a few dozen functions (a 100-layer MLP: 2 942 -> 58), each
+    lowered and compiled once, and the bare pointers make each of the
+    step's thousands of calls pass one value per buffer instead of a
+    descriptor.
 
     With `outline-serial`, each linalg op on buffers left at the top level
     of a function that has at least `min-serial` of them (the sequential
     work beside the tasks) moves into a private function
     `@<function>_loop<N>(<captured values>...)` of its own, called directly
-    with `no_inline`, with `amp.noalias_pointers` as a task's. LLVM's loop
+    with `no_inline`, with `amp.noalias_pointers` and `llvm.bareptr` as a
+    task's, shared as tasks are. LLVM's loop
     passes (loop rotation, induction-variable simplification, loop
     deletion) cost time superlinear in the size of the function holding
     the loops: on DenseNet-121's step, one function of thousands of loop

@@ -305,11 +305,11 @@ private:
     llvm::hash_code hash = llvm::hash_combine(
         func.getFunctionType(), func->getAttr(kNoAliasPointersAttr));
     func.getBody().walk([&](Operation *op) {
-      hash = llvm::hash_combine(
-          hash, OperationEquivalence::computeHash(
-                    op, OperationEquivalence::ignoreHashValue,
-                    OperationEquivalence::ignoreHashValue,
-                    OperationEquivalence::IgnoreLocations));
+      hash = llvm::hash_combine(hash,
+                                OperationEquivalence::computeHash(
+                                    op, OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::IgnoreLocations));
     });
     return static_cast<size_t>(hash);
   }

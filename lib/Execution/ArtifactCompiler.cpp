@@ -69,75 +69,6 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Inlines the C interface of the entry `name` and the entry itself into
-/// its packed entry (addPackedEntry's), then erases the two when nothing
-/// else calls them. A step's entry takes thousands of parameters (each
-/// memref's descriptor fields), and LLVM's called-value propagation
-/// revisits a call each time one of its operands changes, merging every
-/// argument each time: quadratic in the parameters (3.2 s of a 100-layer
-/// MLP's optimization for the call into the step). The packed entry takes
-/// one pointer.
-static llvm::Error inlineEntry(llvm::Module &module, llvm::StringRef name) {
-  llvm::Function *packed =
-      module.getFunction((kArtifactEntryPrefix + name).str());
-  if (!packed)
-    return error("no packed entry for @" + name);
-  // The calls of `callee` in the packed entry, inlined.
-  auto inlineCallsOf = [&](llvm::Function *callee) -> llvm::Error {
-    if (!callee)
-      return llvm::Error::success();
-    llvm::SmallVector<llvm::CallBase *> calls;
-    for (llvm::User *user : callee->users())
-      if (auto *call = llvm::dyn_cast<llvm::CallBase>(user);
-          call && call->getFunction() == packed &&
-          call->getCalledFunction() == callee)
-        calls.push_back(call);
-    for (llvm::CallBase *call : calls) {
-      llvm::InlineFunctionInfo info;
-      if (llvm::InlineResult result = llvm::InlineFunction(*call, info);
-          !result.isSuccess())
-        return error("inlining @" + callee->getName() +
-                     " into its packed entry: " + result.getFailureReason());
-    }
-    return llvm::Error::success();
-  };
-  llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
-  llvm::Function *entry = module.getFunction(name);
-  if (llvm::Error e = inlineCallsOf(ciface))
-    return e;
-  if (llvm::Error e = inlineCallsOf(entry))
-    return e;
-  for (llvm::Function *f : {ciface, entry})
-    if (f && f->use_empty())
-      f->eraseFromParent();
-  return llvm::Error::success();
-}
-
-/// Adds `void amp_entry_<name>(void **args)`: calls `_mlir_ciface_<name>`
-/// with args[i] loaded as its i-th (descriptor pointer) argument, the layout
-/// ExecutionEngine::invokePacked uses.
-static llvm::Error addPackedEntry(llvm::Module &module, llvm::StringRef name) {
-  llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
-  if (!ciface)
-    return error("the lowered module has no _mlir_ciface_" + name);
-  llvm::LLVMContext &ctx = module.getContext();
-  auto *ptr = llvm::PointerType::getUnqual(ctx);
-  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
-                                       /*isVarArg=*/false);
-  auto *entry = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
-                                       kArtifactEntryPrefix + name, module);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
-  llvm::SmallVector<llvm::Value *> args;
-  for (auto [i, param] : llvm::enumerate(ciface->args())) {
-    llvm::Value *slot = b.CreateConstGEP1_64(ptr, entry->getArg(0), i);
-    llvm::Value *argPtr = b.CreateLoad(ptr, slot);
-    args.push_back(b.CreateLoad(param.getType(), argPtr));
-  }
-  b.CreateCall(ciface, args);
-  b.CreateRetVoid();
-  return llvm::Error::success();
-}
-
 /// Runs the C++ driver; its output is returned in the error on failure.
 static llvm::Error link(llvm::ArrayRef<std::string> arguments) {
   auto driver = llvm::sys::findProgramByName("c++");
@@ -449,7 +380,8 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     return error("translating the lowered module to LLVM IR failed");
   copy = nullptr; // the lowered MLIR module is not needed any more
   for (const ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits})
-    if (llvm::Error e = addPackedEntry(*llvmModule, info->name))
+    if (llvm::Error e = addPackedEntry(*llvmModule, info->name,
+                                       kArtifactEntryPrefix + info->name))
       return e;
   llvm::Constant *text = llvm::ConstantDataArray::getString(
       *llvmContext, serializeManifest(manifest));
@@ -490,7 +422,8 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     preferFullWidthVectors(*llvmModule, *machine);
   }
   for (const ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits})
-    if (llvm::Error e = inlineEntry(*llvmModule, info->name))
+    if (llvm::Error e = inlineIntoPackedEntry(
+            *llvmModule, info->name, kArtifactEntryPrefix + info->name))
       return e;
   // Split into parts compiled in parallel, each in its own context: the
   // outlined loops and tasks spread over the parts (their local linkage

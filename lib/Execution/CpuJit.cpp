@@ -16,9 +16,11 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Analysis/CFG.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Attributes.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Support/DynamicLibrary.h"
@@ -26,10 +28,18 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <mutex>
 
 using namespace mlir;
+
+/// The JIT's packed entry of function f: kPackedEntryPrefix + f.
+static constexpr llvm::StringLiteral kPackedEntryPrefix = "amp_entry_";
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
 using namespace amp;
 
 #ifndef AMP_MLIR_C_RUNNER_UTILS
@@ -205,8 +215,29 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   std::string entryName = name.str();
   // ExecutionEngineOptions::transformer is a function_ref: the callable
   // must outlive ExecutionEngine::create.
-  auto transform = [&](llvm::Module *m) {
+  // The LLVM module: the entry and its C interface inlined into a packed
+  // entry of one argument, which the engine's own packed wrappers (one per
+  // external function) then wrap cheaply.
+  std::string packedName = (kPackedEntryPrefix + entryName).str();
+  std::string buildError;
+  auto build =
+      [&](Operation *op,
+          llvm::LLVMContext &context) -> std::unique_ptr<llvm::Module> {
+    std::unique_ptr<llvm::Module> m = translateModuleToLLVMIR(op, context);
+    if (!m)
+      return nullptr;
     markEntryArgumentsNoAlias(*m, {entryName});
+    llvm::Error e = addPackedEntry(*m, entryName, packedName);
+    if (!e)
+      e = inlineIntoPackedEntry(*m, entryName, packedName);
+    if (e) {
+      buildError = llvm::toString(std::move(e));
+      return nullptr;
+    }
+    return m;
+  };
+  engineOptions.llvmModuleBuilder = build;
+  auto transform = [&](llvm::Module *m) {
     routeStepAllocations(*m);
     preferFullWidthVectors(*m, *machine);
     return optimize(m);
@@ -216,8 +247,13 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   engineOptions.sharedLibPaths = runnerUtils;
   auto engine =
       ExecutionEngine::create(*copy, engineOptions, std::move(*targetMachine));
-  if (!engine)
+  if (!engine) {
+    if (!buildError.empty()) {
+      llvm::consumeError(engine.takeError());
+      return error(buildError);
+    }
     return engine.takeError();
+  }
   fn->engine = std::move(*engine);
   retainFreedMemory();
   fn->engine->registerSymbols(halfConversionSymbols);
@@ -228,6 +264,10 @@ CpuFunction::compile(ModuleOp module, StringRef name,
                                  llvm::JITSymbolFlags::Exported};
     return symbols;
   });
+  auto address = fn->engine->lookup(packedName);
+  if (!address)
+    return address.takeError();
+  fn->packedEntry = reinterpret_cast<void (*)(void **)>(*address);
   return fn;
 }
 
@@ -264,6 +304,66 @@ void amp::markEntryArgumentsNoAlias(llvm::Module &module,
         f->getContext(), attributes.getFnAttrs(), attributes.getRetAttrs(),
         params));
   }
+}
+
+llvm::Error amp::inlineIntoPackedEntry(llvm::Module &module,
+                                       llvm::StringRef name,
+                                       llvm::StringRef packedName) {
+  llvm::Function *packed = module.getFunction(packedName);
+  if (!packed)
+    return error("no packed entry @" + packedName + " for @" + name);
+  // The calls of `callee` in the packed entry, inlined.
+  auto inlineCallsOf = [&](llvm::Function *callee) -> llvm::Error {
+    if (!callee)
+      return llvm::Error::success();
+    llvm::SmallVector<llvm::CallBase *> calls;
+    for (llvm::User *user : callee->users())
+      if (auto *call = llvm::dyn_cast<llvm::CallBase>(user);
+          call && call->getFunction() == packed &&
+          call->getCalledFunction() == callee)
+        calls.push_back(call);
+    for (llvm::CallBase *call : calls) {
+      llvm::InlineFunctionInfo info;
+      if (llvm::InlineResult result = llvm::InlineFunction(*call, info);
+          !result.isSuccess())
+        return error("inlining @" + callee->getName() +
+                     " into its packed entry: " + result.getFailureReason());
+    }
+    return llvm::Error::success();
+  };
+  llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
+  llvm::Function *entry = module.getFunction(name);
+  if (llvm::Error e = inlineCallsOf(ciface))
+    return e;
+  if (llvm::Error e = inlineCallsOf(entry))
+    return e;
+  for (llvm::Function *f : {ciface, entry})
+    if (f && f->use_empty())
+      f->eraseFromParent();
+  return llvm::Error::success();
+}
+
+llvm::Error amp::addPackedEntry(llvm::Module &module, llvm::StringRef name,
+                                llvm::StringRef packedName) {
+  llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
+  if (!ciface)
+    return error("the lowered module has no _mlir_ciface_" + name);
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
+                                       /*isVarArg=*/false);
+  auto *entry = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                       packedName, module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::SmallVector<llvm::Value *> args;
+  for (auto [i, param] : llvm::enumerate(ciface->args())) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptr, entry->getArg(0), i);
+    llvm::Value *argPtr = b.CreateLoad(ptr, slot);
+    args.push_back(b.CreateLoad(param.getType(), argPtr));
+  }
+  b.CreateCall(ciface, args);
+  b.CreateRetVoid();
+  return llvm::Error::success();
 }
 
 void amp::preferFullWidthVectors(llvm::Module &module,
@@ -325,7 +425,8 @@ CpuFunction::callReusing(llvm::ArrayRef<const HostTensor *> inputs,
   return callOnHost(
       entry, arguments, results, inputs,
       [&](llvm::MutableArrayRef<void *> packed) {
-        return engine->invokePacked("_mlir_ciface_" + entry, packed);
+        packedEntry(packed.data());
+        return llvm::Error::success();
       },
       &reuse);
 }

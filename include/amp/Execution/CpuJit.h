@@ -75,6 +75,25 @@ llvm::Error readFunctionSpecs(mlir::func::FuncOp func,
 void markEntryArgumentsNoAlias(llvm::Module &module,
                                llvm::ArrayRef<std::string> entries);
 
+/// Adds `void <packedName>(void **args)` to `module` (a lowered module in
+/// LLVM IR): it calls `_mlir_ciface_<name>` with args[i] loaded as its i-th
+/// argument (a descriptor pointer, or a scalar), the layout
+/// ExecutionEngine::invokePacked uses.
+llvm::Error addPackedEntry(llvm::Module &module, llvm::StringRef name,
+                           llvm::StringRef packedName);
+
+/// Inlines the C interface of the entry `name` and the entry itself into
+/// its packed entry `packedName` (addPackedEntry's), then erases the two
+/// when nothing else calls them. A step's entry takes thousands of
+/// parameters (each memref's descriptor fields), and LLVM's called-value
+/// propagation revisits a call each time one of its operands changes,
+/// merging every argument each time: quadratic in the parameters (3.2 s of
+/// a 100-layer MLP's optimization for the call into the step). The packed
+/// entry takes one pointer. Run after markEntryArgumentsNoAlias (the
+/// inliner keeps noalias parameters as alias scopes).
+llvm::Error inlineIntoPackedEntry(llvm::Module &module, llvm::StringRef name,
+                                  llvm::StringRef packedName);
+
 /// Sends the allocations of a lowered CPU step (its calls of aligned_alloc,
 /// malloc and free, from memref-to-llvm) to the CPU runtime's counted heap
 /// (amp_cpu_aligned_alloc, amp_cpu_malloc, amp_cpu_free), with the
@@ -128,6 +147,9 @@ private:
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::string entry;
+  /// The packed entry (addPackedEntry's, with the entry inlined): called
+  /// with a pointer to each argument.
+  void (*packedEntry)(void **) = nullptr;
   llvm::SmallVector<TensorSpec> arguments;
   llvm::SmallVector<TensorSpec> results;
 };

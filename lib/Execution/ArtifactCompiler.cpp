@@ -223,12 +223,14 @@ static bool isGlue(const llvm::Function &f, size_t instructions) {
 /// from it (the loops it calls are compiled as before). Every local symbol
 /// becomes a hidden global one, so the objects link.
 static std::string separateGlue(llvm::Module &module, size_t instructions) {
-  llvm::SmallPtrSet<const llvm::GlobalValue *, 4> glue;
+  llvm::SmallVector<llvm::Function *> functions;
   for (llvm::Function &f : module)
     if (isGlue(f, instructions))
-      glue.insert(&f);
-  if (glue.empty())
+      functions.push_back(&f);
+  if (functions.empty())
     return {};
+  llvm::SmallPtrSet<const llvm::GlobalValue *, 4> glue(functions.begin(),
+                                                        functions.end());
   for (llvm::GlobalValue &value : module.global_values()) {
     if (!value.hasLocalLinkage())
       continue;
@@ -242,9 +244,8 @@ static std::string separateGlue(llvm::Module &module, size_t instructions) {
       llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
         return glue.contains(value);
       });
-  for (const llvm::GlobalValue *value : glue)
-    llvm::cast<llvm::Function>(const_cast<llvm::GlobalValue *>(value))
-        ->deleteBody();
+  for (llvm::Function *f : functions)
+    f->deleteBody();
   std::string bitcode;
   llvm::raw_string_ostream os(bitcode);
   llvm::WriteBitcodeToFile(*glueModule, os);

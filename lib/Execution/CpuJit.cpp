@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/CpuJit.h"
+#include "amp/Execution/Artifact.h"
 #include "amp/Pipelines/Pipelines.h"
 #include "amp/Runtime/CpuRuntime.h"
 
@@ -33,13 +34,6 @@
 #include <mutex>
 
 using namespace mlir;
-
-/// The JIT's packed entry of function f: kPackedEntryPrefix + f.
-static constexpr llvm::StringLiteral kPackedEntryPrefix = "amp_entry_";
-
-static llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 using namespace amp;
 
 #ifndef AMP_MLIR_C_RUNNER_UTILS
@@ -213,12 +207,12 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   auto optimize =
       makeOptimizingTransformer(options.optLevel, 0, targetMachine->get());
   std::string entryName = name.str();
-  // ExecutionEngineOptions::transformer is a function_ref: the callable
-  // must outlive ExecutionEngine::create.
+  // ExecutionEngineOptions' llvmModuleBuilder and transformer are
+  // function_refs: the callables must outlive ExecutionEngine::create.
   // The LLVM module: the entry and its C interface inlined into a packed
-  // entry of one argument, which the engine's own packed wrappers (one per
-  // external function) then wrap cheaply.
-  std::string packedName = (kPackedEntryPrefix + entryName).str();
+  // entry of one argument (amp-compile's), which the engine's own packed
+  // wrappers (one per external function) then wrap cheaply.
+  std::string packedName = kArtifactEntryPrefix + entryName;
   std::string buildError;
   auto build =
       [&](Operation *op,
@@ -250,7 +244,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
   if (!engine) {
     if (!buildError.empty()) {
       llvm::consumeError(engine.takeError());
-      return error(buildError);
+      return llvm::createStringError(buildError);
     }
     return engine.takeError();
   }
@@ -311,7 +305,7 @@ llvm::Error amp::inlineIntoPackedEntry(llvm::Module &module,
                                        llvm::StringRef packedName) {
   llvm::Function *packed = module.getFunction(packedName);
   if (!packed)
-    return error("no packed entry @" + packedName + " for @" + name);
+    return llvm::createStringError("no packed entry @" + packedName + " for @" + name);
   // The calls of `callee` in the packed entry, inlined.
   auto inlineCallsOf = [&](llvm::Function *callee) -> llvm::Error {
     if (!callee)
@@ -326,7 +320,7 @@ llvm::Error amp::inlineIntoPackedEntry(llvm::Module &module,
       llvm::InlineFunctionInfo info;
       if (llvm::InlineResult result = llvm::InlineFunction(*call, info);
           !result.isSuccess())
-        return error("inlining @" + callee->getName() +
+        return llvm::createStringError("inlining @" + callee->getName() +
                      " into its packed entry: " + result.getFailureReason());
     }
     return llvm::Error::success();
@@ -347,7 +341,7 @@ llvm::Error amp::addPackedEntry(llvm::Module &module, llvm::StringRef name,
                                 llvm::StringRef packedName) {
   llvm::Function *ciface = module.getFunction(("_mlir_ciface_" + name).str());
   if (!ciface)
-    return error("the lowered module has no _mlir_ciface_" + name);
+    return llvm::createStringError("the lowered module has no _mlir_ciface_" + name);
   llvm::LLVMContext &ctx = module.getContext();
   auto *ptr = llvm::PointerType::getUnqual(ctx);
   auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},

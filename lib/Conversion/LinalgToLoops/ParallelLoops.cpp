@@ -328,11 +328,12 @@ struct OutlineParallelLoopsPass
     : public amp::impl::OutlineParallelLoopsPassBase<OutlineParallelLoopsPass> {
   using OutlineParallelLoopsPassBase::OutlineParallelLoopsPassBase;
 
-  /// Functions already outlined (loops and tasks), and each task's launch.
+  /// Functions already outlined (loops and tasks) in this run's module.
   OutlinedFunctions outlinedFunctions;
-  DenseMap<Operation *, func::FuncOp> launchOfTask;
 
   void runOnOperation() override {
+    // A pass instance may run on several modules in turn.
+    outlinedFunctions = OutlinedFunctions();
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     for (func::FuncOp func :
@@ -493,8 +494,10 @@ struct OutlineParallelLoopsPass
     // An equal task outlined before: its launch.
     if (func::FuncOp earlier = outlinedFunctions.findOrInsert(task)) {
       symbols.erase(task);
-      func::CallOp::create(builder, loc, launchOfTask.lookup(earlier),
-                           operands);
+      func::CallOp::create(
+          builder, loc,
+          symbols.lookup<func::FuncOp>((earlier.getSymName() + "_launch").str()),
+          operands);
       forall.erase();
       return;
     }
@@ -511,7 +514,6 @@ struct OutlineParallelLoopsPass
     if (bare)
       markBare(launch);
     symbols.insert(launch);
-    launchOfTask[task] = launch;
 
     builder.setInsertionPoint(forall);
     func::CallOp::create(builder, loc, launch, operands);

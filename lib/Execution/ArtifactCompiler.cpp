@@ -121,6 +121,8 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
       " static-cxx=" + (options.staticCxx ? "1" : "0") +
       " part-instructions=" + std::to_string(options.instructionsPerPart) +
       " glue-instructions=" + std::to_string(options.glueInstructions);
+  if (!options.fusedAttention)
+    text += " attention=decomposed";
   if (options.backend == "cuda")
     text += " chip=" + options.chip + " ptx-features=" + options.features +
             " kernel-format=" + options.kernelFormat;
@@ -364,7 +366,9 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     if (failed(parsePassPipeline(getCudaLoweringPipeline(lowering), pm)))
       return error("the amp-lower-cuda pipeline does not parse");
   } else {
-    buildCpuLoweringPipeline(pm, CpuLoweringOptions());
+    CpuLoweringOptions lowering;
+    lowering.fusedAttention = options.fusedAttention;
+    buildCpuLoweringPipeline(pm, lowering);
   }
   if (failed(pm.run(*copy)))
     return error("lowering for " + options.backend + " failed");

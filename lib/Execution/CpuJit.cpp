@@ -179,6 +179,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.blas = options.blas;
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
+    lowering.fusedAttention = options.fusedAttention;
     buildCpuLoweringPipeline(pm, lowering);
     pm.enableVerifier(options.verifyEach);
     if (failed(pm.run(*copy)) || failed(verify(*copy)))

@@ -60,9 +60,13 @@ static constexpr const char *kSplitReductions =
 
 std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
   return std::string(
-             // GEMMs and convolutions -> CBLAS runtime calls (the target-
-             // specific part).
-             !options.blas ? ""
+             // Attention unfused where no runtime kernel runs it.
+             !options.blas || !options.fusedAttention
+                 ? "amp-decompose-attention,"
+                 : "") +
+         // GEMMs, convolutions and attention -> runtime calls (the target-
+         // specific part).
+         std::string(!options.blas ? ""
              : options.convAsGemm
                  ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
                  : "amp-convert-train-to-cpu-runtime,") +
@@ -109,8 +113,9 @@ std::string amp::getDefaultLibdevicePath() {
 
 std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
-      // GEMMs -> cuBLASLt calls, then the shared middle.
-      std::string("amp-convert-train-to-cuda-runtime,") +
+      // Attention unfused (no CUDA kernel yet); GEMMs -> cuBLASLt calls,
+      // then the shared middle.
+      std::string("amp-decompose-attention,amp-convert-train-to-cuda-runtime,") +
       // SyncBatchNorm's sums cross the ranks on NCCL.
       toLinalg("f32", "amp_cuda_all_reduce") +
       kSplitReductions + bufferizePipeline(options.copyBeforeWrite) +

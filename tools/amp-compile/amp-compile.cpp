@@ -71,6 +71,13 @@ cl::opt<bool> verifyEach(
     cl::desc("Verify the module after each lowering pass (as mlir-opt's "
              "--verify-each), not only the lowered module once"),
     cl::init(false), cl::cat(category));
+cl::opt<std::string> attention(
+    "attention",
+    cl::desc("How train.attention runs on the CPU: 'fused' (the runtime's "
+             "flash-style kernels, O(S) memory) or 'decomposed' "
+             "(batch_matmul, softmax, batch_matmul: the [Sq, Sk] scores kept "
+             "for the backward pass; for comparison)"),
+    cl::init("fused"), cl::cat(category));
 cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
                     cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
@@ -212,6 +219,10 @@ int main(int argc, char **argv) {
   artifactOptions.instructionsPerPart = splitInstructions;
   artifactOptions.glueInstructions = glueInstructions;
   artifactOptions.verifyEach = verifyEach;
+  if (attention != "fused" && attention != "decomposed")
+    return fail("--attention must be fused or decomposed, got '" +
+                attention + "'");
+  artifactOptions.fusedAttention = attention == "fused";
 
   PhaseClock clock("amp-compile",
                    timePhases || (llvm::errs().is_displayed() && !quiet));

@@ -97,6 +97,34 @@ def FuseElementwisePass : Pass<"amp-fuse-elementwise"> {
   ];
 }
 
+def DecomposeAttentionPass
+    : Pass<"amp-decompose-attention", "::mlir::ModuleOp"> {
+  let summary = "Rewrite train.attention into batch_matmul, softmax, batch_matmul";
+  let description = [{
+    The unfused form of `train.attention` and `train.attention_grad`, as
+    autocast and autodiff would have made of the hand-written attention:
+    `batch_matmul(query, key^T)` in the operands' type with the op's
+    accumulator, the scores widened to f32, scaled, masked (an additive mask
+    added, a boolean one selecting -inf) and `softmax`ed in f32 (`causal`
+    on square scores, a constant keep-mask otherwise), the probabilities
+    rounded to the operands' type for `batch_matmul(P, value)`. The gradient
+    recomputes the probabilities and forms `softmax_grad`; the log-sum-exp
+    is not needed by it, so a forward op's `lse` may only be read by
+    `train.attention_grad` ops (which this pass rewrites first).
+
+    `amp-lower-cuda` runs it first (no fused CUDA kernel yet);
+    `amp-lower-cpu` does with `fused-attention=false` or `blas=false`, to
+    compare with the runtime's flash-style kernel. The decomposed form keeps
+    the `[..., Sq, Sk]` scores and probabilities alive until the backward
+    pass: O(S^2) memory per layer.
+
+    ```
+    amp-opt step.mlir --amp-decompose-attention
+    ```
+  }];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def ConvertTrainToCpuRuntimePass
     : Pass<"amp-convert-train-to-cpu-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower GEMMs and convolutions to calls into the CBLAS runtime";

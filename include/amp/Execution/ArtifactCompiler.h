@@ -56,6 +56,10 @@ struct ArtifactOptions {
   /// Verify the module after each lowering pass (mlir-opt's
   /// --verify-each), not only the lowered module once.
   bool verifyEach = false;
+  /// train.attention runs the CPU runtime's flash-style kernels; false:
+  /// decomposed (amp-lower-cpu's fused-attention). Part of the target
+  /// description, so of the cache key.
+  bool fusedAttention = true;
   /// Called after each phase of compileArtifact with its name and wall
   /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization
   /// and machine code" (each part optimized and compiled in turn), "link"

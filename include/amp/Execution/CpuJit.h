@@ -45,6 +45,9 @@ struct CpuCompileOptions {
   /// Verify the module after each lowering pass, not only the lowered
   /// module once.
   bool verifyEach = false;
+  /// train.attention runs the runtime's flash-style kernels; false:
+  /// decomposed (amp-decompose-attention).
+  bool fusedAttention = true;
 };
 
 /// The kind of an MLIR element type, if it is one of the five.

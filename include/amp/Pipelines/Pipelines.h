@@ -194,6 +194,12 @@ struct CpuLoweringOptions
   Option<bool> copyBeforeWrite{*this, "copy-before-write",
                                llvm::cl::desc(kCopyBeforeWriteDescription),
                                llvm::cl::init(false)};
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("train.attention calls the runtime's flash-style "
+                     "kernels (with blas); false: amp-decompose-attention's "
+                     "batch_matmul / softmax / batch_matmul"),
+      llvm::cl::init(true)};
   Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Split large loops into tasks for the runtime's thread "

@@ -35,7 +35,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SmallVectorExtras.h"
+#include "llvm/ADT/bit.h"
 
+#include <limits>
 #include <optional>
 
 namespace amp {
@@ -172,6 +174,126 @@ struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
   }
 
   RuntimeTarget target;
+};
+
+/// The runtime's attention geometry params: element type, the leading
+/// dimensions padded in front to four, Sq, Sk, D, Dv, causal and the
+/// scale's f64 bits; then, with a mask, its type and strides (0 where it
+/// broadcasts) over the padded [b0, b1, b2, b3, Sq, Sk].
+std::optional<SmallVector<int64_t>>
+attentionParams(RankedTensorType query, RankedTensorType key,
+                RankedTensorType value, Value mask, bool causal,
+                double scale) {
+  std::optional<int64_t> dtype = runtimeDType(query.getElementType());
+  int64_t rank = query.getRank();
+  if (!dtype || rank > 6)
+    return std::nullopt;
+  SmallVector<int64_t> params = {*dtype};
+  SmallVector<int64_t, 6> dims(6 - rank, 1);
+  llvm::append_range(dims, query.getShape().drop_back(2));
+  llvm::append_range(params, dims);
+  params.append({query.getDimSize(rank - 2), key.getDimSize(rank - 2),
+                 query.getDimSize(rank - 1), value.getDimSize(rank - 1),
+                 causal ? 1 : 0, llvm::bit_cast<int64_t>(scale)});
+  if (!mask)
+    return params;
+  auto maskType = cast<RankedTensorType>(mask.getType());
+  std::optional<int64_t> maskDtype = runtimeDType(maskType.getElementType());
+  if (!maskDtype)
+    return std::nullopt;
+  params.push_back(*maskDtype);
+  // The scores' full shape [b0..b3, Sq, Sk] and the mask's, aligned right.
+  SmallVector<int64_t, 6> full(dims);
+  full.append({query.getDimSize(rank - 2), key.getDimSize(rank - 2)});
+  ArrayRef<int64_t> shape = maskType.getShape();
+  SmallVector<int64_t, 6> strides(6, 0);
+  int64_t stride = 1;
+  for (int64_t i = 5, m = int64_t(shape.size()) - 1; i >= 0 && m >= 0;
+       --i, --m) {
+    strides[i] = shape[m] == 1 && full[i] != 1 ? 0 : stride;
+    stride *= shape[m];
+  }
+  llvm::append_range(params, strides);
+  return params;
+}
+
+/// A boolean keep-mask as the runtime's additive f32 one (0 / -inf).
+Value additiveMask(OpBuilder &b, Location loc, Value mask) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (!type.getElementType().isInteger(1))
+    return mask;
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto constant = [&](float v) -> Value {
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(scalar, v));
+  };
+  return SelectOp::create(b, loc, mask, constant(0.0f),
+                          constant(-std::numeric_limits<float>::infinity()));
+}
+
+/// train.attention as the runtime's flash-style kernel
+/// (amp_cpu_attention[_mask]): f32 output rounded once to the op's type,
+/// and the f32 log-sum-exp.
+struct AttentionToRuntime : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getAccumulatorType().isF32())
+      return rewriter.notifyMatchFailure(op, "not an f32 accumulator");
+    Location loc = op.getLoc();
+    Value mask = op.getMask() ? additiveMask(rewriter, loc, op.getMask())
+                              : Value();
+    std::optional<SmallVector<int64_t>> params = attentionParams(
+        op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
+        mask, op.getCausal(), op.getScale().convertToDouble());
+    if (!params)
+      return rewriter.notifyMatchFailure(op, "not a runtime attention");
+    SmallVector<Value> inputs = {op.getQuery(), op.getKey(), op.getValue()};
+    if (mask)
+      inputs.push_back(mask);
+    auto type = op.getResult().getType();
+    auto call = createRuntimeCall(
+        rewriter, op, mask ? "amp_cpu_attention_mask" : "amp_cpu_attention",
+        TypeRange{type.clone(rewriter.getF32Type()), op.getLse().getType()},
+        inputs, *params);
+    rewriter.replaceOp(op, {roundTo(rewriter, loc, call.getResult(0), type),
+                            call.getResult(1)});
+    return success();
+  }
+};
+
+/// train.attention_grad as the runtime's blocked backward kernel
+/// (amp_cpu_attention_grad[_mask]): f32 gradients rounded once each.
+struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value mask = op.getMask() ? additiveMask(rewriter, loc, op.getMask())
+                              : Value();
+    std::optional<SmallVector<int64_t>> params = attentionParams(
+        op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
+        mask, op.getCausal(), op.getScale().convertToDouble());
+    if (!params)
+      return rewriter.notifyMatchFailure(op, "not a runtime attention");
+    SmallVector<Value> inputs = {op.getGrad(),  op.getQuery(), op.getKey(),
+                                 op.getValue(), op.getOutput(), op.getLse()};
+    if (mask)
+      inputs.push_back(mask);
+    Type f32 = rewriter.getF32Type();
+    SmallVector<Type> types;
+    for (Value v : op->getResults())
+      types.push_back(cast<RankedTensorType>(v.getType()).clone(f32));
+    auto call = createRuntimeCall(
+        rewriter, op,
+        mask ? "amp_cpu_attention_grad_mask" : "amp_cpu_attention_grad", types,
+        inputs, *params);
+    SmallVector<Value> results;
+    for (auto [acc, result] : llvm::zip(call.getResults(), op->getResults()))
+      results.push_back(roundTo(rewriter, loc, acc,
+                                cast<RankedTensorType>(result.getType())));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
 };
 
 /// train.all_reduce as one runtime call per bucket (amp_cpu_all_reduce,
@@ -996,6 +1118,8 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
   // Batch matmuls of any rank and broadcast batch dims: the rank-3 form.
   populateBatchMatmulToRank3Patterns(patterns);
   patterns.add<EmbeddingGradToRuntime>(ctx, target);
+  if (target == RuntimeTarget::Cpu)
+    patterns.add<AttentionToRuntime, AttentionGradToRuntime>(ctx);
   patterns.add<AllReduceToRuntime>(ctx, target == RuntimeTarget::Cuda
                                              ? "amp_cuda_all_reduce"
                                              : "amp_cpu_all_reduce");

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Attention.h"
 #include "amp/Runtime/Collectives.h"
 #include "amp/Runtime/Blas.h"
 #include "amp/Runtime/Dnnl.h"
@@ -417,5 +418,12 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
        reinterpret_cast<void *>(&amp_cpu_aligned_alloc)},
       {"amp_cpu_free", reinterpret_cast<void *>(&amp_cpu_free)},
       {"amp_cpu_all_reduce", reinterpret_cast<void *>(&amp_cpu_all_reduce)},
+      {"amp_cpu_attention", reinterpret_cast<void *>(&amp_cpu_attention)},
+      {"amp_cpu_attention_mask",
+       reinterpret_cast<void *>(&amp_cpu_attention_mask)},
+      {"amp_cpu_attention_grad",
+       reinterpret_cast<void *>(&amp_cpu_attention_grad)},
+      {"amp_cpu_attention_grad_mask",
+       reinterpret_cast<void *>(&amp_cpu_attention_grad_mask)},
   };
 }

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict
 import torch
 
 from ._core import (Value, _Emitter, _Unsupported, _arguments, _as_bool, _constant, _element,
-                    _emit, _operand, _reshape, _shape, tensor_type)
+                    _emit, _operand, _reshape, _shape, float_literal, tensor_type)
 from .pooling import (_extend)
 from .dropout import (_dropout_op)
 
@@ -154,14 +154,17 @@ def _causal(mask: torch.Tensor, rows: int, columns: int) -> bool:
 
 
 def _attention(em: _Emitter, node: torch.fx.Node) -> str:
-    """F.scaled_dot_product_attention as PyTorch's math form:
-    softmax(q k^T * scale [+ mask]) v, scale = 1/sqrt(head dim).
+    """F.scaled_dot_product_attention as ``train.attention`` (fused: the
+    CPU lowering's flash-style kernel keeps no [Sq, Sk] tensor), scale =
+    1/sqrt(head dim) unless given. With dropout, PyTorch's math form:
+    softmax(q k^T * scale [+ mask]) then dropout, then v.
 
     A boolean mask (True: attend) computed at import from shapes (a causal
     mask built with arange and comparisons, as HuggingFace models build
     theirs) is recognised as ``causal`` when it is one; other boolean masks
-    become the additive 0 / -inf mask PyTorch makes of them. Grouped-query
-    key/value heads (enable_gqa, or fewer key heads) are repeated."""
+    are the op's keep-mask (the math form: the additive 0 / -inf mask PyTorch
+    makes of them). Grouped-query key/value heads (enable_gqa, or fewer key
+    heads) are repeated."""
     args = _arguments(node)
     q, k, v = (_operand(em, args[name]) for name in ("query", "key", "value"))
     mask, dropout_p, causal = args["attn_mask"], args["dropout_p"], args["is_causal"]
@@ -174,11 +177,8 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
                                "enable_gqa=True")
         k, v = _repeat_heads(em, k, heads), _repeat_heads(em, v, heads)
     scores_shape = tuple(q.shape[:-1]) + (k.shape[-2],)
-    scores = Value(em.op(f"train.batch_matmul {q.name}, {k.name} transpose_rhs : "
-                         f"{q.type}, {k.type} -> {tensor_type(scores_shape, element)}"),
-                   scores_shape, element)
-    factor = _constant(em, scale if scale is not None else q.shape[-1] ** -0.5, (), element)
-    scores = _emit(em, "mul", scores, factor)
+    scale_value = scale if scale is not None else q.shape[-1] ** -0.5
+    m = None
     if mask is not None:
         folded = em.folded.get(mask) if isinstance(mask, torch.fx.Node) else None
         if isinstance(folded, torch.Tensor) and not causal and \
@@ -187,22 +187,41 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
         else:
             m = _operand(em, mask)
             if m.name in em.masks or m.element == "i1":
-                # a boolean keep-mask: -inf where it is false (PyTorch's
-                # conversion), chosen exactly by train.select
-                lowest = _constant(em, float("-inf"), (), element)
-                scores = Value(em.op(
-                    f"train.select {_as_bool(em, m).name}, {scores.name}, {lowest.name} : "
-                    f"{tensor_type(m.shape, 'i1')}, {scores.type}, {lowest.type} -> "
-                    f"{tensor_type(scores_shape, element)}"), scores_shape, element)
-            else:
-                scores = Value(em.op(f"train.add {scores.name}, {m.name} : {scores.type}, "
-                                     f"{m.type} -> {tensor_type(scores_shape, element)}"),
-                               scores_shape, element)
+                m = _as_bool(em, m)
+    same_batch = q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+    if not dropout_p and same_batch and len(q.shape) >= 2:
+        if m is not None and m.element not in ("i1", element):
+            m = Value(em.op(f"train.cast {m.name} : {m.type} -> "
+                            f"{tensor_type(m.shape, element)}"), m.shape, element)
+        attrs = (f" mask {m.name}" if m is not None else "") + (" causal" if causal else "")
+        types = f"{q.type}, {k.type}, {v.type}" + (f", {m.type}" if m is not None else "")
+        em.counter += 1
+        base = f"%att{em.counter}"
+        em.lines.append(f"  {base}:2 = train.attention {q.name}, {k.name}, {v.name}{attrs} "
+                        f"scale {float_literal(float(scale_value))} : {types} {em.location}")
+        return f"{base}#0"
+    scores = Value(em.op(f"train.batch_matmul {q.name}, {k.name} transpose_rhs : "
+                         f"{q.type}, {k.type} -> {tensor_type(scores_shape, element)}"),
+                   scores_shape, element)
+    factor = _constant(em, scale_value, (), element)
+    scores = _emit(em, "mul", scores, factor)
+    if m is not None:
+        if m.element == "i1":
+            # a boolean keep-mask: -inf where it is false (PyTorch's
+            # conversion), chosen exactly by train.select
+            lowest = _constant(em, float("-inf"), (), element)
+            scores = Value(em.op(
+                f"train.select {m.name}, {scores.name}, {lowest.name} : "
+                f"{tensor_type(m.shape, 'i1')}, {scores.type}, {lowest.type} -> "
+                f"{tensor_type(scores_shape, element)}"), scores_shape, element)
+        else:
+            scores = Value(em.op(f"train.add {scores.name}, {m.name} : {scores.type}, "
+                                 f"{m.type} -> {tensor_type(scores_shape, element)}"),
+                           scores_shape, element)
     attr = " causal" if causal else ""
     probs = Value(em.op(f"train.softmax {scores.name} axis {len(scores_shape) - 1}{attr} : "
                         f"{scores.type}"), scores_shape, element)
-    if dropout_p:
-        probs = Value(_dropout_op(em, probs, float(dropout_p)), scores_shape, element)
+    probs = Value(_dropout_op(em, probs, float(dropout_p)), scores_shape, element)
     return em.op(f"train.batch_matmul {probs.name}, {v.name} : {probs.type}, {v.type} -> "
                  f"{tensor_type(_shape(node), element)}")
 

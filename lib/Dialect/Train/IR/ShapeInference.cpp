@@ -115,6 +115,40 @@ ShapeOrError amp::train::inferBatchMatmulShape(ArrayRef<int64_t> lhs,
   return ShapeOrError::shape(batch);
 }
 
+ShapeOrError
+amp::train::inferAttentionShape(ArrayRef<int64_t> query, ArrayRef<int64_t> key,
+                                ArrayRef<int64_t> value,
+                                std::optional<ArrayRef<int64_t>> mask) {
+  if (query.size() < 2 || key.size() != query.size() ||
+      value.size() != query.size())
+    return ShapeOrError::error(
+        msg("query, key and value must have one rank >= 2, got ",
+            formatShape(query), ", ", formatShape(key), " and ",
+            formatShape(value)));
+  if (query.drop_back(2) != key.drop_back(2) ||
+      query.drop_back(2) != value.drop_back(2))
+    return ShapeOrError::error(
+        msg("query, key and value must have the same leading dims, got ",
+            formatShape(query), ", ", formatShape(key), " and ",
+            formatShape(value), " (repeat grouped key/value heads first)"));
+  if (query.back() != key.back())
+    return ShapeOrError::error(msg("query dim ", query.back(),
+                                   " and key dim ", key.back(), " differ"));
+  int64_t sk = key[key.size() - 2];
+  if (value[value.size() - 2] != sk)
+    return ShapeOrError::error(msg("key length ", sk, " and value length ",
+                                   value[value.size() - 2], " differ"));
+  SmallVector<int64_t, 4> scores(query.drop_back());
+  scores.push_back(sk);
+  if (mask && !isBroadcastableTo(*mask, scores))
+    return ShapeOrError::error(msg("mask ", formatShape(*mask),
+                                   " does not broadcast to the scores ",
+                                   formatShape(scores)));
+  SmallVector<int64_t, 4> result(query.drop_back());
+  result.push_back(value.back());
+  return ShapeOrError::shape(result);
+}
+
 /// Checks that a window attribute holds two values, each at least `min`.
 static std::string checkPair(llvm::StringRef name, ArrayRef<int64_t> values,
                              int64_t min) {

@@ -248,6 +248,103 @@ LogicalResult Conv2dOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The attention result's shape (inferAttentionShape's rules) for the
+/// operand types, or a diagnostic at `location`.
+static ShapeOrError attentionShape(RankedTensorType query, RankedTensorType key,
+                                   RankedTensorType value, Type mask) {
+  std::optional<ArrayRef<int64_t>> maskShape;
+  if (auto m = asTensor(mask))
+    maskShape = m.getShape();
+  return inferAttentionShape(query.getShape(), key.getShape(),
+                             value.getShape(), maskShape);
+}
+
+/// Checks the element types every attention op shares: one float type for
+/// query, key and value; a mask of that type or i1.
+static LogicalResult verifyAttentionTypes(Operation *op, RankedTensorType query,
+                                          RankedTensorType key,
+                                          RankedTensorType value, Value mask) {
+  Type element = query.getElementType();
+  if (key.getElementType() != element || value.getElementType() != element)
+    return op->emitOpError("query, key and value element types ")
+           << element << ", " << key.getElementType() << " and "
+           << value.getElementType() << " differ (insert a train.cast)";
+  if (mask) {
+    Type m = cast<RankedTensorType>(mask.getType()).getElementType();
+    if (m != element && !m.isInteger(1))
+      return op->emitOpError("mask element type ")
+             << m << " must be i1 (a keep-mask) or the query's " << element
+             << " (an additive mask)";
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto query = asTensor(adaptor.getQuery().getType());
+  auto key = asTensor(adaptor.getKey().getType());
+  auto value = asTensor(adaptor.getValue().getType());
+  if (!query || !key || !value)
+    return failure();
+  Type mask = adaptor.getMask() ? adaptor.getMask().getType() : Type();
+  ShapeOrError shape = attentionShape(query, key, value, mask);
+  if (failed(pushResult(location, getOperationName(), shape,
+                        query.getElementType(), results)))
+    return failure();
+  results.push_back(RankedTensorType::get(query.getShape().drop_back(),
+                                          Float32Type::get(context)));
+  return success();
+}
+
+Type AttentionOp::getAccumulatorType() {
+  return accumulatorType(getAccumulate(),
+                         getQuery().getType().getElementType());
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyAttentionTypes(*this, getQuery().getType(),
+                                  getKey().getType(), getValue().getType(),
+                                  getMask())))
+    return failure();
+  if (!(getScale().convertToDouble() > 0.0))
+    return emitOpError("scale must be positive, got ")
+           << getScale().convertToDouble();
+  return verifyAccumulator(*this, getAccumulate(),
+                           getQuery().getType().getElementType());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  auto query = getQuery().getType(), key = getKey().getType(),
+       value = getValue().getType();
+  if (failed(verifyAttentionTypes(*this, query, key, value, getMask())))
+    return failure();
+  ShapeOrError shape =
+      attentionShape(query, key, value, getMask() ? getMask().getType() : Type());
+  if (!shape.ok())
+    return emitOpError(shape.getError());
+  auto output = getOutput().getType();
+  if (output.getShape() != ArrayRef<int64_t>(shape.getShape()) ||
+      output.getElementType() != query.getElementType())
+    return emitOpError("output type ")
+           << output << " is not the forward result's "
+           << RankedTensorType::get(shape.getShape(), query.getElementType());
+  if (getLse().getType().getShape() != query.getShape().drop_back())
+    return emitOpError("lse shape ")
+           << formatShape(getLse().getType().getShape())
+           << " must be the query's leading dims "
+           << formatShape(query.getShape().drop_back());
+  if (!(getScale().convertToDouble() > 0.0))
+    return emitOpError("scale must be positive, got ")
+           << getScale().convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax, normalization, dropout
 //===----------------------------------------------------------------------===//
 

@@ -522,6 +522,25 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                          });
 }
 
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[1])
+    return emitOpError("amp-autodiff: the loss depends on the attention's "
+                       "log-sum-exp, which only its gradient may read");
+  // The mask gets no gradient (PyTorch's SDPA gives none to a boolean mask;
+  // amp's importer folds additive masks built from shapes).
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           auto g = AttentionGradOp::create(
+                               b, getLoc(), dy, getQuery(), getKey(),
+                               getValue(), getResult(), getLse(), getMask(),
+                               getCausalAttr(), getScaleAttr());
+                           grads[0] = g.getQueryGrad();
+                           grads[1] = g.getKeyGrad();
+                           grads[2] = g.getValueGrad();
+                         });
+}
+
 LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   if (resultGrads[1] || resultGrads[2])

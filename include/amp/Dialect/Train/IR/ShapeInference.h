@@ -18,6 +18,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace amp {
@@ -77,6 +78,14 @@ ShapeOrError inferMatmulShape(llvm::ArrayRef<int64_t> lhs,
 ShapeOrError inferBatchMatmulShape(llvm::ArrayRef<int64_t> lhs,
                                    llvm::ArrayRef<int64_t> rhs,
                                    bool transposeLhs, bool transposeRhs);
+
+/// Attention: query [..., Sq, D], key [..., Sk, D], value [..., Sk, Dv] with
+/// equal leading dimensions (rank >= 2) -> [..., Sq, Dv]; `mask`, when
+/// given, broadcasts to the scores' [..., Sq, Sk].
+ShapeOrError inferAttentionShape(llvm::ArrayRef<int64_t> query,
+                                 llvm::ArrayRef<int64_t> key,
+                                 llvm::ArrayRef<int64_t> value,
+                                 std::optional<llvm::ArrayRef<int64_t>> mask);
 
 /// NCHW convolution: input [N, C, H, W], filter [F, C / groups, KH, KW] ->
 /// [N, F, OH, OW] with OH = (H + 2*padH - dilH*(KH-1) - 1) / strideH + 1

@@ -358,6 +358,60 @@ def Train_BatchMatmulOp : Train_Op<"batch_matmul",
   }];
 }
 
+def Train_AttentionOp : Train_Op<"attention",
+    !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor,
+                DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
+  let summary = "scaled dot-product attention, fused (PyTorch's SDPA)";
+  let description = [{
+    `result = softmax(query key^T * scale + mask) value` per batch index, over
+    `[..., Sq, D]` queries, `[..., Sk, D]` keys and `[..., Sk, Dv]` values of
+    one element type and the same leading dimensions (grouped-query heads
+    are repeated before the op). `mask` is optional and broadcasts to
+    `[..., Sq, Sk]` with NumPy rules: an additive float mask of the query's
+    type, or a boolean keep-mask (`i1`, true: attend; PyTorch's convention).
+    `causal` keeps key `j` for query `i` only where `j <= i` (the top-left
+    aligned lower triangle, PyTorch's `is_causal`).
+
+    The second result is the f32 log-sum-exp of each query's scores,
+    `[..., Sq]`: what `train.attention_grad` needs to recompute the
+    probabilities block by block, so no `[Sq, Sk]` tensor is kept for the
+    backward pass (FlashAttention's scheme). A query whose keys are all
+    masked gets a zero row and a log-sum-exp of -inf, as PyTorch's fused
+    kernels give (no NaN).
+
+    The products are summed in the `accumulate` type (f32 for f16/bf16
+    operands, as the softmax statistics always are); the probabilities are
+    rounded to the value's type before the second product, as in PyTorch's
+    fused kernels. On the CPU the op is a blocked flash-style runtime kernel;
+    elsewhere, or with the lowering's `attention=decomposed`, it becomes
+    `batch_matmul`, `softmax` and `batch_matmul`.
+
+    ```mlir
+    %o, %lse = train.attention %q, %k, %v causal scale 1.250000e-01
+        : tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>
+    %o2, %lse2 = train.attention %q, %k, %v mask %keep scale 1.250000e-01
+        : tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x1x1x128xi1>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$query, Train_FloatTensor:$key,
+                       Train_FloatTensor:$value,
+                       Optional<StaticShapeTensorOf<[F16, BF16, F32, I1]>>:$mask,
+                       UnitAttr:$causal, F64Attr:$scale,
+                       OptionalAttr<TypeAttrOf<Train_Float>>:$accumulate);
+  let results = (outs Train_FloatTensor:$result,
+                      StaticShapeTensorOf<[F32]>:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? (`causal` $causal^)?
+    `scale` $scale (`accumulate` $accumulate^)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The type products are summed in (see train.matmul).
+    ::mlir::Type getAccumulatorType();
+  }];
+}
+
 def Train_Conv2dOp : Train_Op<"conv2d",
     !listconcat(Train_Lower, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {
   let summary = "2-D convolution, NCHW input, FCHW filter (+ bias [F])";

@@ -111,6 +111,41 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure,
+    AllTypesMatch<["grad", "output"]>, AllTypesMatch<["query", "query_grad"]>,
+    AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "gradients of attention with respect to query, key and value";
+  let description = [{
+    From the forward op's operands, its `output` and its log-sum-exp `lse`:
+    the probabilities `P = exp(query key^T * scale + mask - lse)` are
+    recomputed (zero where a query's keys are all masked), then
+    `dvalue = P^T grad`, `dS = P * (grad value^T - rowsum(grad * output))`,
+    `dquery = dS key * scale`, `dkey = dS^T query * scale`, all in f32 and
+    rounded once to the operands' types. `mask`, `causal` and `scale` are
+    the forward op's.
+
+    ```mlir
+    %dq, %dk, %dv = train.attention_grad %do, %q, %k, %v, %o, %lse causal scale 1.250000e-01
+        : tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>,
+          tensor<2x4x128x64xbf16>, tensor<2x4x128xf32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$grad, Train_FloatTensor:$query,
+                       Train_FloatTensor:$key, Train_FloatTensor:$value,
+                       Train_FloatTensor:$output, StaticShapeTensorOf<[F32]>:$lse,
+                       Optional<StaticShapeTensorOf<[F16, BF16, F32, I1]>>:$mask,
+                       UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Train_FloatTensor:$query_grad, Train_FloatTensor:$key_grad,
+                      Train_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $output `,` $lse
+    (`mask` $mask^)? (`causal` $causal^)? `scale` $scale
+    attr-dict `:` type($grad) `,` type($query) `,` type($key) `,` type($value)
+    `,` type($lse) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def Train_Conv2dGradInputOp : Train_Op<"conv2d_grad_input", [Pure]> {
   let summary = "gradient of conv2d with respect to its input";
   let description = [{

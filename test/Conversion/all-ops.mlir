@@ -6,6 +6,7 @@
 // so no op is dead before the lowerings reach it.
 //
 // RUN: amp-opt %s --amp-lower-cpu | FileCheck %s --check-prefix=CPU --implicit-check-not=train.
+// RUN: amp-opt %s --amp-lower-cpu="fused-attention=false" | FileCheck %s --check-prefix=DECOMPOSED --implicit-check-not=train.
 // RUN: %if cuda %{ amp-opt %s --amp-lower-cuda | FileCheck %s --check-prefix=CUDA --implicit-check-not=train. %}
 //
 // Nothing of the train dialect survives (--implicit-check-not), and every
@@ -28,6 +29,19 @@
 // CPU-COUNT-4: llvm.call @amp_cpu_all_reduce(
 // CPU: llvm.func @logic(
 // CPU: llvm.func @marked_outputs(
+// CPU: llvm.func @attention(
+// CPU: llvm.call @amp_cpu_attention_mask(
+// CPU: llvm.call @amp_cpu_attention_grad_mask(
+// CPU: llvm.call @amp_cpu_attention_mask(
+// CPU: llvm.call @amp_cpu_attention_grad_mask(
+// CPU: llvm.call @amp_cpu_attention(
+// CPU: llvm.call @amp_cpu_attention_grad(
+//
+// amp-decompose-attention's form for amp-lower-cpu (GEMMs, no attention
+// kernel).
+// DECOMPOSED: llvm.func @attention(
+// DECOMPOSED-NOT: @amp_cpu_attention
+// DECOMPOSED: llvm.call @amp_cpu_gemm(
 // CUDA-NOT: train.
 // CUDA: llvm.func @elementwise(
 // CUDA: gpu.binary @elementwise_kernel
@@ -47,6 +61,7 @@
 // CUDA-COUNT-4: llvm.call @amp_cuda_all_reduce(
 // CUDA: llvm.func @logic(
 // CUDA: llvm.func @marked_outputs(
+// CUDA: llvm.func @attention(
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
@@ -316,4 +331,34 @@ func.func @marked_outputs(%x: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32> 
   %l = train.reduce_sum %x axes [0, 1] : tensor<4x8xf32> -> tensor<f32>
   %r = train.relu %x : tensor<4x8xf32>
   return %l, %r : tensor<f32>, tensor<4x8xf32>
+}
+
+// train.attention train.attention_grad: a boolean keep-mask broadcast over
+// the heads (bf16), an additive f32 mask with a causal cut on non-square
+// scores, and a plain causal one; every lse reaches its gradient only (the
+// decomposed form has none).
+func.func @attention(%q: tensor<2x3x5x4xbf16>, %k: tensor<2x3x7x4xbf16>, %v: tensor<2x3x7x6xbf16>,
+                     %keep: tensor<2x1x1x7xi1>, %do: tensor<2x3x5x6xbf16>,
+                     %qf: tensor<4x9x8xf32>, %kf: tensor<4x6x8xf32>, %bias: tensor<9x6xf32>,
+                     %dof: tensor<4x9x8xf32>)
+    -> (tensor<2x3x5x6xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x6xbf16>,
+        tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>,
+        tensor<4x9x8xf32>, tensor<4x9x8xf32>) {
+  %o, %lse = train.attention %q, %k, %v mask %keep scale 5.000000e-01 accumulate f32
+      : tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x6xbf16>, tensor<2x1x1x7xi1>
+  %dq, %dk, %dv = train.attention_grad %do, %q, %k, %v, %o, %lse mask %keep scale 5.000000e-01
+      : tensor<2x3x5x6xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x6xbf16>, tensor<2x3x5xf32>, tensor<2x1x1x7xi1>
+  %o2, %lse2 = train.attention %qf, %kf, %kf mask %bias causal scale 0.35
+      : tensor<4x9x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<9x6xf32>
+  %dq2, %dk2, %dv2 = train.attention_grad %dof, %qf, %kf, %kf, %o2, %lse2 mask %bias causal scale 0.35
+      : tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x9xf32>, tensor<9x6xf32>
+  %o3, %lse3 = train.attention %qf, %qf, %qf causal scale 0.35
+      : tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x9x8xf32>
+  %dq3, %dk3, %dv3 = train.attention_grad %dof, %qf, %qf, %qf, %o3, %lse3 causal scale 0.35
+      : tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x9xf32>
+  %sum = train.add %dq3, %dk3 : tensor<4x9x8xf32>, tensor<4x9x8xf32> -> tensor<4x9x8xf32>
+  return %o, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2, %sum, %dv3
+      : tensor<2x3x5x6xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x6xbf16>,
+        tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>,
+        tensor<4x9x8xf32>, tensor<4x9x8xf32>
 }

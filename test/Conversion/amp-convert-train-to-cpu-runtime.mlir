@@ -139,3 +139,50 @@ func.func @embedding_grad(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi32>) -> tens
   %0 = train.embedding_grad %dy, %ids : tensor<2x3x4xf16>, tensor<2x3xi32> -> tensor<10x4xf16>
   return %0 : tensor<10x4xf16>
 }
+
+// -----
+
+// Attention: the flash-style kernels. A boolean keep-mask becomes the
+// additive f32 0 / -inf mask, passed with its strides over the scores'
+// [1, 1, batch, heads, Sq, Sk] (0 where it broadcasts: ms2 = 7 for the
+// batch, msCol = 1); the scale travels as its f64 bits (0.5 =
+// 0x3FE0000000000000). The f32 output is rounded to bf16 once, and the
+// gradient reads that rounded output and the f32 log-sum-exp.
+// CHECK-LABEL: func.func @attention_runtime(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x3x5x4xbf16>, %[[K:[a-z0-9]+]]: tensor<2x3x7x4xbf16>, %[[KEEP:[a-z0-9]+]]: tensor<2x1x1x7xi1>, %[[DO:[a-z0-9]+]]: tensor<2x3x5x4xbf16>
+// CHECK: %[[NEG:.*]] = train.constant dense<0xFF800000> : tensor<f32>
+// CHECK: %[[ZERO:.*]] = train.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[MASK:.*]] = train.select %[[KEEP]], %[[ZERO]], %[[NEG]] : tensor<2x1x1x7xi1>, tensor<f32>, tensor<f32> -> tensor<2x1x1x7xf32>
+// CHECK: %[[F:.*]]:2 = train.runtime_call @amp_cpu_attention_mask(%[[Q]], %[[K]], %[[K]], %[[MASK]]) [2, 1, 1, 2, 3, 5, 7, 4, 4, 0, 4602678819172646912, 0, 0, 0, 7, 0, 0, 1] : (tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x1x1x7xf32>) -> (tensor<2x3x5x4xf32>, tensor<2x3x5xf32>)
+// CHECK: %[[O:.*]] = linalg.generic {{.*}} ins(%[[F]]#0 : tensor<2x3x5x4xf32>)
+// CHECK: arith.truncf
+// CHECK: train.runtime_call @amp_cpu_attention_grad_mask(%[[DO]], %[[Q]], %[[K]], %[[K]], %[[O]], %[[F]]#1, %{{.*}}) [2, 1, 1, 2, 3, 5, 7, 4, 4, 0, 4602678819172646912, 0, 0, 0, 7, 0, 0, 1] : ({{.*}}) -> (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x4xf32>)
+func.func @attention_runtime(%q: tensor<2x3x5x4xbf16>, %k: tensor<2x3x7x4xbf16>, %keep: tensor<2x1x1x7xi1>, %do: tensor<2x3x5x4xbf16>)
+    -> (tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>) {
+  %o, %lse = train.attention %q, %k, %k mask %keep scale 5.000000e-01 accumulate f32 : tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x1x1x7xi1>
+  %dq, %dk, %dv = train.attention_grad %do, %q, %k, %k, %o, %lse mask %keep scale 5.000000e-01 : tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x5xf32>, tensor<2x1x1x7xi1>
+  return %o, %dq, %dk, %dv : tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>
+}
+
+// -----
+
+// Rank 2 (no leading dims: all four padded with 1s), causal on non-square
+// scores, f32: the result is the kernel's own f32 output.
+// CHECK-LABEL: func.func @attention_rank2(
+// CHECK: %[[F:.*]]:2 = train.runtime_call @amp_cpu_attention(%{{.*}}, %{{.*}}, %{{.*}}) [0, 1, 1, 1, 1, 9, 6, 8, 8, 1, 4599976659396224614] : (tensor<9x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>) -> (tensor<9x8xf32>, tensor<9xf32>)
+// CHECK-NEXT: return %[[F]]#0
+func.func @attention_rank2(%q: tensor<9x8xf32>, %k: tensor<6x8xf32>) -> tensor<9x8xf32> {
+  %o, %lse = train.attention %q, %k, %k causal scale 0.35 : tensor<9x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>
+  return %o : tensor<9x8xf32>
+}
+
+// -----
+
+// An f16 accumulator (a policy's choice): the kernel sums in f32 all the
+// same (attention has no loop lowering on the CPU).
+// CHECK-LABEL: func.func @attention_f16_accumulator(
+// CHECK: train.runtime_call @amp_cpu_attention(
+func.func @attention_f16_accumulator(%q: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %o, %lse = train.attention %q, %q, %q scale 0.35 accumulate f16 : tensor<4x8xf16>, tensor<4x8xf16>, tensor<4x8xf16>
+  return %o : tensor<4x8xf16>
+}

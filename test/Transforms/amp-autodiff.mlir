@@ -278,3 +278,31 @@ func.func @stop_gradient(%x: tensor<8x16xf32>, %l: tensor<8xi32>,
   %loss = train.add %ce, %m : tensor<f32>, tensor<f32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Attention: one train.attention_grad from the forward op's operands, its
+// output and its log-sum-exp; the boolean mask gets no gradient. At O1 the
+// op runs in f16 with an f32 accumulator and an f32 log-sum-exp, and its
+// gradient in f16.
+// CHECK-LABEL: func.func @attention_grad(
+// CHECK: %[[O:.*]], %[[LSE:.*]] = train.attention %[[Q:[^,]+]], %[[K:[^,]+]], %[[V:[^ ]+]] mask %[[M:[^ ]+]] causal scale 2.500000e-01
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = train.attention_grad %{{[^,]+}}, %[[Q]], %[[K]], %[[V]], %[[O]], %[[LSE]] mask %[[M]] causal scale 2.500000e-01
+// O1-LABEL: func.func @attention_grad(
+// O1: train.attention %{{.*}} accumulate f32 {{.*}}: tensor<2x8x4xf16>, tensor<2x8x4xf16>, tensor<2x8x4xf16>, tensor<2x1x8xi1>
+// O1: train.attention_grad {{.*}} : tensor<2x8x4xf16>, tensor<2x8x4xf16>, tensor<2x8x4xf16>, tensor<2x8x4xf16>, tensor<2x8xf32>, tensor<2x1x8xi1>
+func.func @attention(%x: tensor<2x8x4xf32>, %m: tensor<2x1x8xi1>, %w: tensor<2x8x4xf32> {train.param}) -> tensor<f32> {
+  %q = train.mul %x, %w : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  %o, %lse = train.attention %q, %q, %w mask %m causal scale 0.25 : tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x1x8xi1>
+  %l = train.reduce_sum %o axes [0, 1, 2] : tensor<2x8x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @attention_lse_loss(%w: tensor<2x8x4xf32> {train.param}) -> tensor<f32> {
+  // expected-error @+1 {{'train.attention' op amp-autodiff: the loss depends on the attention's log-sum-exp, which only its gradient may read}}
+  %o, %lse = train.attention %w, %w, %w scale 0.5 : tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>
+  %l = train.reduce_sum %lse axes [0, 1] : tensor<2x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1592,3 +1592,111 @@ func.func @user_cast_other_reason(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = train.cast %x user {train.decision = "fp32/default"} : tensor<4xf32> to tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attention_rank(%q: tensor<4xf32>) {
+  // expected-error @+1 {{'train.attention' op query, key and value must have one rank >= 2, got [4], [4] and [4]}}
+  %o, %l = train.attention %q, %q, %q scale 1.0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_leading_dims(%q: tensor<2x8x5x4xf32>, %k: tensor<2x2x6x4xf32>) {
+  // expected-error @+1 {{'train.attention' op query, key and value must have the same leading dims, got [2, 8, 5, 4], [2, 2, 6, 4] and [2, 2, 6, 4] (repeat grouped key/value heads first)}}
+  %o, %l = train.attention %q, %k, %k scale 1.0 : tensor<2x8x5x4xf32>, tensor<2x2x6x4xf32>, tensor<2x2x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<2x5x4xf32>, %k: tensor<2x6x8xf32>) {
+  // expected-error @+1 {{'train.attention' op query dim 4 and key dim 8 differ}}
+  %o, %l = train.attention %q, %k, %k scale 1.0 : tensor<2x5x4xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_length(%q: tensor<2x5x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x7x4xf32>) {
+  // expected-error @+1 {{'train.attention' op key length 6 and value length 7 differ}}
+  %o, %l = train.attention %q, %k, %v scale 1.0 : tensor<2x5x4xf32>, tensor<2x6x4xf32>, tensor<2x7x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<2x5x4xf32>, %k: tensor<2x6x4xf32>, %m: tensor<5x5xi1>) {
+  // expected-error @+1 {{'train.attention' op mask [5, 5] does not broadcast to the scores [2, 5, 6]}}
+  %o, %l = train.attention %q, %k, %k mask %m scale 1.0 : tensor<2x5x4xf32>, tensor<2x6x4xf32>, tensor<2x6x4xf32>, tensor<5x5xi1>
+  return
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<2x5x4xf32>, %k: tensor<2x6x4xf16>) {
+  // expected-error @+1 {{'train.attention' op query, key and value element types 'f32', 'f16' and 'f16' differ (insert a train.cast)}}
+  %o, %l = train.attention %q, %k, %k scale 1.0 : tensor<2x5x4xf32>, tensor<2x6x4xf16>, tensor<2x6x4xf16>
+  return
+}
+
+// -----
+
+func.func @attention_mask_type(%q: tensor<2x5x4xf16>, %m: tensor<5x5xf32>) {
+  // expected-error @+1 {{'train.attention' op mask element type 'f32' must be i1 (a keep-mask) or the query's 'f16' (an additive mask)}}
+  %o, %l = train.attention %q, %q, %q mask %m scale 1.0 : tensor<2x5x4xf16>, tensor<2x5x4xf16>, tensor<2x5x4xf16>, tensor<5x5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x5x4xf32>) {
+  // expected-error @+1 {{'train.attention' op scale must be positive, got 0}}
+  %o, %l = train.attention %q, %q, %q scale 0.0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_accumulate(%q: tensor<2x5x4xf32>) {
+  // expected-error @+1 {{'train.attention' op accumulate type must be f32 or the operand type 'f32', got 'f16'}}
+  %o, %l = train.attention %q, %q, %q scale 1.0 accumulate f16 : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_output(%q: tensor<2x5x4xf32>, %o: tensor<2x5x3xf32>, %l: tensor<2x5xf32>) {
+  // expected-error @+1 {{'train.attention_grad' op output type 'tensor<2x5x3xf32>' is not the forward result's 'tensor<2x5x4xf32>'}}
+  %dq, %dk, %dv = train.attention_grad %o, %q, %q, %q, %o, %l scale 1.0 : tensor<2x5x3xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse(%q: tensor<2x5x4xf32>, %l: tensor<2x4xf32>) {
+  // expected-error @+1 {{'train.attention_grad' op lse shape [2, 4] must be the query's leading dims [2, 5]}}
+  %dq, %dk, %dv = train.attention_grad %q, %q, %q, %q, %q, %l scale 1.0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_shapes(%q: tensor<2x5x4xf32>, %k: tensor<2x6x8xf32>, %l: tensor<2x5xf32>) {
+  // expected-error @+1 {{'train.attention_grad' op query dim 4 and key dim 8 differ}}
+  %dq, %dk, %dv = train.attention_grad %q, %q, %k, %k, %q, %l scale 1.0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_scale(%q: tensor<2x5x4xf32>, %l: tensor<2x5xf32>) {
+  // expected-error @+1 {{'train.attention_grad' op scale must be positive, got -1}}
+  %dq, %dk, %dv = train.attention_grad %q, %q, %q, %q, %q, %l scale -1.0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5xf32>
+  return
+}

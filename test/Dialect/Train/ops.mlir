@@ -37,6 +37,18 @@ func.func @batch_matmul_rank4(%q: tensor<2x8x16x64xf16>, %k: tensor<2x1x16x64xf1
   return %0 : tensor<2x8x16x16xf16>
 }
 
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x8x16xbf16>, %keep: tensor<2x1x1x8xi1>, %bias: tensor<8x8xbf16>, %do: tensor<2x4x8x16xbf16>)
+    -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) {
+  // CHECK: %[[O:.*]], %[[L:.*]] = train.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} causal scale 2.500000e-01 accumulate f32 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x1x1x8xi1>
+  %o, %l = train.attention %q, %q, %q mask %keep causal scale 0.25 accumulate f32 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x1x1x8xi1>
+  // CHECK: train.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 1.000000e+00 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<8x8xbf16>
+  %o2, %l2 = train.attention %q, %q, %q mask %bias scale 1.0 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<8x8xbf16>
+  // CHECK: train.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[L]] mask %{{.*}} causal scale 2.500000e-01 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x1x1x8xi1>
+  %dq, %dk, %dv = train.attention_grad %do, %q, %q, %q, %o, %l mask %keep causal scale 0.25 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x1x1x8xi1>
+  return %o2, %l, %dq, %dk : tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+}
+
 // CHECK-LABEL: func.func @binary_broadcast
 func.func @binary_broadcast(%a: tensor<8x1x5xf16>, %b: tensor<4x1xf16>, %c: tensor<5xf16>) -> tensor<8x4x5xf16> {
   // CHECK: train.add %{{.*}}, %{{.*}} : tensor<8x1x5xf16>, tensor<4x1xf16> -> tensor<8x4x5xf16>

@@ -54,6 +54,13 @@ const ListEntry kEntries[] = {
     {"train.all_reduce", "DistributedDataParallel: gradient buckets",
      "", "gradient transform: the gradients' type, or the wire type"},
     {"train.any", "", "", "loss scaling: flags"},
+    {"train.attention",
+     "lower_precision_fp: scaled_dot_product_attention",
+     "none (apex predates it: its bmm/softmax/bmm pieces are FP16, FP32, "
+     "FP16)",
+     "fused: the softmax statistics and the log-sum-exp in f32, "
+     "probabilities rounded to the low type for the second product"},
+    {"train.attention_grad", kBackward, "", ""},
     {"train.avg_pool2d", kNone, "none", ""},
     {"train.batch_matmul", "lower_precision_fp: bmm, baddbmm, matmul",
      "FP16_FUNCS: bmm, baddbmm", ""},

@@ -637,7 +637,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             clip_grad_norm: Optional[float] = None,
             loss_scale: Union[str, float] = "dynamic",
             data_parallel: bool = False, sync_batchnorm: bool = False,
-            dp_timeout: float = 300.0, cache: bool = True) -> Step:
+            dp_timeout: float = 300.0, cache: bool = True,
+            attention: str = "fused") -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -682,8 +683,16 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     options is taken from it instead of compiled again (``Step.cache_hit``
     says which; ``python -m amp.cache list`` shows the cache).
     ``cache=False`` neither reads nor writes it.
+
+    ``attention``: how ``F.scaled_dot_product_attention`` (without dropout)
+    runs on the CPU: "fused" (the runtime's flash-style kernels: no
+    [seq, seq] scores kept for the backward pass) or "decomposed" (batch
+    matmul, softmax, batch matmul, as PyTorch's math backend; for
+    comparison). The CUDA backend decomposes it either way.
     """
     _check_precision(opt_level, dtype)
+    if attention not in ("fused", "decomposed"):
+        raise ValueError(f"attention must be 'fused' or 'decomposed', given {attention!r}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
@@ -718,6 +727,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     flags.append(f"--accumulate={accumulate}")
     if clip_grad_norm is not None:
         flags.append(f"--clip-norm={float(clip_grad_norm)!r}")
+    if attention != "fused":
+        flags.append(f"--attention={attention}")
     if data_parallel:
         from . import _native
         try:

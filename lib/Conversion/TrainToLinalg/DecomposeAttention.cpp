@@ -71,7 +71,18 @@ Value probabilities(OpBuilder &b, Location loc, Value query, Value key,
         b, loc, DenseElementsAttr::get(keepType, ArrayRef<bool>(keep)));
     s = SelectOp::create(b, loc, keepMask, s, negInf);
   }
-  return SoftmaxOp::create(b, loc, s, uint64_t(rank - 1), squareCausal);
+  if (!mask && !(causal && !squareCausal))
+    return SoftmaxOp::create(b, loc, s, uint64_t(rank - 1), squareCausal);
+  // A mask may hide every key of a query: PyTorch's convention (its math
+  // backend's _safe_softmax) is a zero row, not softmax's NaN. The masked
+  // scores become the lowest f32 for the softmax (a fully masked row is
+  // then uniform, any other row unchanged: exp underflows to 0 there as
+  // from -inf) and their probabilities 0 afterwards.
+  Value masked = CompareOp::create(b, loc, s, negInf, ComparePredicate::eq);
+  Value lowest = scalarLike(b, loc, s, -std::numeric_limits<float>::max());
+  Value finite = SelectOp::create(b, loc, masked, lowest, s);
+  Value p = SoftmaxOp::create(b, loc, finite, uint64_t(rank - 1), squareCausal);
+  return SelectOp::create(b, loc, masked, scalarLike(b, loc, s, 0.0), p);
 }
 
 void decompose(AttentionGradOp op) {

@@ -21,11 +21,13 @@
 
 #include "amp/Runtime/Attention.h"
 #include "amp/Runtime/Blas.h"
+#include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/Float16.h"
 #include "Scratch.h"
 
 #include <algorithm>
+#include <immintrin.h>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -57,16 +59,138 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
                   blasint(ldb), beta, c, blasint(ldc));
 }
 
+// The element-wise work of the kernels, one row at a time, in functions
+// GCC compiles for AVX-512, AVX2 + FMA and the baseline and picks among at
+// load time (target_clones): the loops vectorize, exp included.
+#define AMP_VECTOR_CLONES                                                      \
+  __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+
+/// exp(x) within 2 ulps for x in [-87, 88] (Cephes' expf: x = n ln2 + r,
+/// |r| <= ln2 / 2, a degree-6 polynomial, 2^n from the exponent bits);
+/// exactly 0 below -87.3 (-inf included), as the kernels need for masked
+/// scores. Plain arithmetic, so a loop of it vectorizes.
+inline float vectorExp(float x) {
+  float xc = std::min(std::max(x, -87.0f), 88.0f);
+  // Round to nearest by adding and subtracting 1.5 * 2^23.
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return x < -87.3f ? 0.0f : p * scale;
+}
+
+/// row[c] = exp(row[c] - m), returning their sum.
+AMP_VECTOR_CLONES float expAndSum(float *row, int64_t cols, float m) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < cols; ++c) {
+    float e = vectorExp(row[c] - m);
+    row[c] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+/// row[c] = exp(row[c] - l).
+AMP_VECTOR_CLONES void expShifted(float *row, int64_t cols, float l) {
+  for (int64_t c = 0; c < cols; ++c)
+    row[c] = vectorExp(row[c] - l);
+}
+
+/// The largest of `cols` values (-inf for none).
+AMP_VECTOR_CLONES float rowMaximum(const float *row, int64_t cols, float m) {
+#pragma omp simd reduction(max : m)
+  for (int64_t c = 0; c < cols; ++c)
+    m = std::max(m, row[c]);
+  return m;
+}
+
+/// row[c] = row[c] * scale + mask[c * stride] (stride 0: one value).
+AMP_VECTOR_CLONES void scaleAndMask(float *row, int64_t cols, float scale,
+                                    const float *mask, int64_t stride) {
+  if (!mask) {
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] *= scale;
+  } else if (stride == 1) {
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] = row[c] * scale + mask[c];
+  } else {
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] = row[c] * scale + mask[c * stride];
+  }
+}
+
+/// x[i] *= factor.
+AMP_VECTOR_CLONES void scaleRow(float *x, int64_t count, float factor) {
+  for (int64_t i = 0; i < count; ++i)
+    x[i] *= factor;
+}
+
+/// dp[c] = p[c] * (dp[c] - delta): the softmax gradient of one row.
+AMP_VECTOR_CLONES void softmaxGradRow(float *dp, const float *p, int64_t cols,
+                                      float delta) {
+  for (int64_t c = 0; c < cols; ++c)
+    dp[c] = p[c] * (dp[c] - delta);
+}
+
+/// sum(a[i] * b[i]).
+AMP_VECTOR_CLONES float dot(const float *a, const float *b, int64_t count) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < count; ++i)
+    sum += a[i] * b[i];
+  return sum;
+}
+
+/// Rounds `count` floats to bf16 (to nearest, ties to even) and back, in
+/// place; NaN stays NaN.
+AMP_VECTOR_CLONES void roundToBFloat(float *x, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], sizeof(bits));
+    uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    float y;
+    std::memcpy(&y, &rounded, sizeof(y));
+    x[i] = x[i] != x[i] ? x[i] : y;
+  }
+}
+
+/// Rounds `count` floats to f16 and back in place, with F16C's conversion
+/// instructions (8 at a time) where the CPU has them.
+__attribute__((target("avx,f16c"))) void roundToHalfF16c(float *x,
+                                                        int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(
+                                _mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+  for (; i < count; ++i)
+    x[i] = halfToFloat(floatToHalf(x[i]));
+}
+
+void roundToHalf(float *x, int64_t count) {
+  static const bool f16c = getCpuFeatures().avx && getCpuFeatures().f16c;
+  if (f16c)
+    return roundToHalfF16c(x, count);
+  for (int64_t i = 0; i < count; ++i)
+    x[i] = halfToFloat(floatToHalf(x[i]));
+}
+
 /// Rounds `count` floats to the operands' type in place (nothing for f32):
 /// what a product with 16-bit operands sees.
 void roundToType(float *x, int64_t count, RuntimeDType dtype) {
-  if (dtype == RuntimeDType::F16) {
-    for (int64_t i = 0; i < count; ++i)
-      x[i] = halfToFloat(floatToHalf(x[i]));
-  } else if (dtype == RuntimeDType::BF16) {
-    for (int64_t i = 0; i < count; ++i)
-      x[i] = bfloatToFloat(floatToBFloat(x[i]));
-  }
+  if (dtype == RuntimeDType::F16)
+    roundToHalf(x, count);
+  else if (dtype == RuntimeDType::BF16)
+    roundToBFloat(x, count);
 }
 
 /// The scores of query rows [i0, i0 + rows) against key columns
@@ -85,13 +209,11 @@ struct ScoreBlock {
     for (int64_t r = 0; r < rows; ++r) {
       float *row = s + r * cols;
       int64_t i = i0 + r;
-      for (int64_t c = 0; c < cols; ++c)
-        row[c] *= scale;
-      if (mask) {
-        const float *m = mask + i * shape.maskRowStride + j0 * shape.maskColStride;
-        for (int64_t c = 0; c < cols; ++c)
-          row[c] += m[c * shape.maskColStride];
-      }
+      scaleAndMask(row, cols, scale,
+                   mask ? mask + i * shape.maskRowStride +
+                              j0 * shape.maskColStride
+                        : nullptr,
+                   shape.maskColStride);
       if (shape.causal)
         for (int64_t c = std::max<int64_t>(0, i + 1 - j0); c < cols; ++c)
           row[c] = kNegInf;
@@ -159,24 +281,17 @@ void amp::runtime::attentionForward(const AttentionShape &shape,
         // maximum, then add this block's exponentials.
         for (int64_t r = 0; r < rows; ++r) {
           float *row = sb + r * cols;
-          float m = rowMax[r];
-          for (int64_t c = 0; c < cols; ++c)
-            m = std::max(m, row[c]);
+          float m = rowMaximum(row, cols, rowMax[r]);
           if (m == kNegInf) { // every key so far masked
             std::fill(row, row + cols, 0.0f);
             continue;
           }
           float correction = std::exp(rowMax[r] - m); // 0 from -inf
-          float sum = 0.0f;
-          for (int64_t c = 0; c < cols; ++c) {
-            row[c] = std::exp(row[c] - m);
-            sum += row[c];
-          }
+          float sum = expAndSum(row, cols, m);
           rowSum[r] = rowSum[r] * correction + sum;
           rowMax[r] = m;
           if (correction != 1.0f)
-            for (float *x = o + r * dv, *e = x + dv; x != e; ++x)
-              *x *= correction;
+            scaleRow(o + r * dv, dv, correction);
         }
         roundToType(sb, rows * cols, dtype);
         gemm(false, false, rows, dv, cols, sb, cols, vn + j0 * dv, dv, 1.0f, o,
@@ -185,9 +300,7 @@ void amp::runtime::attentionForward(const AttentionShape &shape,
       // A fully masked query gets zeros and a log-sum-exp of -inf.
       for (int64_t r = 0; r < rows; ++r) {
         float l = rowSum[r];
-        float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        for (float *x = o + r * dv, *e = x + dv; x != e; ++x)
-          *x *= inv;
+        scaleRow(o + r * dv, dv, l > 0.0f ? 1.0f / l : 0.0f);
         lse[n * sq + i0 + r] = l > 0.0f ? rowMax[r] + std::log(l) : kNegInf;
       }
     }
@@ -224,12 +337,8 @@ void amp::runtime::attentionBackward(const AttentionShape &shape,
       std::fill(dkn, dkn + sk * d, 0.0f);
       std::fill(dvn, dvn + sk * dvDim, 0.0f);
       // delta_i = sum(dO_i * O_i): the softmax gradient's row term.
-      for (int64_t i = 0; i < sq; ++i) {
-        float sum = 0.0f;
-        for (int64_t c = 0; c < dvDim; ++c)
-          sum += don[i * dvDim + c] * on[i * dvDim + c];
-        delta[i] = sum;
-      }
+      for (int64_t i = 0; i < sq; ++i)
+        delta[i] = dot(don + i * dvDim, on + i * dvDim, dvDim);
       for (int64_t j0 = 0; j0 < sk; j0 += kKeyBlock) {
         int64_t cols = std::min(kKeyBlock, sk - j0);
         // Causal: queries before j0 see none of this block.
@@ -246,18 +355,14 @@ void amp::runtime::attentionBackward(const AttentionShape &shape,
               std::fill(row, row + cols, 0.0f);
               continue;
             }
-            for (int64_t c = 0; c < cols; ++c)
-              row[c] = std::exp(row[c] - l);
+            expShifted(row, cols, l);
           }
           // dP = dO_i V_j^T, then dS = P (dP - delta), with P in f32.
           gemm(false, true, rows, cols, dvDim, don + i0 * dvDim, dvDim,
                vn + j0 * dvDim, dvDim, 0.0f, dpb, cols);
-          for (int64_t r = 0; r < rows; ++r) {
-            float dr = delta[i0 + r];
-            float *prow = pb + r * cols, *drow = dpb + r * cols;
-            for (int64_t c = 0; c < cols; ++c)
-              drow[c] = prow[c] * (drow[c] - dr);
-          }
+          for (int64_t r = 0; r < rows; ++r)
+            softmaxGradRow(dpb + r * cols, pb + r * cols, cols,
+                           delta[i0 + r]);
           // dV_j += P^T dO_i with P as the forward product saw it.
           roundToType(pb, rows * cols, dtype);
           gemm(true, false, cols, dvDim, rows, pb, cols, don + i0 * dvDim,
@@ -270,10 +375,8 @@ void amp::runtime::attentionBackward(const AttentionShape &shape,
                dkn + j0 * d, d);
         }
       }
-      for (int64_t i = 0; i < sq * d; ++i)
-        dqn[i] *= shape.scale;
-      for (int64_t i = 0; i < sk * d; ++i)
-        dkn[i] *= shape.scale;
+      scaleRow(dqn, sq * d, shape.scale);
+      scaleRow(dkn, sk * d, shape.scale);
     }
   }
 }

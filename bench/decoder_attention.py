@@ -1,0 +1,167 @@
+"""A GPT-style decoder through amp.compile against PyTorch: step time and
+training memory, with train.attention fused (the CPU runtime's flash-style
+kernels) and decomposed (batch_matmul, softmax, batch_matmul).
+
+The model is issue 39's: 6 pre-LN blocks, hidden 384, 6 heads, causal
+F.scaled_dot_product_attention, GELU MLP (4x), tied LM head, vocabulary
+512, AdamW; O1-bf16 (PyTorch: eager torch.autocast("cpu", bfloat16)).
+
+Training memory (issue 39's definition): `base` is the process's RSS after
+the model and optimizer are built; the kernel's RSS high-water mark
+(VmHWM) is reset to the current RSS (/proc/self/clear_refs) after
+amp.compile returns (PyTorch: before its first step), and read after the
+timed steps; memory = VmHWM - base. Each configuration runs in a process of
+its own.
+
+    python bench/decoder_attention.py [--batch 8] [--seqs 256,512,1024]
+        [--steps 5] [--threads 2] [--modes fused,decomposed,torch]
+
+Prints a markdown table: median step time over the timed steps (after one
+warm-up step), training memory, and the loss of the last step.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB, HIDDEN, HEADS, LAYERS = 512, 384, 6, 6
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(HIDDEN)
+        self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN)
+        self.proj = nn.Linear(HIDDEN, HIDDEN)
+        self.ln2 = nn.LayerNorm(HIDDEN)
+        self.fc = nn.Linear(HIDDEN, 4 * HIDDEN)
+        self.out = nn.Linear(4 * HIDDEN, HIDDEN)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(HIDDEN, dim=2)
+        q, k, v = (t.reshape(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, HIDDEN))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class Decoder(nn.Module):
+    def __init__(self, seq):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, HIDDEN)
+        nn.init.normal_(self.tok.weight, std=0.02)  # GPT-2's (a tied head)
+        self.pos = nn.Parameter(torch.randn(seq, HIDDEN) * 0.02)
+        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln = nn.LayerNorm(HIDDEN)
+
+    def forward(self, tokens):
+        x = self.tok(tokens) + self.pos
+        for block in self.blocks:
+            x = block(x)
+        logits = self.ln(x) @ self.tok.weight.t()  # tied head
+        return logits.reshape(-1, VOCAB)
+
+
+def rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def child(mode, batch, seq, steps, threads):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = Decoder(seq)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randint(0, VOCAB, (batch, seq), generator=g),
+             torch.randint(0, VOCAB, (batch * seq,), generator=g)) for _ in range(steps + 1)]
+    base = rss_kib("VmRSS")
+    times, loss = [], None
+    if mode == "torch":
+        reset_peak()
+        for tokens, labels in data:
+            start = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                value = F.cross_entropy(model(tokens), labels)
+            value.backward()
+            opt.step()
+            opt.zero_grad()
+            loss = value.item()
+            times.append(time.perf_counter() - start)
+    else:
+        import amp
+        start = time.perf_counter()
+        step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
+                           opt_level="O1", dtype=torch.bfloat16, attention=mode)
+        amp.set_num_threads(threads)
+        reset_peak()
+        for batch_data in data:
+            start = time.perf_counter()
+            loss = step(*batch_data).loss
+            times.append(time.perf_counter() - start)
+    peak = rss_kib("VmHWM")
+    return {"median_ms": 1000 * statistics.median(times[1:]),
+            "memory_mib": (peak - base) / 1024, "loss": loss}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seqs", default="256,512,1024")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--modes", default="fused,decomposed,torch")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, seq = args.child.split(":")
+        print(json.dumps(child(mode, args.batch, int(seq), args.steps, args.threads)))
+        return
+    print(f"CPU: {cpu_name()}, {args.threads} threads, batch {args.batch}, "
+          f"{args.steps} timed steps (median)")
+    print("| seq | form | step ms | training memory MiB | last loss |")
+    print("|---|---|---|---|---|")
+    for seq in (int(s) for s in args.seqs.split(",")):
+        for mode in args.modes.split(","):
+            env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+            out = subprocess.run([sys.executable, __file__, "--child", f"{mode}:{seq}",
+                                  "--batch", str(args.batch), "--steps", str(args.steps),
+                                  "--threads", str(args.threads)],
+                                 capture_output=True, text=True, env=env)
+            if out.returncode != 0:
+                print(f"| {seq} | {mode} | failed: {out.stderr.strip().splitlines()[-1]} | | |")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            name = {"fused": "amp, fused attention", "decomposed": "amp, decomposed attention",
+                    "torch": "PyTorch eager autocast-bf16 (SDPA)"}[mode]
+            print(f"| {seq} | {name} | {r['median_ms']:.0f} | {r['memory_mib']:.0f} | "
+                  f"{r['loss']:.4f} |", flush=True)
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()

@@ -283,6 +283,9 @@ void amp::buildAmpPipeline(OpPassManager &pm,
     to.addPass(std::move(pass));
   };
 
+  // Hand-written attention as the fused op, before autocast decides its
+  // precision and autodiff its gradient.
+  add(pm, amp::train::createRaiseAttentionPass());
   amp::train::AutocastPassOptions autocast;
   autocast.optLevel = options.optLevel;
   autocast.dtype = options.dtype;

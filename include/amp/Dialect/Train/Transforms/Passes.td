@@ -233,6 +233,35 @@ def DataParallelPass : Pass<"amp-data-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
+def RaiseAttentionPass : Pass<"amp-raise-attention", "::mlir::ModuleOp"> {
+  let summary = "Raise hand-written attention to train.attention";
+  let description = [{
+    Finds attention written out in a model,
+
+    ```mlir
+    %s = train.batch_matmul %q, %k transpose_rhs : ...      // q k^T
+    %t = train.mul %s, %c : ..., tensor<f32> -> ...          // optional: a constant scale
+    %u = train.add %t, %mask : ...                           // optional: an additive mask
+    //   (or train.select %keep, %t, %neg_inf: a boolean one)
+    %p = train.softmax %u axis <last> [causal] : ...
+    %o = train.batch_matmul %p, %v : ...
+    ```
+
+    (the scale may also be a `train.div` by a constant, on either side of
+    the product's operands for `mul`), and replaces it by one
+    `train.attention` when every intermediate has that one use and query,
+    key and value share their leading dimensions. The decomposed form keeps
+    the scores and probabilities of every layer for the backward pass; the
+    fused op keeps a log-sum-exp per query (docs/Passes.md). amp-pipeline
+    runs it first, on the f32 graph, so autocast and autodiff see the fused
+    op; `amp-lower-cpu{fused-attention=false}` decomposes it again.
+
+    ```
+    amp-opt examples/transformer_block.mlir --amp-raise-attention
+    ```
+  }];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

@@ -180,6 +180,7 @@ struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
 /// dimensions padded in front to four, Sq, Sk, D, Dv, causal and the
 /// scale's f64 bits; then, with a mask, its type and strides (0 where it
 /// broadcasts) over the padded [b0, b1, b2, b3, Sq, Sk].
+/// A boolean mask counts as the f32 one additiveMask makes of it.
 std::optional<SmallVector<int64_t>>
 attentionParams(RankedTensorType query, RankedTensorType key,
                 RankedTensorType value, Value mask, bool causal,
@@ -198,7 +199,10 @@ attentionParams(RankedTensorType query, RankedTensorType key,
   if (!mask)
     return params;
   auto maskType = cast<RankedTensorType>(mask.getType());
-  std::optional<int64_t> maskDtype = runtimeDType(maskType.getElementType());
+  std::optional<int64_t> maskDtype =
+      maskType.getElementType().isInteger(1)
+          ? int64_t(RuntimeDType::F32)
+          : runtimeDType(maskType.getElementType());
   if (!maskDtype)
     return std::nullopt;
   params.push_back(*maskDtype);
@@ -230,6 +234,22 @@ Value additiveMask(OpBuilder &b, Location loc, Value mask) {
                           constant(-std::numeric_limits<float>::infinity()));
 }
 
+/// The runtime call's params and the mask it reads (boolean masks made
+/// additive) for an attention op or its gradient; nothing, and the IR
+/// untouched, when the runtime does not take it.
+template <typename OpT>
+std::optional<std::pair<SmallVector<int64_t>, Value>>
+prepareAttentionCall(OpT op, PatternRewriter &rewriter) {
+  std::optional<SmallVector<int64_t>> params = attentionParams(
+      op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
+      op.getMask(), op.getCausal(), op.getScale().convertToDouble());
+  if (!params)
+    return std::nullopt;
+  Value mask =
+      op.getMask() ? additiveMask(rewriter, op.getLoc(), op.getMask()) : Value();
+  return std::make_pair(std::move(*params), mask);
+}
+
 /// train.attention as the runtime's flash-style kernel
 /// (amp_cpu_attention[_mask]): f32 output rounded once to the op's type,
 /// and the f32 log-sum-exp. The kernel sums in f32 whatever the op's
@@ -239,14 +259,10 @@ struct AttentionToRuntime : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value mask = op.getMask() ? additiveMask(rewriter, loc, op.getMask())
-                              : Value();
-    std::optional<SmallVector<int64_t>> params = attentionParams(
-        op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
-        mask, op.getCausal(), op.getScale().convertToDouble());
-    if (!params)
+    auto prepared = prepareAttentionCall(op, rewriter);
+    if (!prepared)
       return rewriter.notifyMatchFailure(op, "not a runtime attention");
+    auto &[params, mask] = *prepared;
     SmallVector<Value> inputs = {op.getQuery(), op.getKey(), op.getValue()};
     if (mask)
       inputs.push_back(mask);
@@ -254,8 +270,9 @@ struct AttentionToRuntime : OpRewritePattern<AttentionOp> {
     auto call = createRuntimeCall(
         rewriter, op, mask ? "amp_cpu_attention_mask" : "amp_cpu_attention",
         TypeRange{type.clone(rewriter.getF32Type()), op.getLse().getType()},
-        inputs, *params);
-    rewriter.replaceOp(op, {roundTo(rewriter, loc, call.getResult(0), type),
+        inputs, params);
+    rewriter.replaceOp(op, {roundTo(rewriter, op.getLoc(), call.getResult(0),
+                                    type),
                             call.getResult(1)});
     return success();
   }
@@ -267,14 +284,10 @@ struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value mask = op.getMask() ? additiveMask(rewriter, loc, op.getMask())
-                              : Value();
-    std::optional<SmallVector<int64_t>> params = attentionParams(
-        op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
-        mask, op.getCausal(), op.getScale().convertToDouble());
-    if (!params)
+    auto prepared = prepareAttentionCall(op, rewriter);
+    if (!prepared)
       return rewriter.notifyMatchFailure(op, "not a runtime attention");
+    auto &[params, mask] = *prepared;
     SmallVector<Value> inputs = {op.getGrad(),  op.getQuery(), op.getKey(),
                                  op.getValue(), op.getOutput(), op.getLse()};
     if (mask)
@@ -286,10 +299,10 @@ struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
     auto call = createRuntimeCall(
         rewriter, op,
         mask ? "amp_cpu_attention_grad_mask" : "amp_cpu_attention_grad", types,
-        inputs, *params);
+        inputs, params);
     SmallVector<Value> results;
     for (auto [acc, result] : llvm::zip(call.getResults(), op->getResults()))
-      results.push_back(roundTo(rewriter, loc, acc,
+      results.push_back(roundTo(rewriter, op.getLoc(), acc,
                                 cast<RankedTensorType>(result.getType())));
     rewriter.replaceOp(op, results);
     return success();

@@ -68,18 +68,38 @@ func.func @in_generic(%a: tensor<16xf32>) -> tensor<16xf32> {
   return %r : tensor<16xf32>
 }
 
+// f32 erf (GELU's): the small-argument polynomial, and 1 - erfc with
+// exp(-z^2) (inline too) for |x| >= 1, z capped at 10; P below 2, R above;
+// the sign restored, NaN kept, chosen by a select on |x| < 1.
+// CHECK-LABEL: func.func @erf_f32
+// CHECK-NOT: math.
+// CHECK: arith.andi %{{.*}}, %{{.*}} : i32
+// CHECK: arith.divf
+// CHECK: arith.negf
+// CHECK: arith.fptosi
+// CHECK: arith.cmpf uno
+// CHECK: arith.negf
+// CHECK: arith.cmpf uno
+// CHECK: arith.select
+// CHECK-NOT: math.
+// CHECK: return
+func.func @erf_f32(%x: f32) -> f32 {
+  %y = math.erf %x : f32
+  return %y : f32
+}
+
 // Negative: f64 (batch-norm statistics), f16 and other functions keep
 // their libm calls.
 // CHECK-LABEL: func.func @left_alone
 // CHECK: math.exp %{{.*}} : f64
 // CHECK: math.tanh %{{.*}} : f16
 // CHECK: math.log %{{.*}} : f32
-// CHECK: math.erf %{{.*}} : f32
+// CHECK: math.erf %{{.*}} : f64
 // CHECK-NOT: arith.shli
-func.func @left_alone(%d: f64, %h: f16, %x: f32) -> (f64, f16, f32, f32) {
+func.func @left_alone(%d: f64, %h: f16, %x: f32) -> (f64, f16, f32, f64) {
   %e = math.exp %d : f64
   %t = math.tanh %h : f16
   %l = math.log %x : f32
-  %r = math.erf %x : f32
-  return %e, %t, %l, %r : f64, f16, f32, f32
+  %r = math.erf %d : f64
+  return %e, %t, %l, %r : f64, f16, f32, f64
 }

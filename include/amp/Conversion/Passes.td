@@ -335,15 +335,16 @@ def ReassociateReductionsPass
 
 def VectorizableMathPass
     : Pass<"amp-vectorizable-math", "::mlir::func::FuncOp"> {
-  let summary = "f32 exp and tanh as inline arithmetic LLVM can vectorize (CPU)";
+  let summary = "f32 exp, tanh and erf as inline arithmetic LLVM can vectorize (CPU)";
   let description = [{
-    Replaces every f32 `math.exp` and `math.tanh` (scalar or vector) by
-    straight-line arithmetic: range reduction and a minimax polynomial
-    (Cephes' expf and tanhf), built from arith ops only (mul, add, selects,
-    bit operations: math ops would become libm calls later), so
-    the loops that compute them vectorize instead of calling libm once per
-    element. Within 2 ulps of the exact result (glibc's scalar functions:
-    1), subnormal results rounded once, +inf / 0 / NaN as IEEE says.
+    Replaces every f32 `math.exp`, `math.tanh` and `math.erf` (scalar or
+    vector) by straight-line arithmetic: range reduction and minimax
+    polynomials (Cephes' expf, tanhf and erff), built from arith ops only
+    (mul, add, div, selects, bit operations: math ops would become libm
+    calls later), so the loops that compute them vectorize instead of
+    calling libm once per element. exp and tanh within 1.5 ulps of the
+    exact result, erf within 3 (glibc's scalar functions: 1), subnormal
+    results rounded once, +inf / 0 / NaN as IEEE says.
     Other types and other math ops are left alone (libm, as before).
 
     ```

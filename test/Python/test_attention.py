@@ -164,3 +164,37 @@ def test_attention_option_is_checked():
     with pytest.raises(ValueError, match="attention must be 'fused' or 'decomposed'"):
         amp.compile(model, nn.CrossEntropyLoss(), example_inputs=batches("causal", 1)[0],
                     optimizer=sgd(model.parameters()), attention="flash")
+
+
+def test_learned_mask_keeps_its_gradient():
+    """A float mask computed from a parameter (a learned relative bias) gets
+    its gradient: SDPA takes the math form there (train.attention gives its
+    mask none), and the bias trains as in PyTorch's loop."""
+
+    class LearnedBias(Attention):
+        def __init__(self):
+            super().__init__("additive")
+            self.bias = nn.Parameter(0.1 * torch.randn(S, S))
+
+        def forward(self, x, extra):
+            q = self.split(self.q(x))
+            k, v = self.split(self.kv(x)).chunk(2, dim=1)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias + extra)
+            o = self.out(o.transpose(1, 2).reshape(x.shape[0], x.shape[1], E))
+            return self.cls(o.mean(dim=1))
+
+    torch.manual_seed(0)
+    model = LearnedBias()
+    ref = copy.deepcopy(model)
+    initial = model.bias.detach().clone()
+    data = batches("additive", 3)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
+                       optimizer=sgd(model.parameters()), opt_level="O0")
+    assert "train.attention" not in step.mlir
+    theirs = [loss for loss, _ in reference_losses(ref, sgd(ref.parameters()), data)]
+    for i, batch in enumerate(data):
+        got = step(*batch)
+        assert abs(got.loss - theirs[i]) <= 1e-4 * abs(theirs[i]), (i, got.loss, theirs[i])
+    step.copy_to(model)
+    assert (model.bias - initial).abs().max() > 1e-4  # it trained
+    assert_close_state(model, ref, 1e-4)

@@ -86,3 +86,25 @@ func.func @not_raised(%q: tensor<2x4x6x8xf32>, %k1: tensor<2x1x6x8xf32>, %c: ten
   %o4 = train.batch_matmul %p4, %q : tensor<2x4x6x6xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
   return %o0, %p0, %o1, %o2, %o3, %o4 : tensor<2x4x6x8xf32>, tensor<2x4x6x6xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>
 }
+
+// -----
+
+// A learned additive mask (computed from a parameter) is left to the
+// decomposed form, whose add gives it a gradient; an input mask is raised.
+// CHECK-LABEL: func.func @learned_mask(
+// CHECK: train.softmax
+// CHECK: train.attention %{{.*}} mask %{{.*}} scale 1.000000e+00
+// CHECK-NOT: train.attention
+// CHECK: return
+func.func @learned_mask(%q: tensor<3x5x4xf32>, %m: tensor<5x5xf32>, %bias: tensor<5x5xf32> {train.param}) -> (tensor<3x5x4xf32>, tensor<3x5x4xf32>) {
+  %s = train.batch_matmul %q, %q transpose_rhs : tensor<3x5x4xf32>, tensor<3x5x4xf32> -> tensor<3x5x5xf32>
+  %learned = train.mul %bias, %m : tensor<5x5xf32>, tensor<5x5xf32> -> tensor<5x5xf32>
+  %sm = train.add %s, %learned : tensor<3x5x5xf32>, tensor<5x5xf32> -> tensor<3x5x5xf32>
+  %p = train.softmax %sm axis 2 : tensor<3x5x5xf32>
+  %o = train.batch_matmul %p, %q : tensor<3x5x5xf32>, tensor<3x5x4xf32> -> tensor<3x5x4xf32>
+  %s2 = train.batch_matmul %q, %q transpose_rhs : tensor<3x5x4xf32>, tensor<3x5x4xf32> -> tensor<3x5x5xf32>
+  %sm2 = train.add %s2, %m : tensor<3x5x5xf32>, tensor<5x5xf32> -> tensor<3x5x5xf32>
+  %p2 = train.softmax %sm2 axis 2 : tensor<3x5x5xf32>
+  %o2 = train.batch_matmul %p2, %q : tensor<3x5x5xf32>, tensor<3x5x4xf32> -> tensor<3x5x4xf32>
+  return %o, %o2 : tensor<3x5x4xf32>, tensor<3x5x4xf32>
+}

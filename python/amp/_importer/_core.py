@@ -224,6 +224,8 @@ class _Emitter:
         self.counter_argument: Optional[str] = None  # the step counter's SSA name
         # The SSA names of bool model inputs (0 / 1 in f32).
         self.masks: Set[str] = set()
+        # The placeholders of the parameters the step trains.
+        self.params: Set[torch.fx.Node] = set()
         # num_batches_tracked of each momentum=None batch norm: its current value.
         self.counts: Dict[str, Value] = {}
         # Nodes that depend only on constants, shapes and frozen buffers:

@@ -287,6 +287,8 @@ def import_model(model: torch.nn.Module, loss_fn: Optional[Callable],
             else:
                 kind = "state"
         arguments.append(Argument(name, kind, shape, element, group, decay))
+        if kind == "param":
+            em.params.add(n)
         em.values[n] = (f"%a{len(arguments) - 1}", shape, element)
         argument_of[name] = em.values[n]
         if kind == "frozen":  # state that the step returns unchanged

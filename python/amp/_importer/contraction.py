@@ -3,7 +3,7 @@ attention (autocast's lower-precision list)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Set
 
 import torch
 
@@ -153,6 +153,19 @@ def _causal(mask: torch.Tensor, rows: int, columns: int) -> bool:
     return bool(((mask == 0) == keep).all() and (dropped == ~keep).all())
 
 
+def _depends_on(node: Any, sources: Set[torch.fx.Node]) -> bool:
+    """Whether an FX node is computed from any of ``sources``."""
+    seen, stack = set(), [node] if isinstance(node, torch.fx.Node) else []
+    while stack:
+        n = stack.pop()
+        if n in sources:
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.all_input_nodes)
+    return False
+
+
 def _attention(em: _Emitter, node: torch.fx.Node) -> str:
     """F.scaled_dot_product_attention as ``train.attention`` (fused: the
     CPU lowering's flash-style kernel keeps no [Sq, Sk] tensor), scale =
@@ -189,7 +202,12 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
             if m.name in em.masks or m.element == "i1":
                 m = _as_bool(em, m)
     same_batch = q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
-    if not dropout_p and same_batch and len(q.shape) >= 2:
+    # train.attention gives its mask no gradient: a float mask computed
+    # from parameters (a learned bias) takes the math form, where the
+    # gradient flows through the add.
+    learned_mask = m is not None and m.element != "i1" and \
+        _depends_on(mask, em.params)
+    if not dropout_p and same_batch and not learned_mask and len(q.shape) >= 2:
         if m is not None and m.element not in ("i1", element):
             m = Value(em.op(f"train.cast {m.name} : {m.type} -> "
                             f"{tensor_type(m.shape, element)}"), m.shape, element)

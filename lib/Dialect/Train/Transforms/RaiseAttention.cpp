@@ -14,6 +14,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -43,6 +44,28 @@ std::optional<double> scalarConstant(Value v) {
 bool sameShape(Value a, Value b) {
   return cast<RankedTensorType>(a.getType()).getShape() ==
          cast<RankedTensorType>(b.getType()).getShape();
+}
+
+/// Whether `v` is computed from a parameter (a `train.param` argument of
+/// its function): a learned additive mask, which train.attention would give
+/// no gradient.
+bool dependsOnParameter(Value v) {
+  SmallVector<Value> stack = {v};
+  DenseSet<Value> seen;
+  while (!stack.empty()) {
+    Value x = stack.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(x)) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (func && func.getArgAttr(arg.getArgNumber(),
+                                  TrainDialect::kParamAttrName))
+        return true;
+      continue;
+    }
+    llvm::append_range(stack, x.getDefiningOp()->getOperands());
+  }
+  return false;
 }
 
 /// What was matched below the softmax: the scores' product, the scale, the
@@ -147,6 +170,8 @@ struct RaiseAttention : OpRewritePattern<BatchMatmulOp> {
       Type m = cast<RankedTensorType>(mask.getType()).getElementType();
       if (m != qt.getElementType() && !m.isInteger(1))
         return rewriter.notifyMatchFailure(op, "mask of another type");
+      if (!m.isInteger(1) && dependsOnParameter(mask))
+        return rewriter.notifyMatchFailure(op, "a learned mask");
     }
     auto attention = AttentionOp::create(
         rewriter, op.getLoc(), q, k, v, scores->mask,

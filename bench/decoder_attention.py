@@ -15,6 +15,7 @@ its own.
 
     python bench/decoder_attention.py [--batch 8] [--seqs 256,512,1024]
         [--steps 5] [--threads 2] [--modes fused,decomposed,torch]
+        [--model decoder|gpt2]
 
 Prints a markdown table: median step time over the timed steps (after one
 warm-up step), training memory, and the loss of the last step.
@@ -71,6 +72,22 @@ class Decoder(nn.Module):
         return logits.reshape(-1, VOCAB)
 
 
+class GPT2(nn.Module):
+    """HuggingFace's GPT2LMHeadModel at the decoder's sizes (6 layers,
+    hidden 384, 6 heads, vocabulary 512, tied head; dropout 0, so its SDPA
+    call has no dropout), returning [batch * seq, vocab] logits."""
+
+    def __init__(self, seq):
+        super().__init__()
+        from transformers import GPT2Config, GPT2LMHeadModel
+        self.model = GPT2LMHeadModel(GPT2Config(
+            vocab_size=VOCAB, n_positions=seq, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS,
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+    def forward(self, tokens):
+        return self.model(tokens, use_cache=False).logits.reshape(-1, VOCAB)
+
+
 def rss_kib(field):
     with open("/proc/self/status") as f:
         for line in f:
@@ -84,10 +101,10 @@ def reset_peak():
         f.write("5")
 
 
-def child(mode, batch, seq, steps, threads):
+def child(mode, batch, seq, steps, threads, model_name="decoder"):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = Decoder(seq)
+    model = GPT2(seq) if model_name == "gpt2" else Decoder(seq)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(1)
     data = [(torch.randint(0, VOCAB, (batch, seq), generator=g),
@@ -128,13 +145,16 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--modes", default="fused,decomposed,torch")
+    parser.add_argument("--model", default="decoder", choices=["decoder", "gpt2"],
+                        help="the decoder above, or HuggingFace's GPT-2 at its sizes")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         mode, seq = args.child.split(":")
-        print(json.dumps(child(mode, args.batch, int(seq), args.steps, args.threads)))
+        print(json.dumps(child(mode, args.batch, int(seq), args.steps, args.threads,
+                               args.model)))
         return
-    print(f"CPU: {cpu_name()}, {args.threads} threads, batch {args.batch}, "
+    print(f"{args.model}; CPU: {cpu_name()}, {args.threads} threads, batch {args.batch}, "
           f"{args.steps} timed steps (median)")
     print("| seq | form | step ms | training memory MiB | last loss |")
     print("|---|---|---|---|---|")
@@ -143,7 +163,7 @@ def main():
             env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
             out = subprocess.run([sys.executable, __file__, "--child", f"{mode}:{seq}",
                                   "--batch", str(args.batch), "--steps", str(args.steps),
-                                  "--threads", str(args.threads)],
+                                  "--threads", str(args.threads), "--model", args.model],
                                  capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 print(f"| {seq} | {mode} | failed: {out.stderr.strip().splitlines()[-1]} | | |")

@@ -239,7 +239,8 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
     attr = " causal" if causal else ""
     probs = Value(em.op(f"train.softmax {scores.name} axis {len(scores_shape) - 1}{attr} : "
                         f"{scores.type}"), scores_shape, element)
-    probs = Value(_dropout_op(em, probs, float(dropout_p)), scores_shape, element)
+    if dropout_p:
+        probs = Value(_dropout_op(em, probs, float(dropout_p)), scores_shape, element)
     return em.op(f"train.batch_matmul {probs.name}, {v.name} : {probs.type}, {v.type} -> "
                  f"{tensor_type(_shape(node), element)}")
 

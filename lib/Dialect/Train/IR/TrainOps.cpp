@@ -252,7 +252,7 @@ LogicalResult Conv2dOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// The attention result's shape (inferAttentionShape's rules) for the
-/// operand types, or a diagnostic at `location`.
+/// operand types, or the rule's message.
 static ShapeOrError attentionShape(RankedTensorType query, RankedTensorType key,
                                    RankedTensorType value, Type mask) {
   std::optional<ArrayRef<int64_t>> maskShape;
@@ -262,23 +262,27 @@ static ShapeOrError attentionShape(RankedTensorType query, RankedTensorType key,
                              value.getShape(), maskShape);
 }
 
-/// Checks the element types every attention op shares: one float type for
-/// query, key and value; a mask of that type or i1.
-static LogicalResult verifyAttentionTypes(Operation *op, RankedTensorType query,
-                                          RankedTensorType key,
-                                          RankedTensorType value, Value mask) {
-  Type element = query.getElementType();
-  if (key.getElementType() != element || value.getElementType() != element)
-    return op->emitOpError("query, key and value element types ")
-           << element << ", " << key.getElementType() << " and "
-           << value.getElementType() << " differ (insert a train.cast)";
-  if (mask) {
+/// Checks what train.attention and train.attention_grad share: one float
+/// type for query, key and value; a mask of that type or i1; a positive
+/// scale.
+template <typename OpT> static LogicalResult verifyAttentionOperands(OpT op) {
+  Type element = op.getQuery().getType().getElementType();
+  Type key = op.getKey().getType().getElementType(),
+       value = op.getValue().getType().getElementType();
+  if (key != element || value != element)
+    return op.emitOpError("query, key and value element types ")
+           << element << ", " << key << " and " << value
+           << " differ (insert a train.cast)";
+  if (Value mask = op.getMask()) {
     Type m = cast<RankedTensorType>(mask.getType()).getElementType();
     if (m != element && !m.isInteger(1))
-      return op->emitOpError("mask element type ")
+      return op.emitOpError("mask element type ")
              << m << " must be i1 (a keep-mask) or the query's " << element
              << " (an additive mask)";
   }
+  if (!(op.getScale().convertToDouble() > 0.0))
+    return op.emitOpError("scale must be positive, got ")
+           << op.getScale().convertToDouble();
   return success();
 }
 
@@ -307,13 +311,8 @@ Type AttentionOp::getAccumulatorType() {
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyAttentionTypes(*this, getQuery().getType(),
-                                  getKey().getType(), getValue().getType(),
-                                  getMask())))
+  if (failed(verifyAttentionOperands(*this)))
     return failure();
-  if (!(getScale().convertToDouble() > 0.0))
-    return emitOpError("scale must be positive, got ")
-           << getScale().convertToDouble();
   return verifyAccumulator(*this, getAccumulate(),
                            getQuery().getType().getElementType());
 }
@@ -321,7 +320,7 @@ LogicalResult AttentionOp::verify() {
 LogicalResult AttentionGradOp::verify() {
   auto query = getQuery().getType(), key = getKey().getType(),
        value = getValue().getType();
-  if (failed(verifyAttentionTypes(*this, query, key, value, getMask())))
+  if (failed(verifyAttentionOperands(*this)))
     return failure();
   ShapeOrError shape =
       attentionShape(query, key, value, getMask() ? getMask().getType() : Type());
@@ -338,9 +337,6 @@ LogicalResult AttentionGradOp::verify() {
            << formatShape(getLse().getType().getShape())
            << " must be the query's leading dims "
            << formatShape(query.getShape().drop_back());
-  if (!(getScale().convertToDouble() > 0.0))
-    return emitOpError("scale must be positive, got ")
-           << getScale().convertToDouble();
   return success();
 }
 

@@ -27,9 +27,12 @@ static json::Array specsToJson(llvm::ArrayRef<TensorSpec> specs) {
 }
 
 static json::Object functionToJson(const ArtifactFunctionInfo &function) {
-  return json::Object{{"name", function.name},
-                      {"arguments", specsToJson(function.arguments)},
-                      {"results", specsToJson(function.results)}};
+  json::Object o{{"name", function.name},
+                 {"arguments", specsToJson(function.arguments)},
+                 {"results", specsToJson(function.results)}};
+  if (!function.resultArguments.empty())
+    o["in_place"] = json::Array(function.resultArguments);
+  return o;
 }
 
 static json::Array indices(llvm::ArrayRef<unsigned> values) {
@@ -146,8 +149,24 @@ struct ManifestReader {
     const json::Object *f = o.getObject(key);
     if (!f)
       return fail("'" + key + "' is missing");
-    return read(*f, "name", out.name) && read(*f, "arguments", out.arguments) &&
-           read(*f, "results", out.results);
+    if (!read(*f, "name", out.name) || !read(*f, "arguments", out.arguments) ||
+        !read(*f, "results", out.results))
+      return false;
+    if (const json::Value *v = f->get("in_place")) {
+      const json::Array *a = v->getAsArray();
+      if (!a)
+        return fail("'in_place' of '" + key + "' is not an array");
+      for (const json::Value &e : *a) {
+        auto i = e.getAsInteger();
+        if (!i || *i < -1)
+          return fail("'in_place' of '" + key + "' holds a bad index");
+        out.resultArguments.push_back(*i);
+      }
+      if (llvm::Error e = CompiledFunction::checkResultArguments(
+              out.name, out.arguments, out.results, out.resultArguments))
+        return fail(llvm::toString(std::move(e)));
+    }
+    return true;
   }
 };
 } // namespace
@@ -277,6 +296,9 @@ public:
   llvm::ArrayRef<TensorSpec> getResultSpecs() const override {
     return info.results;
   }
+  llvm::ArrayRef<int64_t> getResultArguments() const override {
+    return info.resultArguments;
+  }
 
 protected:
   ArtifactFunctionInfo info;
@@ -292,13 +314,27 @@ public:
   llvm::Expected<std::vector<HostTensor>>
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,
               std::vector<HostTensor> &reuse) override {
+    return run(inputs, reuse, /*update=*/false);
+  }
+
+  llvm::Expected<std::vector<HostTensor>>
+  callUpdating(llvm::ArrayRef<HostTensor *> inputs,
+               std::vector<HostTensor> &reuse) override {
+    std::vector<const HostTensor *> read(inputs.begin(), inputs.end());
+    return run(read, reuse, /*update=*/true);
+  }
+
+private:
+  llvm::Expected<std::vector<HostTensor>>
+  run(llvm::ArrayRef<const HostTensor *> inputs, std::vector<HostTensor> &reuse,
+      bool update) {
     return callOnHost(
         info.name, info.arguments, info.results, inputs,
         [&](llvm::MutableArrayRef<void *> packed) {
           entry(packed.data());
           return llvm::Error::success();
         },
-        &reuse);
+        &reuse, info.resultArguments, update);
   }
 };
 
@@ -352,8 +388,10 @@ public:
       if (void *ptr = args.emplace_back(alloc(info.arguments[i])))
         cuda.memcpy(ptr, const_cast<void *>(input->data()),
                     input->getSizeInBytes(), stream);
-    for (const TensorSpec &spec : info.results)
-      out.push_back(alloc(spec));
+    // A result written in place is read back from its argument's buffer
+    // (a copy of the input, on the device).
+    for (auto [r, spec] : llvm::enumerate(info.results))
+      out.push_back(inPlace(r) >= 0 ? nullptr : alloc(spec));
     auto outputs = runOnDevice(args, out, [](size_t) { return true; });
     for (void *ptr : llvm::concat<void *>(args, out))
       if (ptr)
@@ -378,16 +416,19 @@ public:
     std::vector<HostTensor> values;
     llvm::Error error = cuda.takeError_();
     if (!error) {
+      // Arguments, then the results not written into an argument.
       PackedDescriptors packed;
       for (auto [i, spec] : llvm::enumerate(info.arguments))
         packed.add(args[i], spec.shape);
       for (auto [r, spec] : llvm::enumerate(info.results))
-        packed.add(out[r], spec.shape);
+        if (inPlace(r) < 0)
+          packed.add(out[r], spec.shape);
       entry(packed.get().data());
       for (auto [r, spec] : llvm::enumerate(info.results))
         if (fetch(r)) {
           values.emplace_back(spec.kind, spec.shape);
-          cuda.memcpy(values.back().data(), out[r],
+          cuda.memcpy(values.back().data(),
+                      inPlace(r) >= 0 ? args[inPlace(r)] : out[r],
                       values.back().getSizeInBytes(), stream);
         }
       cuda.streamSynchronize(stream);
@@ -397,6 +438,11 @@ public:
       return llvm::createStringError(
           "@" + info.name + " on the GPU: " + llvm::toString(std::move(error)));
     return values;
+  }
+
+  /// The argument result `r` is written into, or -1.
+  int64_t inPlace(size_t r) const {
+    return r < info.resultArguments.size() ? info.resultArguments[r] : -1;
   }
 
   /// A session whose arguments live in device memory (this the step,
@@ -410,10 +456,11 @@ private:
   void *stream;
 };
 
-/// The step's arguments in device buffers. A result routed to an argument
-/// is written into that argument's second buffer, and the two swap after
-/// the step: the state never crosses the bus and no step reads a buffer it
-/// writes (the price: two buffers per state tensor).
+/// The step's arguments in device buffers. The state the step updates in
+/// place (getResultArguments: parameters, masters, moments, scaler state)
+/// stays in its one buffer. Any other result routed to an argument is
+/// written into that argument's second buffer, and the two swap after the
+/// step. The state never crosses the bus.
 class CudaSession final : public StepSession {
 public:
   CudaSession(CudaArtifactFunction &stepFn, CudaArtifactFunction &logitsFn)
@@ -464,6 +511,9 @@ public:
     llvm::ArrayRef<TensorSpec> results = stepFn.getResultSpecs();
     std::vector<void *> out(results.size(), nullptr), temps;
     for (auto [r, route] : llvm::enumerate(routes)) {
+      // Written into its argument's buffer by the step itself.
+      if (stepFn.inPlace(r) >= 0)
+        continue;
       if (route.toArgument < 0) {
         out[r] = alloc(results[r]);
         temps.push_back(out[r]);
@@ -480,8 +530,8 @@ public:
       cuda.memFree(ptr, stream);
     if (!toHost)
       return toHost.takeError();
-    for (const ResultRoute &route : routes)
-      if (route.toArgument >= 0)
+    for (auto [r, route] : llvm::enumerate(routes))
+      if (route.toArgument >= 0 && stepFn.inPlace(r) < 0)
         std::swap(buffers[route.toArgument], spares[route.toArgument]);
     return toHost;
   }

@@ -376,6 +376,10 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     return error("the module lowered for " + options.backend +
                  " does not verify (amp-compile --verify-each finds the pass)");
   phase("lowering");
+  // Which results the lowered code writes into their arguments.
+  for (ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits})
+    info->resultArguments =
+        readResultArguments(*copy, info->name, info->results.size());
 
   // LLVM IR, with the manifest and the packed entry points.
   auto llvmContext = std::make_unique<llvm::LLVMContext>();

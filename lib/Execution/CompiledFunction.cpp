@@ -8,6 +8,8 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <cstring>
+
 using namespace amp;
 
 int64_t TensorSpec::getNumElements() const { return numElements(shape); }
@@ -58,20 +60,75 @@ CompiledFunction::checkInputs(llvm::StringRef name,
   return llvm::Error::success();
 }
 
+llvm::Error CompiledFunction::checkResultArguments(
+    llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
+    llvm::ArrayRef<TensorSpec> results,
+    llvm::ArrayRef<int64_t> resultArguments) {
+  if (resultArguments.empty())
+    return llvm::Error::success();
+  auto fail = [&](const std::string &what) {
+    return llvm::createStringError("the in-place results of @" + name.str() +
+                                   ": " + what);
+  };
+  if (resultArguments.size() != results.size())
+    return fail(std::to_string(resultArguments.size()) + " entries for " +
+                std::to_string(results.size()) + " results");
+  std::vector<bool> seen(arguments.size(), false);
+  for (auto [r, a] : llvm::enumerate(resultArguments)) {
+    if (a < 0)
+      continue;
+    if (size_t(a) >= arguments.size())
+      return fail("result #" + std::to_string(r) + " goes into argument #" +
+                  std::to_string(a) + " of " +
+                  std::to_string(arguments.size()));
+    if (seen[a])
+      return fail("two results go into argument #" + std::to_string(a));
+    seen[a] = true;
+    if (arguments[a].kind != results[r].kind ||
+        arguments[a].shape != results[r].shape)
+      return fail("result #" + std::to_string(r) + " is " + results[r].str() +
+                  ", argument #" + std::to_string(a) + " is " +
+                  arguments[a].str());
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
     llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
     llvm::ArrayRef<TensorSpec> results,
     llvm::ArrayRef<const HostTensor *> inputs,
     llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke,
-    std::vector<HostTensor> *reuse) {
+    std::vector<HostTensor> *reuse, llvm::ArrayRef<int64_t> resultArguments,
+    bool updateInputs) {
   if (llvm::Error error = checkInputs(name, arguments, inputs))
     return std::move(error);
+  auto inPlace = [&](size_t r) {
+    return r < resultArguments.size() ? resultArguments[r] : int64_t(-1);
+  };
+  // Where each argument's elements are: its input, or the copy a result
+  // written in place replaces it by (a call that updates no input).
+  std::vector<const void *> argumentData;
+  for (const HostTensor *input : inputs)
+    argumentData.push_back(input->data());
   llvm::SmallPtrSet<const void *, 16> read;
   for (const HostTensor *input : inputs)
     read.insert(input->data());
   std::vector<HostTensor> outputs;
   outputs.reserve(results.size());
   for (auto [r, spec] : llvm::enumerate(results)) {
+    if (int64_t a = inPlace(r); a >= 0) {
+      void *data = const_cast<void *>(inputs[a]->data());
+      if (updateInputs) {
+        outputs.push_back(HostTensor::borrow(spec.kind, spec.shape, data));
+      } else {
+        // A copy of the argument (not of a view: of its elements).
+        outputs.emplace_back(spec.kind, spec.shape);
+        std::memcpy(outputs.back().data(), data,
+                    outputs.back().getSizeInBytes());
+        argumentData[a] = outputs.back().data();
+      }
+      continue;
+    }
     // A reused tensor owns elements of the result's type that this call
     // does not read; the compiled code writes every element of a result
     // (the step tests compare steps on reused buffers with fresh ones).
@@ -83,13 +140,14 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
     else
       outputs.emplace_back(spec.kind, spec.shape);
   }
-  // Arguments, then results (the lowering made them trailing
-  // out-parameters).
+  // Arguments, then the results not written in place (the lowering made
+  // them trailing out-parameters).
   PackedDescriptors packed;
-  for (const HostTensor *input : inputs)
-    packed.add(input->data(), input->getShape());
-  for (HostTensor &output : outputs)
-    packed.add(output.data(), output.getShape());
+  for (auto [i, input] : llvm::enumerate(inputs))
+    packed.add(argumentData[i], input->getShape());
+  for (auto [r, output] : llvm::enumerate(outputs))
+    if (inPlace(r) < 0)
+      packed.add(output.data(), output.getShape());
   if (llvm::Error error = invoke(packed.get()))
     return std::move(error);
   return outputs;
@@ -131,7 +189,15 @@ llvm::Error StepSession::checkRoutes(const CompiledFunction &step,
         "routes for " + std::to_string(routes.size()) +
         " results of a step with " + std::to_string(results.size()));
   std::vector<bool> routed(args.size(), false);
+  llvm::ArrayRef<int64_t> inPlace = step.getResultArguments();
   for (auto [r, route] : llvm::enumerate(routes)) {
+    if (r < inPlace.size() && inPlace[r] >= 0 && inPlace[r] != route.toArgument)
+      return llvm::createStringError(
+          "result #" + std::to_string(r) + " is written into argument #" +
+          std::to_string(inPlace[r]) + " in place; it cannot be routed " +
+          (route.toArgument < 0
+               ? std::string("elsewhere")
+               : "to argument #" + std::to_string(route.toArgument)));
     if (route.toArgument < 0)
       continue;
     if (size_t(route.toArgument) < args.size() && routed[route.toArgument])
@@ -192,7 +258,20 @@ public:
   step(llvm::ArrayRef<ResultRoute> routes) override {
     if (llvm::Error e = checkRoutes(stepFn, routes))
       return std::move(e);
-    auto out = stepFn.callReusing(pointers(args.size()), spare);
+    // The state the step updates in place is the session's own: a borrowed
+    // value there (stepWith's) is copied first, so the caller's memory is
+    // only read.
+    llvm::ArrayRef<int64_t> inPlace = stepFn.getResultArguments();
+    for (int64_t a : inPlace)
+      if (a >= 0 && args[a].isBorrowed()) {
+        HostTensor own(args[a].getKind(), args[a].getShape());
+        std::memcpy(own.data(), args[a].data(), own.getSizeInBytes());
+        args[a] = std::move(own);
+      }
+    std::vector<HostTensor *> mutableArgs;
+    for (HostTensor &arg : args)
+      mutableArgs.push_back(&arg);
+    auto out = stepFn.callUpdating(mutableArgs, spare);
     spare.clear();
     if (!out)
       return out.takeError();
@@ -201,6 +280,16 @@ public:
     spare.resize(out->size(), HostTensor::borrow(ElementKind::F32, {}, nullptr));
     std::vector<HostTensor> toHost;
     for (auto [r, route] : llvm::enumerate(routes)) {
+      if (r < inPlace.size() && inPlace[r] >= 0) {
+        // Already in its argument: the host gets a copy of its elements.
+        if (route.toHost) {
+          const HostTensor &value = args[inPlace[r]];
+          HostTensor copy(value.getKind(), value.getShape());
+          std::memcpy(copy.data(), value.data(), copy.getSizeInBytes());
+          toHost.push_back(std::move(copy));
+        }
+        continue;
+      }
       if (route.toHost && route.toArgument >= 0)
         toHost.push_back((*out)[r]);
       else if (route.toHost)

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/CpuJit.h"
+#include "amp/Dialect/Train/IR/StepRoles.h"
 #include "amp/Execution/Artifact.h"
 #include "amp/Pipelines/Pipelines.h"
 #include "amp/Runtime/CpuRuntime.h"
@@ -107,6 +108,19 @@ void amp::prepareEntryPoints(ModuleOp module, ArrayRef<StringRef> entries) {
         erased = true;
       }
   }
+  // A step's role record (which result is the next value of which
+  // argument): the lowering updates those arguments in place.
+  // AMP_STATE_IN_PLACE=0 keeps the old scheme (a second buffer per state
+  // tensor), for measuring the difference (bench/state_memory.py).
+  const char *inPlace = getenv("AMP_STATE_IN_PLACE");
+  if (!inPlace || StringRef(inPlace) != "0")
+    for (StringRef name : entries)
+      if (auto f = module.lookupSymbol<func::FuncOp>(name)) {
+        SmallVector<int64_t> record = train::getStepResultArguments(f);
+        if (llvm::any_of(record, [](int64_t a) { return a >= 0; }))
+          f->setAttr(train::kResultArgumentsAttrName,
+                     DenseI64ArrayAttr::get(context, record));
+      }
   // The train.* argument roles mean nothing to LLVM (its translation would
   // warn about each one).
   for (auto f : module.getOps<func::FuncOp>())
@@ -116,7 +130,8 @@ void amp::prepareEntryPoints(ModuleOp module, ArrayRef<StringRef> entries) {
         if (attr.getName().strref().starts_with("train."))
           f.removeArgAttr(i, attr.getName());
   // Entries get a C interface; their inputs are read-only (no in-place
-  // writes into caller memory).
+  // writes into caller memory) but for the state amp-update-state-in-place
+  // marks writable.
   for (StringRef name : entries) {
     auto f = module.lookupSymbol<func::FuncOp>(name);
     if (!f)
@@ -186,6 +201,10 @@ CpuFunction::compile(ModuleOp module, StringRef name,
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);
   }
+  fn->resultArguments = readResultArguments(*copy, name, fn->results.size());
+  if (llvm::Error error = checkResultArguments(name, fn->arguments, fn->results,
+                                               fn->resultArguments))
+    return std::move(error);
 
   auto builder = options.cpu.empty()
                      ? llvm::orc::JITTargetMachineBuilder::detectHost()
@@ -415,13 +434,38 @@ void amp::routeStepAllocations(llvm::Module &module) {
 }
 
 llvm::Expected<std::vector<HostTensor>>
-CpuFunction::callReusing(llvm::ArrayRef<const HostTensor *> inputs,
-                         std::vector<HostTensor> &reuse) {
+CpuFunction::run(llvm::ArrayRef<const HostTensor *> inputs,
+                 std::vector<HostTensor> &reuse, bool update) {
   return callOnHost(
       entry, arguments, results, inputs,
       [&](llvm::MutableArrayRef<void *> packed) {
         packedEntry(packed.data());
         return llvm::Error::success();
       },
-      &reuse);
+      &reuse, resultArguments, update);
+}
+
+llvm::Expected<std::vector<HostTensor>>
+CpuFunction::callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+                         std::vector<HostTensor> &reuse) {
+  return run(inputs, reuse, /*update=*/false);
+}
+
+llvm::Expected<std::vector<HostTensor>>
+CpuFunction::callUpdating(llvm::ArrayRef<HostTensor *> inputs,
+                          std::vector<HostTensor> &reuse) {
+  std::vector<const HostTensor *> read(inputs.begin(), inputs.end());
+  return run(read, reuse, /*update=*/true);
+}
+
+SmallVector<int64_t> amp::readResultArguments(ModuleOp module, StringRef name,
+                                              size_t numResults) {
+  Operation *f = SymbolTable::lookupSymbolIn(module, name);
+  auto record =
+      f ? f->getAttrOfType<DenseI64ArrayAttr>(train::kResultArgumentsAttrName)
+        : nullptr;
+  if (!record || record.size() != int64_t(numResults) ||
+      llvm::none_of(record.asArrayRef(), [](int64_t a) { return a >= 0; }))
+    return {};
+  return SmallVector<int64_t>(record.asArrayRef());
 }

@@ -39,10 +39,14 @@ static std::string toLinalg(const char *normStatistics,
 /// ... then tensors -> buffers. Function results become out-parameters the
 /// caller allocates, so a compiled step writes into given memory.
 static std::string bufferizePipeline(bool copyBeforeWrite) {
-  return std::string("func.func(amp-unshare-inits," AMP_CANONICALIZE "),"
+  // A step's new state is written into the buffers of the state it
+  // replaces (the results bufferization placed there leave the signature).
+  return std::string("func.func(amp-update-state-in-place,amp-unshare-"
+                     "inits," AMP_CANONICALIZE "),"
                      "amp-one-shot-bufferize") +
          (copyBeforeWrite ? "{copy-before-write=true}" : "") +
          ","
+         "func.func(amp-drop-in-place-results),"
          "buffer-results-to-out-params{hoist-static-allocs=true "
          "modify-public-functions=true},"
          // buffer-deallocation-pipeline, with each temporary of a block

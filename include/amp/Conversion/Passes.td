@@ -549,6 +549,53 @@ def CaptureScalarInputsPass : Pass<"amp-capture-scalar-inputs", "::mlir::func::F
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def UpdateStateInPlacePass
+    : Pass<"amp-update-state-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Write a step's new state into the buffers of the state it replaces";
+  let description = [{
+    Runs on tensors, right before bufferization, on functions carrying the
+    role record `amp.result_arguments` (one entry per result: the argument
+    that result is the next value of, or -1; amp's drivers write it on the
+    step from its `train.*` argument roles, `amp::train::getStepResultArguments`).
+    Each such argument is marked `bufferization.writable`. Where a linalg op
+    computes the result into a `tensor.empty` init its body never reads
+    (seen through `tensor.expand_shape` / `collapse_shape`: an identical
+    reshape of the argument the op already reads is reused), the init
+    becomes the argument, so the update is computed in place: the
+    parameters, masters, moments and loss-scale state of a step. Any other
+    result is copied into its argument (`linalg.copy`) right after it is
+    made. Bufferization's analysis then decides: where nothing reads the
+    old value after the new one is written, the write goes into the
+    argument's buffer; otherwise into a buffer of its own, and that result
+    stays a result (`amp-drop-in-place-results`). Nothing is forced, so
+    nothing fails to bufferize.
+
+    ```
+    amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-update-state-in-place),amp-one-shot-bufferize,func.func(amp-drop-in-place-results))'
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def DropInPlaceResultsPass
+    : Pass<"amp-drop-in-place-results", "::mlir::func::FuncOp"> {
+  let summary = "Drop the results bufferization wrote into their arguments";
+  let description = [{
+    Runs right after bufferization (before `buffer-results-to-out-params`)
+    on functions with the role record `amp.result_arguments`. A result
+    recorded as the next value of argument `a` whose returned buffer is
+    argument `a` itself (seen through `memref.cast`) is dropped from the
+    function: the caller finds it in the argument's buffer. Any other
+    recorded result stays, and its entry becomes -1, so the record then
+    says exactly which results of the original signature are written in
+    place: the contract the runtimes (JIT, artifacts, CPU and CUDA
+    sessions) follow.
+  }];
+}
+
 def UnshareInitsPass : Pass<"amp-unshare-inits", "::mlir::func::FuncOp"> {
   let summary = "Give each destination-style op its own tensor.empty / fill init";
   let description = [{

@@ -37,6 +37,10 @@ constexpr const char *kArtifactEntryPrefix = "amp_entry_";
 struct ArtifactFunctionInfo {
   std::string name;
   llvm::SmallVector<TensorSpec> arguments, results;
+  /// For each result, the argument its code writes it into in place, or -1
+  /// (CompiledFunction::getResultArguments); empty: none ("in_place" in the
+  /// manifest, absent from older artifacts).
+  llvm::SmallVector<int64_t> resultArguments;
 };
 
 /// What an artifact says about itself.

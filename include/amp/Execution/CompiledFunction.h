@@ -81,8 +81,33 @@ public:
     return call(inputs);
   }
 
+  /// As callReusing, but the arguments getResultArguments names are
+  /// updated in place: `inputs[a]` holds result r after the call where
+  /// getResultArguments()[r] == a, and the returned entry r is a view of it
+  /// (HostTensor::borrow). `call` and `callReusing` leave their inputs
+  /// unchanged (the code writes into copies of those arguments).
+  virtual llvm::Expected<std::vector<HostTensor>>
+  callUpdating(llvm::ArrayRef<HostTensor *> inputs,
+               std::vector<HostTensor> &reuse) {
+    std::vector<const HostTensor *> read(inputs.begin(), inputs.end());
+    return callReusing(read, reuse);
+  }
+
   virtual llvm::ArrayRef<TensorSpec> getArgumentSpecs() const = 0;
   virtual llvm::ArrayRef<TensorSpec> getResultSpecs() const = 0;
+  /// For each result, the argument whose buffer the compiled code writes it
+  /// into (a step's new parameters, masters, moments and scaler state:
+  /// amp-update-state-in-place), or -1 for a result of its own; empty when
+  /// no result is written in place.
+  virtual llvm::ArrayRef<int64_t> getResultArguments() const { return {}; }
+  /// Checks that `resultArguments` (as getResultArguments) fits `arguments`
+  /// and `results`: one entry per result, each -1 or an argument of the
+  /// result's type, no argument twice.
+  static llvm::Error
+  checkResultArguments(llvm::StringRef name,
+                       llvm::ArrayRef<TensorSpec> arguments,
+                       llvm::ArrayRef<TensorSpec> results,
+                       llvm::ArrayRef<int64_t> resultArguments);
 
 protected:
   /// An error naming the first input whose type differs from `specs` (or a
@@ -93,14 +118,17 @@ protected:
 
   /// A call on host memory: checks `inputs` against `arguments`, allocates
   /// tensors of `results` (or takes them from `reuse`, as callReusing),
-  /// packs their descriptors (arguments, then results) and runs `invoke` on
-  /// them.
+  /// packs their descriptors (arguments, then the results not written in
+  /// place: `resultArguments`, as getResultArguments) and runs `invoke` on
+  /// them. A result written in place goes into its input where
+  /// `updateInputs` (callUpdating), else into a copy of it.
   static llvm::Expected<std::vector<HostTensor>> callOnHost(
       llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
       llvm::ArrayRef<TensorSpec> results,
       llvm::ArrayRef<const HostTensor *> inputs,
       llvm::function_ref<llvm::Error(llvm::MutableArrayRef<void *>)> invoke,
-      std::vector<HostTensor> *reuse = nullptr);
+      std::vector<HostTensor> *reuse = nullptr,
+      llvm::ArrayRef<int64_t> resultArguments = {}, bool updateInputs = false);
 };
 
 /// A function whose results are made in host memory, so that `call` is

@@ -121,6 +121,15 @@ void preferFullWidthVectors(llvm::Module &module,
 void prepareEntryPoints(mlir::ModuleOp module,
                         llvm::ArrayRef<llvm::StringRef> entries);
 
+/// The in-place results of function `name` in a module lowered from one
+/// prepareEntryPoints readied (the record amp-drop-in-place-results left,
+/// on the function or the LLVM function it became): for each of the
+/// `numResults` results, the argument it is written into, or -1. Empty
+/// when no result is written in place.
+llvm::SmallVector<int64_t> readResultArguments(mlir::ModuleOp module,
+                                               llvm::StringRef name,
+                                               size_t numResults);
+
 /// A function of a train-dialect module, lowered with amp-lower-cpu and
 /// compiled to native code. Thread-compatible: concurrent `call`s need
 /// separate instances.
@@ -140,13 +149,26 @@ public:
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,
               std::vector<HostTensor> &reuse) override;
 
+  /// As callReusing, writing the state the step updates into `inputs`.
+  llvm::Expected<std::vector<HostTensor>>
+  callUpdating(llvm::ArrayRef<HostTensor *> inputs,
+               std::vector<HostTensor> &reuse) override;
+
   llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
     return arguments;
   }
   llvm::ArrayRef<TensorSpec> getResultSpecs() const override { return results; }
+  llvm::ArrayRef<int64_t> getResultArguments() const override {
+    return resultArguments;
+  }
 
 private:
   CpuFunction() = default;
+
+  /// Runs the packed entry on `inputs`; `update`: callUpdating's.
+  llvm::Expected<std::vector<HostTensor>>
+  run(llvm::ArrayRef<const HostTensor *> inputs, std::vector<HostTensor> &reuse,
+      bool update);
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::string entry;
@@ -155,6 +177,8 @@ private:
   void (*packedEntry)(void **) = nullptr;
   llvm::SmallVector<TensorSpec> arguments;
   llvm::SmallVector<TensorSpec> results;
+  /// getResultArguments: the lowering's record (empty: none in place).
+  llvm::SmallVector<int64_t> resultArguments;
 };
 
 } // namespace amp

@@ -149,6 +149,102 @@ func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param})
   }
 }
 
+// The step writes its new parameters and Adam state into their arguments'
+// buffers (amp-update-state-in-place): a session updates its own arguments
+// in place, `call` leaves its inputs unchanged, and three steps give the
+// same bits either way.
+TEST(OptimizerInPlace, SessionMatchesPureCalls) {
+  test::TestContext context;
+  const char *src = R"mlir(
+func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param}) -> tensor<f32> {
+  %half = train.constant dense<0.5> : tensor<f32>
+  %ww = train.mul %w, %w : tensor<5xf32>, tensor<5xf32> -> tensor<5xf32>
+  %vv = train.mul %v, %v : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %sw = train.reduce_sum %ww axes [0] : tensor<5xf32> -> tensor<f32>
+  %sv = train.reduce_sum %vv axes [0, 1] : tensor<2x3xf32> -> tensor<f32>
+  %s = train.add %sw, %sv : tensor<f32>, tensor<f32> -> tensor<f32>
+  %l = train.mul %s, %half : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+)mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &context);
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(train::createAutodiffPass());
+  ASSERT_TRUE(succeeded(parsePassPipeline(
+      "amp-optimizer{optimizer=adamw weight-decay=0.01}", pm)));
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  auto fn = CpuFunction::compile(*module, "train_step");
+  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  CompiledFunction &step = **fn;
+
+  // Results: the loss, then w', v', m_w, m_v, v_w, v_v, count: each written
+  // into the argument it replaces (arguments: w, v, the 5 states, lr).
+  llvm::ArrayRef<TensorSpec> specs = step.getArgumentSpecs();
+  ASSERT_EQ(specs.size(), 8u);
+  std::vector<int64_t> expected = {-1, 0, 1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(std::vector<int64_t>(step.getResultArguments().begin(),
+                                 step.getResultArguments().end()),
+            expected);
+
+  std::vector<HostTensor> args;
+  args.push_back(HostTensor::fromFloats(ElementKind::F32, {5},
+                                        {1.5f, -0.25f, 0.75f, -2.0f, 0.125f}));
+  args.push_back(HostTensor::fromFloats(
+      ElementKind::F32, {2, 3}, {0.5f, -1.0f, 3.0f, -0.5f, 0.0625f, 1.25f}));
+  for (size_t i = 2; i + 1 < specs.size(); ++i)
+    args.emplace_back(specs[i].kind, specs[i].shape);
+  args.push_back(HostTensor::fromFloats(ElementKind::F32, {}, {0.1f}));
+
+  auto session = openHostSession(step, step);
+  ASSERT_TRUE(bool(session)) << llvm::toString(session.takeError());
+  for (auto [i, a] : llvm::enumerate(args))
+    ASSERT_FALSE(bool((*session)->set(i, a)));
+  std::vector<ResultRoute> routes;
+  for (int64_t a : expected)
+    routes.push_back({int(a), a < 0});
+
+  auto bytes = [](const HostTensor &t) {
+    const char *p = static_cast<const char *>(t.data());
+    return std::string(p, p + t.getSizeInBytes());
+  };
+  for (int call = 0; call < 3; ++call) {
+    std::vector<const HostTensor *> pointers;
+    std::vector<std::string> before;
+    for (const HostTensor &a : args) {
+      pointers.push_back(&a);
+      before.push_back(bytes(a));
+    }
+    auto out = step.call(pointers);
+    ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    ASSERT_EQ(out->size(), expected.size());
+    for (auto [i, a] : llvm::enumerate(args))
+      EXPECT_EQ(bytes(a), before[i])
+          << "call " << call << " changed input #" << i;
+    auto fromSession = (*session)->step(routes);
+    ASSERT_TRUE(bool(fromSession)) << llvm::toString(fromSession.takeError());
+    ASSERT_EQ(fromSession->size(), 1u);
+    EXPECT_EQ(bytes((*fromSession)[0]), bytes((*out)[0])) << "loss";
+    for (size_t r = 1; r < out->size(); ++r)
+      args[r - 1] = std::move((*out)[r]);
+  }
+  for (auto [i, a] : llvm::enumerate(args)) {
+    auto held = (*session)->get(i);
+    ASSERT_TRUE(bool(held));
+    EXPECT_EQ(bytes(*held), bytes(a)) << "argument #" << i;
+  }
+  // The parameters moved: the state really was updated.
+  EXPECT_NE(args[0].toFloats()[0], 1.5f);
+
+  // A route that sends an in-place result elsewhere is refused.
+  std::vector<ResultRoute> wrong = routes;
+  wrong[1].toArgument = -1;
+  auto refused = (*session)->step(wrong);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("in place"),
+            std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, OptimizerStep,
     ::testing::Values(

@@ -1,5 +1,4 @@
 //===- UpdateStateInPlace.cpp - New state into the old state's buffers ----===//
-//===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //

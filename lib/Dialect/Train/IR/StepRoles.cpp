@@ -1,5 +1,4 @@
 //===- StepRoles.cpp - The arguments a step's results update -------------===//
-//===//
 //
 // Part of the amp project: a mixed-precision training compiler on MLIR.
 //

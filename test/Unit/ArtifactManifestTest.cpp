@@ -34,6 +34,7 @@ ArtifactManifest sample() {
   m.logits = {"forward_logits",
               {m.step.arguments[0], m.step.arguments[1], m.step.arguments[2]},
               {{ElementKind::F32, {4, 2}}}};
+  m.step.resultArguments = {-1, 2, 3, -1};
   m.abi.params = {2};
   m.abi.masters = {3};
   m.abi.state = {2, 3};
@@ -77,6 +78,8 @@ TEST(ArtifactManifest, RoundTrips) {
     EXPECT_EQ(parsed->step.arguments[i].shape, m.step.arguments[i].shape);
   }
   EXPECT_EQ(parsed->step.results.back().str(), "tensor<i1>");
+  EXPECT_EQ(parsed->step.resultArguments, m.step.resultArguments);
+  EXPECT_TRUE(parsed->logits.resultArguments.empty());
   EXPECT_EQ(parsed->logits.name, "forward_logits");
   EXPECT_EQ(parsed->logits.results[0].str(), "tensor<4x2xf32>");
   EXPECT_EQ(parsed->abi.lr, std::optional<unsigned>(4));
@@ -115,6 +118,21 @@ TEST(ArtifactManifest, RejectsMalformed) {
                 o["inits"] = llvm::json::Array{llvm::json::Object{{"x", 1}}};
               }),
               "'argument' is missing or not a non-negative integer");
+  // The in-place record: one entry per result, each -1 or an argument of
+  // the result's type, no argument twice.
+  auto inPlace = [](std::vector<int64_t> record) {
+    return edited([&](auto &o) {
+      (*o.getObject("step"))["in_place"] = llvm::json::Array(record);
+    });
+  };
+  expectError(inPlace({-1, 2, 3}), "3 entries for 4 results");
+  expectError(inPlace({-1, 9, 3, -1}), "result #1 goes into argument #9 of 5");
+  expectError(inPlace({-1, 2, 2, -1}), "two results go into argument #2");
+  expectError(inPlace({-1, 3, 2, -1}), "result #1 is tensor<3x2xbf16>, "
+                                       "argument #3 is tensor<3x2xf32>");
+  expectError(inPlace({-2, 2, 3, -1}), "'in_place' of 'step' holds a bad index");
+  expectError(edited([](auto &o) { (*o.getObject("step"))["in_place"] = 1; }),
+              "'in_place' of 'step' is not an array");
 }
 
 } // namespace

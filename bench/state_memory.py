@@ -2,8 +2,10 @@
 the old scheme of a second buffer per state tensor (AMP_STATE_IN_PLACE=0),
 and PyTorch's own loop, on a wide MLP whose memory is almost all state.
 
-The model: LAYERS x nn.Linear(WIDTH, WIDTH) with ReLU between, batch 8 (its
-activations are a few MiB), AdamW; amp at O2 (f16 parameters, f32 masters,
+The model (--model mlp): LAYERS x nn.Linear(WIDTH, WIDTH) with ReLU between,
+batch 8 (its activations are a few MiB); or (--model cnn) the Fashion-MNIST
+CNN of examples/cnn.mlir's shape (two 3x3 convolutions with batch norm and
+pooling, two linear layers), batch 64. AdamW; amp at O2 (f16 parameters, f32 masters,
 f32 moments: 14 bytes of state per parameter) and O0 (f32: 12 bytes);
 PyTorch eager: f32 parameters, gradients and moments (16 bytes).
 
@@ -14,7 +16,8 @@ the steps: peak = VmHWM - base. `held` is the RSS between steps, after
 malloc_trim(0) hands the freed heap back: what the run keeps. Each
 configuration runs in a process of its own.
 
-    python bench/state_memory.py [--width 2048] [--layers 6] [--steps 3]
+    python bench/state_memory.py [--model mlp|cnn] [--width 2048] [--layers 6]
+        [--steps 3]
 """
 
 import argparse
@@ -42,17 +45,29 @@ def reset_peak():
         f.write("5")
 
 
-def child(mode, width, layers, steps):
-    torch.manual_seed(0)
+def build(model_name, width, layers):
+    """The model and a batch maker."""
+    if model_name == "cnn":
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+        return model, lambda g: (torch.randn(64, 1, 28, 28, generator=g),
+                                 torch.randint(0, 10, (64,), generator=g))
     body = []
     for _ in range(layers):
         body += [nn.Linear(width, width), nn.ReLU()]
-    model = nn.Sequential(*body[:-1])
+    return nn.Sequential(*body[:-1]), lambda g: (torch.randn(8, width, generator=g),
+                                                torch.randint(0, width, (8,), generator=g))
+
+
+def child(mode, model_name, width, layers, steps):
+    torch.manual_seed(0)
+    model, batch = build(model_name, width, layers)
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(8, width, generator=g), torch.randint(0, width, (8,), generator=g))
-            for _ in range(steps)]
+    data = [batch(g) for _ in range(steps)]
     loss_fn = nn.CrossEntropyLoss()
     libc = ctypes.CDLL("libc.so.6")
     base = rss_kib("VmRSS")
@@ -82,16 +97,19 @@ def child(mode, width, layers, steps):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     parser.add_argument("--width", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.width, args.layers, args.steps)))
+        print(json.dumps(child(args.child, args.model, args.width, args.layers, args.steps)))
         return
-    print(f"MLP {args.layers} x Linear({args.width}, {args.width}), batch 8, AdamW; "
-          f"CPU: {cpu_name()}; {args.steps} steps")
+    what = ("Fashion-MNIST CNN, batch 64" if args.model == "cnn" else
+            f"MLP {args.layers} x Linear({args.width}, {args.width}), batch 8")
+    params = sum(p.numel() for p in build(args.model, args.width, args.layers)[0].parameters())
+    print(f"{what}, {params} parameters, AdamW; CPU: {cpu_name()}; {args.steps} steps")
     print("| run | state scheme | held MiB | held B/param | peak MiB | peak B/param | last loss |")
     print("|---|---|---|---|---|---|---|")
     runs = [("O2-f16", "1", "in place"), ("O2-f16", "0", "two buffers"),
@@ -101,7 +119,7 @@ def main():
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, AMP_STATE_IN_PLACE=in_place, AMP_CACHE_DIR=cache)
             out = subprocess.run([sys.executable, __file__, "--child", mode,
-                                  "--width", str(args.width), "--layers", str(args.layers),
+                                  "--model", args.model, "--width", str(args.width), "--layers", str(args.layers),
                                   "--steps", str(args.steps)],
                                  capture_output=True, text=True, env=env)
         if out.returncode != 0:

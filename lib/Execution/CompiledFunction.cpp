@@ -248,6 +248,15 @@ public:
     return llvm::Error::success();
   }
 
+  llvm::Error take(unsigned i, HostTensor value) override {
+    if (value.isBorrowed())
+      return set(i, value);
+    if (llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value))
+      return e;
+    args[i] = std::move(value);
+    return llvm::Error::success();
+  }
+
   llvm::Expected<HostTensor> get(unsigned i) override {
     if (i >= args.size())
       return llvm::createStringError("no argument #" + std::to_string(i));

@@ -64,7 +64,7 @@ int amp::runBenchmark(const TrainingConfig &config,
     args[*abi.lr] = learningRateArgument(specs[*abi.lr],
                                          float(config.learningRate));
 
-  auto opened = openStepSession(compiled, args);
+  auto opened = openStepSession(compiled, std::move(args));
   if (!opened)
     return fail(llvm::toString(opened.takeError()));
   std::unique_ptr<StepSession> session = std::move(*opened);

@@ -30,6 +30,9 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <random>
 #include <thread>
 
@@ -277,16 +280,24 @@ llvm::Error amp::initializeFrom(const StepAbi &abi,
 
 llvm::Expected<std::unique_ptr<StepSession>>
 amp::openStepSession(const CompiledStep &compiled,
-                     llvm::ArrayRef<HostTensor> args) {
+                     std::vector<HostTensor> args) {
   auto opened = compiled.openSession
                     ? compiled.openSession()
                     : openHostSession(*compiled.step, *compiled.logits);
   if (!opened)
     return opened.takeError();
   for (auto [i, value] : llvm::enumerate(args))
-    if (llvm::Error e = (*opened)->set(i, value))
+    if (llvm::Error e = (*opened)->take(i, std::move(value)))
       return std::move(e);
+  args.clear();
+  releaseFreedMemory();
   return opened;
+}
+
+void amp::releaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
@@ -712,7 +723,7 @@ int amp::runTraining(const TrainingConfig &config,
                   "): start every rank with the same model and flags");
   }
   // The arguments move to where the step runs (device memory for CUDA).
-  auto opened = openStepSession(compiled, args);
+  auto opened = openStepSession(compiled, std::move(args));
   if (!opened)
     return fail(llvm::toString(opened.takeError()));
   std::unique_ptr<StepSession> session = std::move(*opened);

@@ -752,5 +752,10 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     # Data parallel: every rank would have to compile and join for the same
     # shape at the same call; a DistributedSampler's shards are one size
     # (drop_last), so another shape stays a ValueError there.
-    return Step(native, imported, model, optimizer, static_scale,
+    step = Step(native, imported, model, optimizer, static_scale,
                 None if data_parallel else rebuild, hit)
+    # The set-up's transient (initial values the model's replaced) goes
+    # back to the kernel: the runtime keeps freed blocks for the steps.
+    from . import _native
+    _native.release_freed_memory()
+    return step

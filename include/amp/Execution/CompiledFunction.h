@@ -163,6 +163,12 @@ public:
 
   /// Sets argument `i` of the step (checked against its type).
   virtual llvm::Error set(unsigned i, const HostTensor &value) = 0;
+  /// As set, taking `value`: a session in host memory keeps its elements
+  /// (an owner's; a view is copied) instead of copying them; any other
+  /// copies them and lets them go when it returns.
+  virtual llvm::Error take(unsigned i, HostTensor value) {
+    return set(i, value);
+  }
   /// The current value of argument `i`.
   virtual llvm::Expected<HostTensor> get(unsigned i) = 0;
   /// Runs the step on the current arguments. `routes` has one entry per

@@ -124,10 +124,20 @@ initialArguments(const CompiledStep &compiled, uint64_t seed);
 llvm::Error initializeFrom(const StepAbi &abi, std::vector<HostTensor> &args,
                            const Checkpoint &checkpoint, llvm::StringRef path);
 
+/// Returns the C heap's free memory to the kernel (glibc's malloc_trim):
+/// the CPU runtime keeps freed blocks for the next step's buffers
+/// (retainFreedMemory), so without this the transient of setting up a run
+/// (initial values replaced by the model's, checkpoint tensors) would stay
+/// in the process's resident memory. Called once a session's arguments are
+/// set (openStepSession, amp.compile).
+void releaseFreedMemory();
+
 /// Opens the step's session (`compiled.openSession`, or host memory) and
-/// sets its arguments to `args`.
+/// sets its arguments to `args`, which it takes: a host session keeps their
+/// elements instead of copying them, and each goes as soon as it is set, so
+/// the state is never held twice.
 llvm::Expected<std::unique_ptr<StepSession>>
-openStepSession(const CompiledStep &compiled, llvm::ArrayRef<HostTensor> args);
+openStepSession(const CompiledStep &compiled, std::vector<HostTensor> args);
 
 /// Where each step result goes: the loss to the host; the new state back
 /// into its arguments; the new loss scale into its argument and to the host,

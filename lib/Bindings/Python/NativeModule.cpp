@@ -88,7 +88,7 @@ public:
     // Every argument starts from its initializer (zeros for the optimizer
     // state); python/amp then sets the model's values.
     std::vector<HostTensor> args = take(initialArguments(compiled, 0));
-    session = take(openStepSession(compiled, args));
+    session = take(openStepSession(compiled, std::move(args)));
     routes = stepResultRoutes(compiled);
   }
 
@@ -163,7 +163,7 @@ public:
           std::to_string(bytes) + " bytes of " +
           std::to_string(array.itemsize()) + "-byte elements");
     std::memcpy(value.data(), array.data(), bytes);
-    if (llvm::Error e = session->set(i, value))
+    if (llvm::Error e = session->take(i, std::move(value)))
       raise(std::move(e));
   }
 
@@ -275,6 +275,10 @@ NB_MODULE(_native, m) {
   m.def(
       "get_num_threads", []() { return omp_get_max_threads(); },
       "The threads compiled CPU steps run on.");
+  m.def(
+      "release_freed_memory", []() { releaseFreedMemory(); },
+      "Returns the C heap's free memory to the kernel (after a step's "
+      "set-up).");
   m.def(
       "join_mpi_job",
       []() {

@@ -154,6 +154,24 @@ def test_gpt2_o0_matches_pytorch(optimizer):
     assert "causal" in step.mlir  # the mask folded at import, recognised
 
 
+class DefaultLogits(Logits):
+    """As Logits, calling the model as most training scripts do: with
+    ``use_cache`` at its default (True), so each layer's DynamicCache starts
+    from ``torch.tensor([])`` and concatenates the keys onto it."""
+
+    def forward(self, ids):
+        return self.model(ids).logits.reshape(-1, VOCAB)
+
+
+def test_gpt2_with_its_default_cache_o0_matches_pytorch():
+    """torch.cat skips 1-D empty tensors (the cache's first keys): the
+    importer drops them rather than emit a concat of a rank-1 operand at
+    axis 2 (which failed to parse)."""
+    torch.manual_seed(0)
+    step = check_o0(DefaultLogits(gpt2()), OPTIMIZERS["sgd-momentum"], lm_batches(3))
+    assert "train.concat" not in step.mlir
+
+
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 def test_llama_o0_matches_pytorch(tied):
     """LlamaForCausalLM, untied with SGD-momentum, tied with AdamW: strictly

@@ -171,9 +171,21 @@ def _pad(em: _Emitter, node: torch.fx.Node) -> str:
 
 
 def _concat(em: _Emitter, node: torch.fx.Node) -> str:
-    values = [_operand(em, a) for a in node.args[0]]
     shape = _shape(node)
     axis = _axis(node.args[1] if len(node.args) > 1 else 0, len(shape))
+    # torch.cat skips 1-D empty tensors whatever the others' rank (the
+    # legacy rule HuggingFace's DynamicCache relies on: its first keys are
+    # torch.tensor([])), and an operand empty along the axis adds nothing.
+    def empty(a) -> bool:
+        val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+        if val is None:
+            return False
+        dims = tuple(int(d) for d in val.shape)
+        return dims == (0,) or (len(dims) == len(shape) and dims[axis] == 0)
+    args = [a for a in node.args[0] if not empty(a)]
+    values = [_operand(em, a) for a in args]
+    if len(values) == 1:
+        return values[0][0]
     names = ", ".join(v[0] for v in values)
     types = ", ".join(tensor_type(v[1], v[2]) for v in values)
     return em.op(f"train.concat {names} axis {axis} : {types} -> "

@@ -31,18 +31,8 @@ import tempfile
 import torch
 import torch.nn as nn
 
-
-def rss_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(field)
-
-
-def reset_peak():
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
+# The same measurements as the decoder's table (its script is beside this).
+from decoder_attention import cpu_name, reset_peak, rss_kib
 
 
 def build(model_name, width, layers):
@@ -130,14 +120,6 @@ def main():
         print(f"| {mode} | {scheme} | {r['held_mib']:.0f} | {r['held_mib'] * mib / r['params']:.1f} | "
               f"{r['peak_mib']:.0f} | {r['peak_mib'] * mib / r['params']:.1f} | {r['loss']:.4f} |",
               flush=True)
-
-
-def cpu_name():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 if __name__ == "__main__":

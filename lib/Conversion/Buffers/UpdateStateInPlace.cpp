@@ -123,25 +123,21 @@ bool computeInto(Value value, Value dest) {
     return nullptr;
   };
   for (Operation *reshape : reshapes) {
-    Location loc = reshape->getLoc();
-    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(reshape)) {
-      SmallVector<ReassociationIndices> indices =
-          expand.getReassociationIndices();
-      Value same = existing(view, expand.getSrcType(), indices, true);
-      view = same ? same
-                  : tensor::CollapseShapeOp::create(b, loc, expand.getSrcType(),
-                                                    view, indices)
-                        .getResult();
-    } else {
-      auto collapse = cast<tensor::CollapseShapeOp>(reshape);
-      SmallVector<ReassociationIndices> indices =
-          collapse.getReassociationIndices();
-      Value same = existing(view, collapse.getSrcType(), indices, false);
-      view = same ? same
-                  : tensor::ExpandShapeOp::create(b, loc, collapse.getSrcType(),
-                                                  view, indices)
-                        .getResult();
-    }
+    // An expand_shape is undone by a collapse_shape, and the other way.
+    auto expand = dyn_cast<tensor::ExpandShapeOp>(reshape);
+    auto collapse = dyn_cast<tensor::CollapseShapeOp>(reshape);
+    SmallVector<ReassociationIndices> indices =
+        expand ? expand.getReassociationIndices()
+               : collapse.getReassociationIndices();
+    auto type = cast<RankedTensorType>(reshape->getOperand(0).getType());
+    Value same = existing(view, type, indices, /*collapse=*/bool(expand));
+    if (!same && expand)
+      same = tensor::CollapseShapeOp::create(b, reshape->getLoc(), type, view,
+                                             indices);
+    else if (!same)
+      same = tensor::ExpandShapeOp::create(b, reshape->getLoc(), type, view,
+                                           indices);
+    view = same;
   }
   init->set(view);
   return true;

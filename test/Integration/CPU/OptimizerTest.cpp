@@ -76,11 +76,10 @@ void referenceStep(const Config &c, std::vector<double> &p,
   }
 }
 
-class OptimizerStep : public ::testing::TestWithParam<Config> {};
-
-TEST_P(OptimizerStep, ThreeStepsMatchPyTorchFormulas) {
-  Config c = GetParam();
-  test::TestContext context;
+/// L(w, v) = 0.5 * (sum(w^2) + sum(v^2)) differentiated, with
+/// amp-optimizer{options} added, compiled for the CPU: @train_step.
+llvm::Expected<std::unique_ptr<CpuFunction>>
+compileStep(MLIRContext &context, const std::string &options) {
   const char *src = R"mlir(
 func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param}) -> tensor<f32> {
   %half = train.constant dense<0.5> : tensor<f32>
@@ -94,13 +93,22 @@ func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param})
 }
 )mlir";
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &context);
-  ASSERT_TRUE(module);
+  if (!module)
+    return llvm::createStringError("the test model does not parse");
   PassManager pm(&context);
   pm.addPass(train::createAutodiffPass());
-  ASSERT_TRUE(
-      succeeded(parsePassPipeline("amp-optimizer{" + c.options + "}", pm)));
-  ASSERT_TRUE(succeeded(pm.run(*module)));
-  auto fn = CpuFunction::compile(*module, "train_step");
+  if (failed(parsePassPipeline("amp-optimizer{" + options + "}", pm)) ||
+      failed(pm.run(*module)))
+    return llvm::createStringError("amp-optimizer{" + options + "} failed");
+  return CpuFunction::compile(*module, "train_step");
+}
+
+class OptimizerStep : public ::testing::TestWithParam<Config> {};
+
+TEST_P(OptimizerStep, ThreeStepsMatchPyTorchFormulas) {
+  Config c = GetParam();
+  test::TestContext context;
+  auto fn = compileStep(context, c.options);
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
 
   // Arguments: w, v, optimizer state (zeros), lr.
@@ -155,26 +163,7 @@ func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param})
 // same bits either way.
 TEST(OptimizerInPlace, SessionMatchesPureCalls) {
   test::TestContext context;
-  const char *src = R"mlir(
-func.func @f(%w: tensor<5xf32> {train.param}, %v: tensor<2x3xf32> {train.param}) -> tensor<f32> {
-  %half = train.constant dense<0.5> : tensor<f32>
-  %ww = train.mul %w, %w : tensor<5xf32>, tensor<5xf32> -> tensor<5xf32>
-  %vv = train.mul %v, %v : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
-  %sw = train.reduce_sum %ww axes [0] : tensor<5xf32> -> tensor<f32>
-  %sv = train.reduce_sum %vv axes [0, 1] : tensor<2x3xf32> -> tensor<f32>
-  %s = train.add %sw, %sv : tensor<f32>, tensor<f32> -> tensor<f32>
-  %l = train.mul %s, %half : tensor<f32>, tensor<f32> -> tensor<f32>
-  return %l : tensor<f32>
-}
-)mlir";
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, &context);
-  ASSERT_TRUE(module);
-  PassManager pm(&context);
-  pm.addPass(train::createAutodiffPass());
-  ASSERT_TRUE(succeeded(parsePassPipeline(
-      "amp-optimizer{optimizer=adamw weight-decay=0.01}", pm)));
-  ASSERT_TRUE(succeeded(pm.run(*module)));
-  auto fn = CpuFunction::compile(*module, "train_step");
+  auto fn = compileStep(context, "optimizer=adamw weight-decay=0.01");
   ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
   CompiledFunction &step = **fn;
 

@@ -313,6 +313,22 @@ std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
   return routes;
 }
 
+StateMemory amp::getStateMemory(const CompiledStep &compiled) {
+  StateMemory memory;
+  llvm::ArrayRef<TensorSpec> args = compiled.step->getArgumentSpecs();
+  llvm::ArrayRef<int64_t> inPlace = compiled.step->getResultArguments();
+  for (auto [r, route] : llvm::enumerate(stepResultRoutes(compiled))) {
+    if (route.toArgument < 0 || size_t(route.toArgument) >= args.size())
+      continue;
+    const TensorSpec &spec = args[route.toArgument];
+    uint64_t bytes = spec.getNumElements() * elementBytes(spec.kind);
+    memory.bytes += bytes;
+    if (r >= inPlace.size() || inPlace[r] != route.toArgument)
+      memory.doubleBuffered += bytes;
+  }
+  return memory;
+}
+
 StepScalars amp::readStepScalars(const StepAbi &abi,
                                  llvm::ArrayRef<HostTensor> toHost) {
   bool hasScaler = abi.scaler.size() == 2;
@@ -901,6 +917,19 @@ int amp::runTraining(const TrainingConfig &config,
     llvm::outs() << " x " << ranks << " ranks (global batch "
                  << ranks * batch << ")";
   llvm::outs() << "\n";
+  StateMemory state = getStateMemory(compiled);
+  llvm::outs() << config.tool << ": state "
+               << llvm::format("%.1f", state.bytes / 1048576.0)
+               << " MiB ("
+               << (abi->scaler.size() == 2
+                       ? "parameters, optimizer state and loss scale"
+                       : "parameters and optimizer state")
+               << "), ";
+  if (state.doubleBuffered == 0)
+    llvm::outs() << "updated in place\n";
+  else
+    llvm::outs() << llvm::format("%.1f", state.doubleBuffered / 1048576.0)
+                 << " MiB of it in a second buffer (not updated in place)\n";
   // A resumed run replays the shuffles of the epochs begun before it.
   if (shuffle)
     for (int64_t e = 0; e < (startStep + stepsPerEpoch - 1) / stepsPerEpoch;
@@ -1127,7 +1156,11 @@ int amp::runTraining(const TrainingConfig &config,
         {"skipped_steps", skipped},
         {"final_scale", hasScaler ? llvm::json::Value(finalScale) : nullptr},
         {"step_time_ms_median", median},
-        {"compile_time_s", compileSeconds}};
+        {"compile_time_s", compileSeconds},
+        // The state the run carries across steps, and the part of it held
+        // twice (0: every update in place).
+        {"state_bytes", int64_t(state.bytes)},
+        {"state_bytes_double_buffered", int64_t(state.doubleBuffered)}};
     if (tokens)
       metrics["unigram_loss"] = unigramLoss;
     std::string text;

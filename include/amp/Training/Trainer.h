@@ -139,6 +139,14 @@ void releaseFreedMemory();
 llvm::Expected<std::unique_ptr<StepSession>>
 openStepSession(const CompiledStep &compiled, std::vector<HostTensor> args);
 
+/// The state a step carries from one call to the next (the arguments its
+/// results are routed back into): bytes in all, and the bytes of those the
+/// compiled step does not update in place, which a session holds twice.
+struct StateMemory {
+  uint64_t bytes = 0, doubleBuffered = 0;
+};
+StateMemory getStateMemory(const CompiledStep &compiled);
+
 /// Where each step result goes: the loss to the host; the new state back
 /// into its arguments; the new loss scale into its argument and to the host,
 /// the growth tracker into its argument; found-inf and collapsed to the

@@ -63,7 +63,9 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                        {"names", std::move(names)}};
   if (abi.lr)
     abiJson["lr"] = *abi.lr;
-  json::Object root{{"format", kArtifactFormat},
+  bool inPlace = !manifest.step.resultArguments.empty() ||
+                 !manifest.logits.resultArguments.empty();
+  json::Object root{{"format", inPlace ? kArtifactFormat : kArtifactFormatV1},
                     {"backend", manifest.backend},
                     {"model", manifest.model},
                     {"opt_level", manifest.optLevel},
@@ -183,9 +185,9 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
   if (!root)
     return err("not a JSON object");
   auto format = root->getString("format");
-  if (!format || *format != kArtifactFormat)
+  if (!format || (*format != kArtifactFormat && *format != kArtifactFormatV1))
     return err("format is '" + (format ? *format : "?") + "', expected '" +
-               kArtifactFormat + "'");
+               kArtifactFormat + "' or '" + kArtifactFormatV1 + "'");
   ArtifactManifest m;
   ManifestReader r;
   const json::Object *abi = root->getObject("abi");

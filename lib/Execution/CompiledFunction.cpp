@@ -6,6 +6,7 @@
 
 #include "amp/Execution/CompiledFunction.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cstring>
@@ -60,6 +61,27 @@ CompiledFunction::checkInputs(llvm::StringRef name,
   return llvm::Error::success();
 }
 
+llvm::Expected<std::vector<HostTensor>>
+CompiledFunction::callUpdating(llvm::ArrayRef<HostTensor *> inputs,
+                               std::vector<HostTensor> &reuse) {
+  std::vector<const HostTensor *> read(inputs.begin(), inputs.end());
+  auto out = callReusing(read, reuse);
+  if (!out)
+    return out;
+  // callReusing wrote the in-place results into copies: into the inputs
+  // with them, as the contract says.
+  llvm::ArrayRef<int64_t> inPlace = getResultArguments();
+  for (auto [r, a] : llvm::enumerate(inPlace)) {
+    if (a < 0 || r >= out->size() || size_t(a) >= inputs.size())
+      continue;
+    HostTensor &value = (*out)[r];
+    std::memcpy(inputs[a]->data(), value.data(), value.getSizeInBytes());
+    value = HostTensor::borrow(value.getKind(), value.getShape(),
+                               inputs[a]->data());
+  }
+  return out;
+}
+
 llvm::Error CompiledFunction::checkResultArguments(
     llvm::StringRef name, llvm::ArrayRef<TensorSpec> arguments,
     llvm::ArrayRef<TensorSpec> results,
@@ -105,6 +127,21 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
   auto inPlace = [&](size_t r) {
     return r < resultArguments.size() ? resultArguments[r] : int64_t(-1);
   };
+  // The compiled code takes its arguments for distinct buffers (noalias):
+  // one it writes must not be another's memory.
+  if (updateInputs) {
+    llvm::DenseMap<const void *, unsigned> uses;
+    for (const HostTensor *input : inputs)
+      if (input->getSizeInBytes())
+        ++uses[input->data()];
+    for (int64_t a : resultArguments)
+      if (a >= 0 && inputs[a]->getSizeInBytes() &&
+          uses.lookup(inputs[a]->data()) > 1)
+        return llvm::createStringError(
+            "argument #" + std::to_string(a) + " of @" + name.str() +
+            ", which the call updates in place, shares its memory with "
+            "another argument");
+  }
   // Where each argument's elements are: its input, or the copy a result
   // written in place replaces it by (a call that updates no input).
   std::vector<const void *> argumentData;

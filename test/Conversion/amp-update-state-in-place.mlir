@@ -135,3 +135,29 @@ func.func @reshaped(%w: tensor<2x4xf32>) -> tensor<2x4xf32>
 func.func @no_record(%w: tensor<4xf32>) -> tensor<4xf32> {
   return %w : tensor<4xf32>
 }
+
+// -----
+
+// A value made by an op without an init is copied into its argument after
+// the old value's last read, not before it (where the copy would have to
+// go out of place): the counter stays in place.
+// TENSOR-LABEL: func.func @copy_after_last_read
+// TENSOR-SAME: %[[N:[^:]+]]: tensor<i32> {bufferization.writable = true}
+// TENSOR: %[[NN:.*]] = tensor.from_elements
+// TENSOR: %[[OLD:.*]] = tensor.extract %[[N]][]
+// TENSOR-NEXT: %[[C:.*]] = linalg.copy ins(%[[NN]] : tensor<i32>) outs(%[[N]] : tensor<i32>)
+// TENSOR: return %[[C]], %{{.*}}
+// BUFFER-LABEL: func.func @copy_after_last_read
+// BUFFER-SAME: -> memref<i32>
+// BUFFER-SAME: amp.result_arguments = array<i64: 0, -1>
+func.func @copy_after_last_read(%n: tensor<i32>) -> (tensor<i32>, tensor<i32>)
+    attributes {amp.result_arguments = array<i64: 0, -1>} {
+  %c1 = arith.constant 1 : i32
+  %n0 = tensor.extract %n[] : tensor<i32>
+  %n1 = arith.addi %n0, %c1 : i32
+  %nn = tensor.from_elements %n1 : tensor<i32>
+  %old = tensor.extract %n[] : tensor<i32>
+  %twice = arith.addi %old, %old : i32
+  %t = tensor.from_elements %twice : tensor<i32>
+  return %nn, %t : tensor<i32>, tensor<i32>
+}

@@ -80,6 +80,14 @@ TEST(ArtifactManifest, RoundTrips) {
   EXPECT_EQ(parsed->step.results.back().str(), "tensor<i1>");
   EXPECT_EQ(parsed->step.resultArguments, m.step.resultArguments);
   EXPECT_TRUE(parsed->logits.resultArguments.empty());
+  // Version 2 marks a record of in-place results (a loader of version 1
+  // would ignore it); without one the manifest is version 1's.
+  EXPECT_NE(serializeManifest(m).find("\"amp-artifact/2\""), std::string::npos);
+  ArtifactManifest old = m;
+  old.step.resultArguments.clear();
+  EXPECT_NE(serializeManifest(old).find("\"amp-artifact/1\""),
+            std::string::npos);
+  EXPECT_TRUE(bool(parseManifest(serializeManifest(old))));
   EXPECT_EQ(parsed->logits.name, "forward_logits");
   EXPECT_EQ(parsed->logits.results[0].str(), "tensor<4x2xf32>");
   EXPECT_EQ(parsed->abi.lr, std::optional<unsigned>(4));
@@ -97,7 +105,8 @@ TEST(ArtifactManifest, RejectsMalformed) {
   expectError("not json", "bad artifact manifest:");
   expectError("[1, 2]", "not a JSON object");
   expectError(edited([](auto &o) { o["format"] = "amp-artifact/0"; }),
-              "format is 'amp-artifact/0', expected 'amp-artifact/1'");
+              "format is 'amp-artifact/0', expected 'amp-artifact/2' or "
+              "'amp-artifact/1'");
   expectError(edited([](auto &o) { o.erase("dtype"); }),
               "'dtype' is missing or not a string");
   expectError(edited([](auto &o) { o["backend"] = "tpu"; }),

@@ -563,8 +563,8 @@ def UpdateStateInPlacePass
     reshape of the argument the op already reads is reused), the init
     becomes the argument, so the update is computed in place: the
     parameters, masters, moments and loss-scale state of a step. Any other
-    result is copied into its argument (`linalg.copy`) right after it is
-    made. Bufferization's analysis then decides: where nothing reads the
+    result is copied into its argument (`linalg.copy`) where it is made,
+    or after the argument's last read if that comes later. Bufferization's analysis then decides: where nothing reads the
     old value after the new one is written, the write goes into the
     argument's buffer; otherwise into a buffer of its own, and that result
     stays a result (`amp-drop-in-place-results`). Nothing is forced, so
@@ -587,7 +587,8 @@ def DropInPlaceResultsPass
     Runs right after bufferization (before `buffer-results-to-out-params`)
     on functions with the role record `amp.result_arguments`. A result
     recorded as the next value of argument `a` whose returned buffer is
-    argument `a` itself (seen through `memref.cast`) is dropped from the
+    argument `a` itself (seen through `memref.cast` and reshapes, in the
+    argument's own type) is dropped from the
     function: the caller finds it in the argument's buffer. Any other
     recorded result stays, and its entry becomes -1, so the record then
     says exactly which results of the original signature are written in

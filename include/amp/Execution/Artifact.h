@@ -26,8 +26,12 @@
 
 namespace amp {
 
-/// The manifest's format tag; a loader refuses other versions.
-constexpr const char *kArtifactFormat = "amp-artifact/1";
+/// The manifest's format tag; a loader refuses other versions. Version 2
+/// adds the record of results written in place ("in_place"): an artifact
+/// with one says 2, so that a loader that would ignore the record (and swap
+/// stale buffers into the state) refuses it; one without says 1.
+constexpr const char *kArtifactFormat = "amp-artifact/2";
+constexpr const char *kArtifactFormatV1 = "amp-artifact/1";
 /// The symbol of the NUL-terminated manifest.
 constexpr const char *kArtifactManifestSymbol = "amp_artifact_manifest";
 /// The prefix of each function's packed entry point.

@@ -86,12 +86,11 @@ public:
   /// getResultArguments()[r] == a, and the returned entry r is a view of it
   /// (HostTensor::borrow). `call` and `callReusing` leave their inputs
   /// unchanged (the code writes into copies of those arguments).
+  /// An input written in place must not share memory with another input.
+  /// (This default runs callReusing and copies the in-place results back.)
   virtual llvm::Expected<std::vector<HostTensor>>
   callUpdating(llvm::ArrayRef<HostTensor *> inputs,
-               std::vector<HostTensor> &reuse) {
-    std::vector<const HostTensor *> read(inputs.begin(), inputs.end());
-    return callReusing(read, reuse);
-  }
+               std::vector<HostTensor> &reuse);
 
   virtual llvm::ArrayRef<TensorSpec> getArgumentSpecs() const = 0;
   virtual llvm::ArrayRef<TensorSpec> getResultSpecs() const = 0;

@@ -68,8 +68,10 @@ llvm::Error readFunctionSpecs(mlir::func::FuncOp func,
 
 /// Marks the pointer parameters of the lowered functions `entries` noalias
 /// in `module`. Sound because an entry's arguments are read-only (see
-/// prepareEntryPoints) and its out-parameters are buffers of their own: no
-/// memory one writes is reached through another. It lets LLVM keep
+/// prepareEntryPoints) but for the state it updates in place, which the
+/// callers pass in buffers of their own (callOnHost refuses an in-place
+/// argument that shares another's memory), and its out-parameters are
+/// buffers of their own: no memory one writes is reached through another. It lets LLVM keep
 /// reduction accumulators in registers and vectorize without run-time alias
 /// checks. An entry without loops (whose loops were all outlined, with
 /// noalias pointers of their own) is left as it is: the per-parameter

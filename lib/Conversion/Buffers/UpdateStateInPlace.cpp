@@ -109,7 +109,8 @@ bool computeInto(Value value, Value dest) {
                       ArrayRef<ReassociationIndices> indices,
                       bool collapse) -> Value {
     for (Operation *user : source.getUsers()) {
-      if (user->getBlock() != linalgOp->getBlock() ||
+      if (user->getNumResults() != 1 ||
+          user->getBlock() != linalgOp->getBlock() ||
           !user->isBeforeInBlock(linalgOp) ||
           user->getResult(0).getType() != type)
         continue;
@@ -168,13 +169,23 @@ struct UpdateStateInPlacePass
       Value value = ret.getOperand(r);
       if (value == arg || computeInto(value, arg))
         continue;
-      // Any other value is copied into the argument right where it is
-      // made, so its own buffer can go at once.
+      // Any other value is copied into the argument where it is made, or
+      // after the old value's last read if that comes later (a copy before
+      // it would have to go out of place).
+      Block &body = func.getBody().front();
+      Operation *after = value.getDefiningOp();
+      if (after)
+        after = body.findAncestorOpInBlock(*after);
+      for (Operation *user : arg.getUsers()) {
+        Operation *op = body.findAncestorOpInBlock(*user);
+        if (op && op != ret && (!after || after->isBeforeInBlock(op)))
+          after = op;
+      }
       OpBuilder b(ctx);
-      if (Operation *def = value.getDefiningOp())
-        b.setInsertionPointAfter(def);
+      if (after)
+        b.setInsertionPointAfter(after);
       else
-        b.setInsertionPointToStart(&func.getBody().front());
+        b.setInsertionPointToStart(&body);
       auto copy = linalg::CopyOp::create(b, ret.getLoc(), ValueRange{value},
                                          ValueRange{arg});
       ret.setOperand(r, copy->getResult(0));

@@ -182,14 +182,20 @@ def _concat(em: _Emitter, node: torch.fx.Node) -> str:
             return False
         dims = tuple(int(d) for d in val.shape)
         return dims == (0,) or (len(dims) == len(shape) and dims[axis] == 0)
-    args = [a for a in node.args[0] if not empty(a)]
+    element = _element(node)
+    kept = [a for a in node.args[0] if not empty(a)]
+    args = list(node.args[0])
+    # Only where the rest still makes the result: every one of the result's
+    # type (torch.cat promotes over the operands it skips too).
+    if kept and all(isinstance(a, torch.fx.Node) and _element(a) == element for a in kept):
+        args = kept
     values = [_operand(em, a) for a in args]
-    if len(values) == 1:
+    if len(values) == 1 and tuple(values[0][1]) == tuple(shape):
         return values[0][0]
     names = ", ".join(v[0] for v in values)
     types = ", ".join(tensor_type(v[1], v[2]) for v in values)
     return em.op(f"train.concat {names} axis {axis} : {types} -> "
-                 f"{tensor_type(shape, _element(node))}")
+                 f"{tensor_type(shape, element)}")
 
 
 def _broadcast_tensors(em: _Emitter, node: torch.fx.Node) -> List[Value]:

@@ -225,6 +225,24 @@ TEST(OptimizerInPlace, SessionMatchesPureCalls) {
   // The parameters moved: the state really was updated.
   EXPECT_NE(args[0].toFloats()[0], 1.5f);
 
+  // Two arguments the step updates in place in one buffer (the moments of
+  // w, both tensor<5xf32>) are refused: the code takes its arguments for
+  // distinct memory.
+  {
+    std::vector<HostTensor> shared = args;
+    HostTensor one(ElementKind::F32, {5});
+    shared[2] = HostTensor::borrow(ElementKind::F32, {5}, one.data());
+    shared[4] = HostTensor::borrow(ElementKind::F32, {5}, one.data());
+    std::vector<HostTensor *> pointers;
+    for (HostTensor &a : shared)
+      pointers.push_back(&a);
+    std::vector<HostTensor> none;
+    auto aliased = step.callUpdating(pointers, none);
+    ASSERT_FALSE(bool(aliased));
+    EXPECT_NE(llvm::toString(aliased.takeError()).find("shares its memory"),
+              std::string::npos);
+  }
+
   // A route that sends an in-place result elsewhere is refused.
   std::vector<ResultRoute> wrong = routes;
   wrong[1].toArgument = -1;

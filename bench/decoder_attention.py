@@ -14,7 +14,7 @@ timed steps; memory = VmHWM - base. Each configuration runs in a process of
 its own.
 
     python bench/decoder_attention.py [--batch 8] [--seqs 256,512,1024]
-        [--steps 5] [--threads 2] [--modes fused,decomposed,torch]
+        [--steps 5] [--threads 2] [--modes fused,decomposed,torch[,torch-compile]]
         [--model decoder|gpt2]
 
 Prints a markdown table: median step time over the timed steps (after one
@@ -111,7 +111,9 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
              torch.randint(0, VOCAB, (batch * seq,), generator=g)) for _ in range(steps + 1)]
     base = rss_kib("VmRSS")
     times, loss = [], None
-    if mode == "torch":
+    if mode in ("torch", "torch-compile"):
+        if mode == "torch-compile":
+            model = torch.compile(model)
         reset_peak()
         for tokens, labels in data:
             start = time.perf_counter()
@@ -170,7 +172,8 @@ def main():
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
             name = {"fused": "amp, fused attention", "decomposed": "amp, decomposed attention",
-                    "torch": "PyTorch eager autocast-bf16 (SDPA)"}[mode]
+                    "torch": "PyTorch eager autocast-bf16 (SDPA)",
+                    "torch-compile": "PyTorch torch.compile autocast-bf16"}[mode]
             print(f"| {seq} | {name} | {r['median_ms']:.0f} | {r['memory_mib']:.0f} | "
                   f"{r['loss']:.4f} |", flush=True)
 

@@ -199,3 +199,35 @@ def test_learned_mask_keeps_its_gradient():
     step.copy_to(model)
     assert (model.bias - initial).abs().max() > 1e-4  # it trained
     assert_close_state(model, ref, 1e-4)
+
+
+def test_math_form_gives_hidden_rows_zeros():
+    """Key/value batch dims that broadcast over the queries' keep SDPA's
+    math form (train.attention takes one batch for all three); a boolean
+    mask hiding every key of some queries still gives those rows zeros
+    there, as PyTorch's math backend does (_safe_softmax), not NaN: the
+    losses and parameters follow PyTorch's loop at O0."""
+
+    class SharedKeys(Attention):
+        def forward(self, x, extra):
+            q = self.split(self.q(x))
+            # one set of keys and values (the first example's) for the batch
+            k, v = self.split(self.kv(x[:1])).chunk(2, dim=1)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=extra)
+            o = self.out(o.transpose(1, 2).reshape(x.shape[0], x.shape[1], E))
+            return self.cls(o.mean(dim=1))
+
+    torch.manual_seed(0)
+    model = SharedKeys("hidden-rows")
+    ref = copy.deepcopy(model)
+    data = batches("hidden-rows", 3)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0],
+                       optimizer=sgd(model.parameters()), opt_level="O0")
+    assert "train.attention" not in step.mlir and "train.softmax" in step.mlir
+    theirs = [loss for loss, _ in reference_losses(ref, sgd(ref.parameters()), data)]
+    for i, batch in enumerate(data):
+        got = step(*batch)
+        assert math.isfinite(got.loss) and not got.skipped
+        assert abs(got.loss - theirs[i]) <= 1e-4 * abs(theirs[i]), (i, got.loss, theirs[i])
+    step.copy_to(model)
+    assert_close_state(model, ref, 1e-4)

@@ -239,6 +239,16 @@ def _attention(em: _Emitter, node: torch.fx.Node) -> str:
     attr = " causal" if causal else ""
     probs = Value(em.op(f"train.softmax {scores.name} axis {len(scores_shape) - 1}{attr} : "
                         f"{scores.type}"), scores_shape, element)
+    if m is not None and m.element == "i1":
+        # A row the keep-mask hides entirely is all -inf, which softmax
+        # makes NaN: PyTorch's math form (its _safe_softmax) gives zeros
+        # there. Selecting 0 where the mask is false does that, and changes
+        # no other row (its hidden scores are already exactly 0).
+        zero = _constant(em, 0.0, (), element)
+        probs = Value(em.op(
+            f"train.select {m.name}, {probs.name}, {zero.name} : "
+            f"{tensor_type(m.shape, 'i1')}, {probs.type}, {zero.type} -> "
+            f"{probs.type}"), scores_shape, element)
     if dropout_p:
         probs = Value(_dropout_op(em, probs, float(dropout_p)), scores_shape, element)
     return em.op(f"train.batch_matmul {probs.name}, {v.name} : {probs.type}, {v.type} -> "

@@ -393,7 +393,7 @@ public:
     // A result written in place is read back from its argument's buffer
     // (a copy of the input, on the device).
     for (auto [r, spec] : llvm::enumerate(info.results))
-      out.push_back(inPlace(r) >= 0 ? nullptr : alloc(spec));
+      out.push_back(getResultArgument(r) >= 0 ? nullptr : alloc(spec));
     auto outputs = runOnDevice(args, out, [](size_t) { return true; });
     for (void *ptr : llvm::concat<void *>(args, out))
       if (ptr)
@@ -423,14 +423,14 @@ public:
       for (auto [i, spec] : llvm::enumerate(info.arguments))
         packed.add(args[i], spec.shape);
       for (auto [r, spec] : llvm::enumerate(info.results))
-        if (inPlace(r) < 0)
+        if (getResultArgument(r) < 0)
           packed.add(out[r], spec.shape);
       entry(packed.get().data());
       for (auto [r, spec] : llvm::enumerate(info.results))
         if (fetch(r)) {
           values.emplace_back(spec.kind, spec.shape);
-          cuda.memcpy(values.back().data(),
-                      inPlace(r) >= 0 ? args[inPlace(r)] : out[r],
+          int64_t a = getResultArgument(r);
+          cuda.memcpy(values.back().data(), a >= 0 ? args[a] : out[r],
                       values.back().getSizeInBytes(), stream);
         }
       cuda.streamSynchronize(stream);
@@ -440,11 +440,6 @@ public:
       return llvm::createStringError(
           "@" + info.name + " on the GPU: " + llvm::toString(std::move(error)));
     return values;
-  }
-
-  /// The argument result `r` is written into, or -1.
-  int64_t inPlace(size_t r) const {
-    return r < info.resultArguments.size() ? info.resultArguments[r] : -1;
   }
 
   /// A session whose arguments live in device memory (this the step,
@@ -514,7 +509,7 @@ public:
     std::vector<void *> out(results.size(), nullptr), temps;
     for (auto [r, route] : llvm::enumerate(routes)) {
       // Written into its argument's buffer by the step itself.
-      if (stepFn.inPlace(r) >= 0)
+      if (stepFn.getResultArgument(r) >= 0)
         continue;
       if (route.toArgument < 0) {
         out[r] = alloc(results[r]);
@@ -533,7 +528,7 @@ public:
     if (!toHost)
       return toHost.takeError();
     for (auto [r, route] : llvm::enumerate(routes))
-      if (route.toArgument >= 0 && stepFn.inPlace(r) < 0)
+      if (route.toArgument >= 0 && stepFn.getResultArgument(r) < 0)
         std::swap(buffers[route.toArgument], spares[route.toArgument]);
     return toHost;
   }

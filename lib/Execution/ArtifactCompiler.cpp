@@ -52,7 +52,6 @@
 #include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <mutex>
 #include <tuple>
 
@@ -124,9 +123,7 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
       " glue-instructions=" + std::to_string(options.glueInstructions);
   if (!options.fusedAttention)
     text += " attention=decomposed";
-  // The measuring switch of prepareEntryPoints (bench/state_memory.py).
-  if (const char *inPlace = getenv("AMP_STATE_IN_PLACE");
-      inPlace && llvm::StringRef(inPlace) == "0")
+  if (!isStateInPlace())
     text += " state-in-place=0";
   if (options.backend == "cuda")
     text += " chip=" + options.chip + " ptx-features=" + options.features +

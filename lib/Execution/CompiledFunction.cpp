@@ -158,10 +158,7 @@ llvm::Expected<std::vector<HostTensor>> CompiledFunction::callOnHost(
       if (updateInputs) {
         outputs.push_back(HostTensor::borrow(spec.kind, spec.shape, data));
       } else {
-        // A copy of the argument (not of a view: of its elements).
-        outputs.emplace_back(spec.kind, spec.shape);
-        std::memcpy(outputs.back().data(), data,
-                    outputs.back().getSizeInBytes());
+        outputs.push_back(inputs[a]->clone());
         argumentData[a] = outputs.back().data();
       }
       continue;
@@ -226,12 +223,11 @@ llvm::Error StepSession::checkRoutes(const CompiledFunction &step,
         "routes for " + std::to_string(routes.size()) +
         " results of a step with " + std::to_string(results.size()));
   std::vector<bool> routed(args.size(), false);
-  llvm::ArrayRef<int64_t> inPlace = step.getResultArguments();
   for (auto [r, route] : llvm::enumerate(routes)) {
-    if (r < inPlace.size() && inPlace[r] >= 0 && inPlace[r] != route.toArgument)
+    if (int64_t a = step.getResultArgument(r); a >= 0 && a != route.toArgument)
       return llvm::createStringError(
           "result #" + std::to_string(r) + " is written into argument #" +
-          std::to_string(inPlace[r]) + " in place; it cannot be routed " +
+          std::to_string(a) + " in place; it cannot be routed " +
           (route.toArgument < 0
                ? std::string("elsewhere")
                : "to argument #" + std::to_string(route.toArgument)));
@@ -307,13 +303,9 @@ public:
     // The state the step updates in place is the session's own: a borrowed
     // value there (stepWith's) is copied first, so the caller's memory is
     // only read.
-    llvm::ArrayRef<int64_t> inPlace = stepFn.getResultArguments();
-    for (int64_t a : inPlace)
-      if (a >= 0 && args[a].isBorrowed()) {
-        HostTensor own(args[a].getKind(), args[a].getShape());
-        std::memcpy(own.data(), args[a].data(), own.getSizeInBytes());
-        args[a] = std::move(own);
-      }
+    for (int64_t a : stepFn.getResultArguments())
+      if (a >= 0 && args[a].isBorrowed())
+        args[a] = args[a].clone();
     std::vector<HostTensor *> mutableArgs;
     for (HostTensor &arg : args)
       mutableArgs.push_back(&arg);
@@ -326,14 +318,11 @@ public:
     spare.resize(out->size(), HostTensor::borrow(ElementKind::F32, {}, nullptr));
     std::vector<HostTensor> toHost;
     for (auto [r, route] : llvm::enumerate(routes)) {
-      if (r < inPlace.size() && inPlace[r] >= 0) {
-        // Already in its argument: the host gets a copy of its elements.
-        if (route.toHost) {
-          const HostTensor &value = args[inPlace[r]];
-          HostTensor copy(value.getKind(), value.getShape());
-          std::memcpy(copy.data(), value.data(), copy.getSizeInBytes());
-          toHost.push_back(std::move(copy));
-        }
+      if (int64_t a = stepFn.getResultArgument(r); a >= 0) {
+        // Already in its argument (the session's own): the host gets a
+        // copy.
+        if (route.toHost)
+          toHost.push_back(args[a]);
         continue;
       }
       if (route.toHost && route.toArgument >= 0)

@@ -110,10 +110,7 @@ void amp::prepareEntryPoints(ModuleOp module, ArrayRef<StringRef> entries) {
   }
   // A step's role record (which result is the next value of which
   // argument): the lowering updates those arguments in place.
-  // AMP_STATE_IN_PLACE=0 keeps the old scheme (a second buffer per state
-  // tensor), for measuring the difference (bench/state_memory.py).
-  const char *inPlace = getenv("AMP_STATE_IN_PLACE");
-  if (!inPlace || StringRef(inPlace) != "0")
+  if (isStateInPlace())
     for (StringRef name : entries)
       if (auto f = module.lookupSymbol<func::FuncOp>(name)) {
         SmallVector<int64_t> record = train::getStepResultArguments(f);
@@ -456,6 +453,11 @@ CpuFunction::callUpdating(llvm::ArrayRef<HostTensor *> inputs,
                           std::vector<HostTensor> &reuse) {
   std::vector<const HostTensor *> read(inputs.begin(), inputs.end());
   return run(read, reuse, /*update=*/true);
+}
+
+bool amp::isStateInPlace() {
+  const char *value = getenv("AMP_STATE_IN_PLACE");
+  return !value || StringRef(value) != "0";
 }
 
 SmallVector<int64_t> amp::readResultArguments(ModuleOp module, StringRef name,

@@ -84,6 +84,12 @@ std::string amp::tensorTypeString(ElementKind kind,
   return s;
 }
 
+HostTensor HostTensor::clone() const {
+  HostTensor copy(kind, shape);
+  std::memcpy(copy.data(), data(), getSizeInBytes());
+  return copy;
+}
+
 int64_t HostTensor::getNumElements() const { return numElements(shape); }
 
 HostTensor HostTensor::fromFloats(ElementKind kind,

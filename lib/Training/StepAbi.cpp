@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Training/StepAbi.h"
-#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/IR/StepRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -17,36 +17,28 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   auto err = [](const llvm::Twine &m) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
   };
-  // Results after the loss update, in this order: train.state (batch-norm
-  // statistics), parameters, masters, optimizer state.
-  SmallVector<unsigned> states, optStates;
+  // Results after the loss update the states, parameters, masters and
+  // optimizer state, in that order (the compiler's record reads the same
+  // roles: train::getStepResultArguments).
+  train::StepArgumentRoles roles = train::getStepArgumentRoles(step);
+  for (unsigned i : llvm::concat<const unsigned>(roles.states, roles.params))
+    if (auto named = dyn_cast<NameLoc>(step.getArgument(i).getLoc()))
+      abi.names.emplace_back(named.getName().str(), i);
+  llvm::sort(abi.names,
+             [](const auto &a, const auto &b) { return a.second < b.second; });
+  abi.params = roles.params;
+  abi.masters = roles.masters;
+  abi.scaler = roles.scaler;
+  abi.lr = roles.lr;
   // Data: the leading arguments without a role (the model's inputs, then
   // the labels).
   unsigned data = 0;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    auto has = [&](StringRef name) { return bool(step.getArgAttr(i, name)); };
-    if (has(train::TrainDialect::kStateAttrName) ||
-        has(train::TrainDialect::kParamAttrName))
-      if (auto named = dyn_cast<NameLoc>(step.getArgument(i).getLoc()))
-        abi.names.emplace_back(named.getName().str(), i);
-    if (has(train::TrainDialect::kStateAttrName))
-      states.push_back(i);
-    else if (has(train::TrainDialect::kParamAttrName))
-      abi.params.push_back(i);
-    else if (has(train::TrainDialect::kMasterAttrName))
-      abi.masters.push_back(i);
-    else if (has(train::TrainDialect::kOptStateAttrName))
-      optStates.push_back(i);
-    else if (has(train::TrainDialect::kLrAttrName))
-      abi.lr = i;
-    else if (has(train::TrainDialect::kScalerStateAttrName))
-      abi.scaler.push_back(i);
-    else if (i == data)
-      ++data;
-    else
+  for (unsigned i : roles.unmarked) {
+    if (i != data)
       return err("argument #" + llvm::Twine(i) +
                  " of the model is neither data (the leading arguments: "
                  "inputs, then labels) nor a parameter or state");
+    ++data;
   }
   if (data < 2)
     return err("the model needs its inputs and labels as its leading "
@@ -58,18 +50,15 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
     for (auto [k, i] : llvm::enumerate(indices))
       abi.persistent.emplace_back((role + "." + llvm::Twine(k)).str(), i);
   };
-  name("state", states);
+  name("state", roles.states);
   name("param", abi.params);
   name("master", abi.masters);
-  name("opt_state", optStates);
+  name("opt_state", roles.optStates);
   if (abi.scaler.size() == 2) {
     abi.persistent.emplace_back("scaler.scale", abi.scaler[0]);
     abi.persistent.emplace_back("scaler.tracker", abi.scaler[1]);
   }
-  llvm::append_range(abi.state, states);
-  llvm::append_range(abi.state, abi.params);
-  llvm::append_range(abi.state, abi.masters);
-  llvm::append_range(abi.state, optStates);
+  abi.state = roles.getUpdated();
   if (!abi.lr)
     return err("the compiled step has no learning-rate argument");
   abi.numResults = step.getNumResults();

@@ -316,14 +316,13 @@ std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
 StateMemory amp::getStateMemory(const CompiledStep &compiled) {
   StateMemory memory;
   llvm::ArrayRef<TensorSpec> args = compiled.step->getArgumentSpecs();
-  llvm::ArrayRef<int64_t> inPlace = compiled.step->getResultArguments();
   for (auto [r, route] : llvm::enumerate(stepResultRoutes(compiled))) {
     if (route.toArgument < 0 || size_t(route.toArgument) >= args.size())
       continue;
     const TensorSpec &spec = args[route.toArgument];
     uint64_t bytes = spec.getNumElements() * elementBytes(spec.kind);
     memory.bytes += bytes;
-    if (r >= inPlace.size() || inPlace[r] != route.toArgument)
+    if (compiled.step->getResultArgument(r) != route.toArgument)
       memory.doubleBuffered += bytes;
   }
   return memory;

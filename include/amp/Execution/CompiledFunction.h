@@ -99,6 +99,11 @@ public:
   /// amp-update-state-in-place), or -1 for a result of its own; empty when
   /// no result is written in place.
   virtual llvm::ArrayRef<int64_t> getResultArguments() const { return {}; }
+  /// getResultArguments' entry for result `r`: -1 where it has none.
+  int64_t getResultArgument(size_t r) const {
+    llvm::ArrayRef<int64_t> all = getResultArguments();
+    return r < all.size() ? all[r] : -1;
+  }
   /// Checks that `resultArguments` (as getResultArguments) fits `arguments`
   /// and `results`: one entry per result, each -1 or an argument of the
   /// result's type, no argument twice.

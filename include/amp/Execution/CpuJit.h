@@ -123,6 +123,12 @@ void preferFullWidthVectors(llvm::Module &module,
 void prepareEntryPoints(mlir::ModuleOp module,
                         llvm::ArrayRef<llvm::StringRef> entries);
 
+/// Whether prepareEntryPoints records the steps' in-place state (the
+/// default); AMP_STATE_IN_PLACE=0 keeps the old scheme of a second buffer
+/// per state tensor, for measuring the difference (bench/state_memory.py).
+/// Part of the compile cache's key (describeArtifactTarget).
+bool isStateInPlace();
+
 /// The in-place results of function `name` in a module lowered from one
 /// prepareEntryPoints readied (the record amp-drop-in-place-results left,
 /// on the function or the LLVM function it became): for each of the

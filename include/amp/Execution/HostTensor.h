@@ -75,6 +75,8 @@ public:
   /// of the same memory. `data` holds the tensor row-major, 64-byte aligned.
   static HostTensor borrow(ElementKind kind, llvm::ArrayRef<int64_t> shape,
                            void *data);
+  /// An owner of a copy of the elements (of a view's too, unlike a copy).
+  HostTensor clone() const;
   /// Whether this is a view (borrow) rather than an owner of its elements.
   bool isBorrowed() const { return external != nullptr; }
 

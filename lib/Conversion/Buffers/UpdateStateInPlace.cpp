@@ -33,24 +33,22 @@ using namespace mlir;
 
 namespace {
 
-/// The role record of `func`, checked: one entry per result, each -1 or an
-/// argument of the result's type, no argument twice. Null (after an error
-/// at the function) when malformed.
-DenseI64ArrayAttr getRecord(func::FuncOp func, bool &failed) {
-  failed = false;
+/// The role record of `func` (null: none), checked: one entry per result,
+/// each -1 or an argument of the result's type, no argument twice. A
+/// failure (after an error at the function) when malformed.
+FailureOr<DenseI64ArrayAttr> getRecord(func::FuncOp func) {
   auto record = func->getAttrOfType<DenseI64ArrayAttr>(
       amp::train::kResultArgumentsAttrName);
   if (!record)
-    return nullptr;
+    return DenseI64ArrayAttr();
   auto error = [&]() {
-    failed = true;
     return func.emitError("'") << amp::train::kResultArgumentsAttrName
                                << "' of @" << func.getName() << ": ";
   };
   if (record.size() != int64_t(func.getNumResults())) {
     error() << "has " << record.size() << " entries for "
             << func.getNumResults() << " results";
-    return nullptr;
+    return failure();
   }
   llvm::SmallSet<int64_t, 16> seen;
   for (auto [r, a] : llvm::enumerate(record.asArrayRef())) {
@@ -59,17 +57,17 @@ DenseI64ArrayAttr getRecord(func::FuncOp func, bool &failed) {
     if (a >= int64_t(func.getNumArguments())) {
       error() << "result " << r << " updates argument " << a << " of "
               << func.getNumArguments();
-      return nullptr;
+      return failure();
     }
     if (!seen.insert(a).second) {
       error() << "argument " << a << " is updated by two results";
-      return nullptr;
+      return failure();
     }
     if (func.getResultTypes()[r] != func.getArgumentTypes()[a]) {
       error() << "result " << r << " (" << func.getResultTypes()[r]
               << ") updates argument " << a << " ("
               << func.getArgumentTypes()[a] << ")";
-      return nullptr;
+      return failure();
     }
   }
   return record;
@@ -148,10 +146,10 @@ struct UpdateStateInPlacePass
     : public amp::impl::UpdateStateInPlacePassBase<UpdateStateInPlacePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    bool failed;
-    DenseI64ArrayAttr record = getRecord(func, failed);
-    if (failed)
+    FailureOr<DenseI64ArrayAttr> checked = getRecord(func);
+    if (failed(checked))
       return signalPassFailure();
+    DenseI64ArrayAttr record = *checked;
     if (!record || func.isExternal() || !func.getBody().hasOneBlock())
       return;
     auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -239,7 +237,7 @@ struct DropInPlaceResultsPass
     }
     for (func::ReturnOp op : returns)
       op->eraseOperands(drop);
-    if (::mlir::failed(func.eraseResults(drop)))
+    if (failed(func.eraseResults(drop)))
       return signalPassFailure();
     func->setAttr(amp::train::kResultArgumentsAttrName,
                   DenseI64ArrayAttr::get(func.getContext(), actual));

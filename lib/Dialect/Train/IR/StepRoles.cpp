@@ -9,36 +9,46 @@
 
 using namespace mlir;
 
-SmallVector<int64_t> amp::train::getStepResultArguments(func::FuncOp step) {
-  SmallVector<int64_t> routes(step.getNumResults(), -1);
-  // In the order of the results after the loss: train.state, parameters,
-  // masters, optimizer state (readStepAbi's order), then the scaler's.
-  SmallVector<unsigned> states, params, masters, optStates, scaler;
-  bool isStep = false;
+amp::train::StepArgumentRoles
+amp::train::getStepArgumentRoles(func::FuncOp step) {
+  StepArgumentRoles roles;
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
     auto has = [&](StringRef name) { return bool(step.getArgAttr(i, name)); };
     if (has(TrainDialect::kStateAttrName))
-      states.push_back(i);
+      roles.states.push_back(i);
     else if (has(TrainDialect::kParamAttrName))
-      params.push_back(i);
+      roles.params.push_back(i);
     else if (has(TrainDialect::kMasterAttrName))
-      masters.push_back(i);
+      roles.masters.push_back(i);
     else if (has(TrainDialect::kOptStateAttrName))
-      optStates.push_back(i);
-    else if (has(TrainDialect::kScalerStateAttrName))
-      scaler.push_back(i);
+      roles.optStates.push_back(i);
     else if (has(TrainDialect::kLrAttrName))
-      isStep = true;
+      roles.lr = i;
+    else if (has(TrainDialect::kScalerStateAttrName))
+      roles.scaler.push_back(i);
+    else
+      roles.unmarked.push_back(i);
   }
-  if (!isStep)
-    return routes;
+  return roles;
+}
+
+SmallVector<unsigned> amp::train::StepArgumentRoles::getUpdated() const {
   SmallVector<unsigned> order;
   llvm::append_range(order, states);
   llvm::append_range(order, params);
   llvm::append_range(order, masters);
   llvm::append_range(order, optStates);
-  if (scaler.size() == 2)
-    llvm::append_range(order, scaler);
+  return order;
+}
+
+SmallVector<int64_t> amp::train::getStepResultArguments(func::FuncOp step) {
+  SmallVector<int64_t> routes(step.getNumResults(), -1);
+  StepArgumentRoles roles = getStepArgumentRoles(step);
+  if (!roles.lr)
+    return routes;
+  SmallVector<unsigned> order = roles.getUpdated();
+  if (roles.scaler.size() == 2)
+    llvm::append_range(order, roles.scaler);
   ArrayRef<Type> results = step.getResultTypes();
   for (auto [k, i] : llvm::enumerate(order)) {
     size_t r = 1 + k;

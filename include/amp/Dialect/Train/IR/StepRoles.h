@@ -22,6 +22,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
+
 namespace amp {
 namespace train {
 
@@ -32,6 +34,22 @@ namespace train {
 /// longer among the function's results.
 inline constexpr llvm::StringLiteral kResultArgumentsAttrName =
     "amp.result_arguments";
+
+/// The arguments of a step (or a forward function) by their `train.*`
+/// role, each group in argument order. An argument has one role, the first
+/// of this order that it carries.
+struct StepArgumentRoles {
+  llvm::SmallVector<unsigned> states, params, masters, optStates, scaler;
+  std::optional<unsigned> lr;
+  /// The arguments without a role (a step's data: inputs, then labels).
+  llvm::SmallVector<unsigned> unmarked;
+
+  /// The arguments results 1.. are the next values of, in order: the
+  /// states, parameters, masters and optimizer state (then, with dynamic
+  /// loss scaling, the scale and tracker follow).
+  llvm::SmallVector<unsigned> getUpdated() const;
+};
+StepArgumentRoles getStepArgumentRoles(mlir::func::FuncOp step);
 
 /// For each result of `step`, the index of the argument whose next value it
 /// is, or -1 (the loss, found_inf, collapsed; and every result of a

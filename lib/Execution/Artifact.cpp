@@ -32,6 +32,18 @@ static json::Object functionToJson(const ArtifactFunctionInfo &function) {
                  {"results", specsToJson(function.results)}};
   if (!function.resultArguments.empty())
     o["in_place"] = json::Array(function.resultArguments);
+  if (const MemoryPlan &plan = function.memoryPlan; !plan.empty()) {
+    json::Object atPeak;
+    for (const auto &[kind, bytes] : plan.atPeak)
+      atPeak[kind] = int64_t(bytes);
+    o["memory_plan"] = json::Object{
+        {"arena_bytes", int64_t(plan.arenaBytes)},
+        {"live_peak_bytes", int64_t(plan.livePeakBytes)},
+        {"buffers", int64_t(plan.buffers)},
+        {"unplanned_buffers", int64_t(plan.unplannedBuffers)},
+        {"unplanned_bytes", int64_t(plan.unplannedBytes)},
+        {"at_peak", std::move(atPeak)}};
+  }
   return o;
 }
 
@@ -168,6 +180,36 @@ struct ManifestReader {
               out.name, out.arguments, out.results, out.resultArguments))
         return fail(llvm::toString(std::move(e)));
     }
+    if (const json::Value *v = f->get("memory_plan"))
+      return read(*v, key, out.memoryPlan);
+    return true;
+  }
+  /// A function's "memory_plan" (a report: only its form is checked).
+  bool read(const json::Value &v, llvm::StringRef key, MemoryPlan &out) {
+    const json::Object *o = v.getAsObject();
+    auto bad = [&] { return fail("'memory_plan' of '" + key + "' is malformed"); };
+    if (!o)
+      return bad();
+    for (auto [field, into] :
+         {std::pair<const char *, uint64_t *>{"arena_bytes", &out.arenaBytes},
+          {"live_peak_bytes", &out.livePeakBytes},
+          {"buffers", &out.buffers},
+          {"unplanned_buffers", &out.unplannedBuffers},
+          {"unplanned_bytes", &out.unplannedBytes}}) {
+      auto n = o->getInteger(field);
+      if (!n || *n < 0)
+        return bad();
+      *into = uint64_t(*n);
+    }
+    if (const json::Object *atPeak = o->getObject("at_peak"))
+      for (const auto &[kind, bytes] : *atPeak) {
+        auto n = bytes.getAsInteger();
+        if (!n || *n < 0)
+          return bad();
+        out.atPeak.push_back({kind.str(), uint64_t(*n)});
+      }
+    llvm::stable_sort(out.atPeak,
+                      [](auto &a, auto &b) { return a.second > b.second; });
     return true;
   }
 };
@@ -301,6 +343,7 @@ public:
   llvm::ArrayRef<int64_t> getResultArguments() const override {
     return info.resultArguments;
   }
+  const MemoryPlan &getMemoryPlan() const override { return info.memoryPlan; }
 
 protected:
   ArtifactFunctionInfo info;

@@ -125,6 +125,8 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
     text += " attention=decomposed";
   if (!isStateInPlace())
     text += " state-in-place=0";
+  if (options.backend == "cpu" && !isMemoryPlanned())
+    text += " memory-plan=0";
   if (options.backend == "cuda")
     text += " chip=" + options.chip + " ptx-features=" + options.features +
             " kernel-format=" + options.kernelFormat;
@@ -370,6 +372,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   } else {
     CpuLoweringOptions lowering;
     lowering.fusedAttention = options.fusedAttention;
+    lowering.memoryPlan = isMemoryPlanned();
     buildCpuLoweringPipeline(pm, lowering);
   }
   if (failed(pm.run(*copy)))
@@ -379,9 +382,11 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
                  " does not verify (amp-compile --verify-each finds the pass)");
   phase("lowering");
   // Which results the lowered code writes into their arguments.
-  for (ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits})
+  for (ArtifactFunctionInfo *info : {&manifest.step, &manifest.logits}) {
     info->resultArguments =
         readResultArguments(*copy, info->name, info->results.size());
+    info->memoryPlan = readMemoryPlan(*copy, info->name);
+  }
 
   // LLVM IR, with the manifest and the packed entry points.
   auto llvmContext = std::make_unique<llvm::LLVMContext>();

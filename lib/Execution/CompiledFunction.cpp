@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
 
@@ -16,6 +17,24 @@ using namespace amp;
 int64_t TensorSpec::getNumElements() const { return numElements(shape); }
 
 std::string TensorSpec::str() const { return tensorTypeString(kind, shape); }
+
+std::string MemoryPlan::str() const {
+  auto mib = [](uint64_t bytes) {
+    return llvm::formatv("{0:f1} MiB", bytes / 1048576.0).str();
+  };
+  std::string text = mib(arenaBytes) + " arena for " +
+                     std::to_string(buffers) + " buffers";
+  if (!atPeak.empty()) {
+    text += " (at the peak:";
+    for (auto [i, part] : llvm::enumerate(atPeak))
+      text += (i ? ", " : " ") + part.first + " " + mib(part.second);
+    text += ")";
+  }
+  if (unplannedBuffers)
+    text += "; " + std::to_string(unplannedBuffers) +
+            " allocated in loops or of dynamic size";
+  return text;
+}
 
 void PackedDescriptors::add(const void *data, llvm::ArrayRef<int64_t> shape) {
   std::vector<int64_t> d;

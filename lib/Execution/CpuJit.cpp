@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/CpuJit.h"
+#include "amp/Conversion/Passes.h"
 #include "amp/Dialect/Train/IR/StepRoles.h"
 #include "amp/Execution/Artifact.h"
 #include "amp/Pipelines/Pipelines.h"
@@ -192,6 +193,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
     lowering.fusedAttention = options.fusedAttention;
+    lowering.memoryPlan = isMemoryPlanned();
     buildCpuLoweringPipeline(pm, lowering);
     pm.enableVerifier(options.verifyEach);
     if (failed(pm.run(*copy)) || failed(verify(*copy)))
@@ -199,6 +201,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
                                      " for the CPU failed:\n" + diagnostics);
   }
   fn->resultArguments = readResultArguments(*copy, name, fn->results.size());
+  fn->memoryPlan = readMemoryPlan(*copy, name);
   if (llvm::Error error = checkResultArguments(name, fn->arguments, fn->results,
                                                fn->resultArguments))
     return std::move(error);
@@ -458,6 +461,36 @@ CpuFunction::callUpdating(llvm::ArrayRef<HostTensor *> inputs,
 bool amp::isStateInPlace() {
   const char *value = getenv("AMP_STATE_IN_PLACE");
   return !value || StringRef(value) != "0";
+}
+
+bool amp::isMemoryPlanned() {
+  const char *value = getenv("AMP_MEMORY_PLAN");
+  return !value || StringRef(value) != "0";
+}
+
+MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
+  MemoryPlan plan;
+  Operation *f = SymbolTable::lookupSymbolIn(module, name);
+  auto record = f ? f->getAttrOfType<DictionaryAttr>(kMemoryPlanAttrName)
+                  : nullptr;
+  if (!record)
+    return plan;
+  auto get = [&](StringRef key) -> uint64_t {
+    auto value = record.getAs<IntegerAttr>(key);
+    return value && value.getInt() > 0 ? uint64_t(value.getInt()) : 0;
+  };
+  plan.arenaBytes = get("arena_bytes");
+  plan.livePeakBytes = get("live_peak_bytes");
+  plan.buffers = get("buffers");
+  plan.unplannedBuffers = get("unplanned_buffers");
+  plan.unplannedBytes = get("unplanned_bytes");
+  if (auto parts = record.getAs<DictionaryAttr>("at_peak"))
+    for (NamedAttribute part : parts)
+      if (auto bytes = dyn_cast<IntegerAttr>(part.getValue()))
+        plan.atPeak.push_back({part.getName().str(), uint64_t(bytes.getInt())});
+  llvm::stable_sort(plan.atPeak,
+                    [](auto &a, auto &b) { return a.second > b.second; });
+  return plan;
 }
 
 SmallVector<int64_t> amp::readResultArguments(ModuleOp module, StringRef name,

@@ -85,6 +85,10 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          "amp-vectorizable-math,amp-capture-scalar-inputs)," AMP_CANONICALIZE
          "," +
          bufferizePipeline(options.copyBeforeWrite) +
+         // One arena per step, offsets by liveness.
+         (options.memoryPlan
+              ? "amp-plan-memory{workspace-function=amp_cpu_set_workspace},"
+              : "") +
          // Threads: large loops become tasks of the runtime's thread pool.
          (options.parallel ? "func.func(amp-parallelize-loops),"
                              "amp-outline-parallel-loops{outline-serial=true},"

@@ -132,9 +132,15 @@ int amp::runBenchmark(const TrainingConfig &config,
                  << " MiB in use ("
                  << llvm::format("%.1f", memory->peakHeld / 1048576.0)
                  << " MiB held)";
-  if (countsMemory)
+  const MemoryPlan &plan = compiled.step->getMemoryPlan();
+  if (countsMemory) {
     llvm::outs() << ", peak step memory "
                  << llvm::format("%.1f", stepPeak / 1048576.0) << " MiB";
+    if (!plan.empty())
+      llvm::outs() << " (planned "
+                   << llvm::format("%.1f", plan.arenaBytes / 1048576.0)
+                   << " MiB)";
+  }
   llvm::outs() << "; last loss " << llvm::format("%.4f", loss) << ", "
                << skipped << " skipped\n";
   if (!std::isfinite(loss) && !hasFound)
@@ -167,6 +173,8 @@ int amp::runBenchmark(const TrainingConfig &config,
       // A CPU step's own buffers at their peak (null for CUDA steps).
       {"peak_step_bytes", countsMemory ? llvm::json::Value(int64_t(stepPeak))
                                        : llvm::json::Value(nullptr)},
+      // Its plan's arena, known before the first step (null: no plan).
+      {"planned_step_bytes", plannedStepBytes(compiled)},
       {"last_loss", std::isfinite(loss) ? llvm::json::Value(loss)
                                         : llvm::json::Value(nullptr)},
       // As amp-run's metrics: null without a dynamic loss scale.

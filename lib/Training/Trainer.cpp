@@ -313,6 +313,12 @@ std::vector<ResultRoute> amp::stepResultRoutes(const CompiledStep &compiled) {
   return routes;
 }
 
+llvm::json::Value amp::plannedStepBytes(const CompiledStep &compiled) {
+  const MemoryPlan &plan = compiled.step->getMemoryPlan();
+  return plan.empty() ? llvm::json::Value(nullptr)
+                      : llvm::json::Value(int64_t(plan.arenaBytes));
+}
+
 StateMemory amp::getStateMemory(const CompiledStep &compiled) {
   StateMemory memory;
   llvm::ArrayRef<TensorSpec> args = compiled.step->getArgumentSpecs();
@@ -929,6 +935,9 @@ int amp::runTraining(const TrainingConfig &config,
   else
     llvm::outs() << llvm::format("%.1f", state.doubleBuffered / 1048576.0)
                  << " MiB of it in a second buffer (not updated in place)\n";
+  if (const MemoryPlan &plan = compiled.step->getMemoryPlan(); !plan.empty())
+    llvm::outs() << config.tool << ": memory plan of the step: " << plan.str()
+                 << "\n";
   // A resumed run replays the shuffles of the epochs begun before it.
   if (shuffle)
     for (int64_t e = 0; e < (startStep + stepsPerEpoch - 1) / stepsPerEpoch;
@@ -1159,7 +1168,9 @@ int amp::runTraining(const TrainingConfig &config,
         // The state the run carries across steps, and the part of it held
         // twice (0: every update in place).
         {"state_bytes", int64_t(state.bytes)},
-        {"state_bytes_double_buffered", int64_t(state.doubleBuffered)}};
+        {"state_bytes_double_buffered", int64_t(state.doubleBuffered)},
+        // The step's planned working memory (null: not planned).
+        {"planned_step_bytes", plannedStepBytes(compiled)}};
     if (tokens)
       metrics["unigram_loss"] = unigramLoss;
     std::string text;

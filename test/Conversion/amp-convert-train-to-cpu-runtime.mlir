@@ -61,9 +61,9 @@ func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4
 // Convolution and its gradients: dtypes, then n c h w, f kh kw, oh ow,
 // strides, padding, dilation.
 // CHECK-LABEL: func.func @convs
-// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
-// CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
-// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = -1 : i64} : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = -1 : i64} : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = -1 : i64} : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
 // conv-as-gemm=true: amp-lower-cuda's im2col GEMMs, here through CBLAS
 // (f32 products, each rounded once; the convolution runtime is not called).
 // IM2COL-LABEL: func.func @convs

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Execution/Artifact.h"
 #include "amp/Execution/ArtifactCache.h"
 #include "amp/Execution/ArtifactCompiler.h"
 #include "amp/InitAll.h"
@@ -121,6 +122,20 @@ cl::opt<std::string> kernelFormat(
              "plus PTX), bin (SASS) or isa (PTX, compiled by the driver at "
              "load) (default: fatbin)"),
     cl::init("fatbin"), cl::cat(category));
+
+/// Prints the memory plan of the step of the artifact at `path` (its
+/// manifest's), where it has one.
+void reportMemoryPlan(llvm::StringRef path) {
+  auto artifact = Artifact::load(path, /*openDevice=*/false);
+  if (!artifact) {
+    llvm::consumeError(artifact.takeError());
+    return;
+  }
+  const ArtifactFunctionInfo &step = (*artifact)->getManifest().step;
+  if (!step.memoryPlan.empty())
+    llvm::outs() << "amp-compile: memory plan of @" << step.name << ": "
+                 << step.memoryPlan.str() << "\n";
+}
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "amp-compile: error: " << message << "\n";
@@ -250,6 +265,7 @@ int main(int argc, char **argv) {
                                "amp-compile", key)) {
     if (llvm::Error e = copyOut(*hit, outputPath))
       return fail(llvm::toString(std::move(e)));
+    reportMemoryPlan(outputPath);
     return 0;
   }
   auto training =
@@ -265,5 +281,6 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(std::move(e)));
   storeCachedArtifact(cache, key, outputPath, name, options, artifactOptions);
   clock.report("total", clock.elapsed());
+  reportMemoryPlan(outputPath);
   return 0;
 }

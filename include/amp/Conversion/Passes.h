@@ -28,6 +28,21 @@ namespace amp {
 #define GEN_PASS_REGISTRATION
 #include "amp/Conversion/Passes.h.inc"
 
+/// amp-plan-memory's record on a function it planned: a dictionary of
+/// `arena_bytes`, `live_peak_bytes`, `buffers`, `unplanned_buffers`,
+/// `unplanned_bytes` and `at_peak` (bytes live at the peak by the kind of
+/// op that first writes them).
+inline constexpr llvm::StringLiteral kMemoryPlanAttrName = "amp.memory_plan";
+/// On a runtime call (train.runtime_call, then the func.call it becomes):
+/// the scratch bytes the call takes besides its widened operands, which
+/// amp-plan-memory adds to its workspace; -1: not bounded in advance (the
+/// function is then not planned).
+inline constexpr llvm::StringLiteral kWorkspaceBytesAttrName =
+    "amp.workspace_bytes";
+/// Marks a `memref.view` amp-plan-memory made of its arena: a buffer of its
+/// own, which no buffer live at the same time overlaps.
+inline constexpr llvm::StringLiteral kPlannedViewAttrName = "amp.planned_view";
+
 } // namespace amp
 
 #endif // AMP_CONVERSION_PASSES_H

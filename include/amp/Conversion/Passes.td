@@ -597,6 +597,66 @@ def DropInPlaceResultsPass
   }];
 }
 
+def PlanMemoryPass : Pass<"amp-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Place a step's temporaries in one arena, by liveness";
+  let description = [{
+    Runs after the deallocation passes (`amp-free-after-last-use`,
+    `convert-bufferization-to-memref`) on functions of one block ending in a
+    return (amp's steps). Each `memref.alloc` of that block with a static
+    shape, the identity layout and one `memref.dealloc` in the block lives
+    over an interval of the block's op order, from its allocation to its
+    free. The pass places these buffers in one arena: largest first, each at
+    the lowest offset (a multiple of `alignment`) where no already placed
+    buffer whose interval overlaps its own lies (greedy interval colouring).
+    Each allocation becomes a `memref.view` of the arena at its offset
+    (marked `amp.planned_view`: a buffer of its own, which
+    `amp-outline-parallel-loops` may pass as noalias), its dealloc goes, and
+    the arena is allocated once where the function starts and freed before
+    it returns: one allocation per call instead of one per buffer.
+
+    With `workspace-function`, each call of a function declaration whose
+    name starts with `runtime-prefix` (a runtime call: GEMM, attention...)
+    also gets a workspace,
+    planned as a buffer live at the call alone: an f32 copy's room for each
+    16-bit float operand (the runtime widens such operands) plus the free
+    range that follows it at that point, lent to the runtime for the call
+    (`workspace-function(base, bytes)` before it, `(0, 0)` after it). The
+    runtime's scratch then comes from the arena where it fits, and the
+    plan's peak includes it. A call whose lowering marked its extra scratch
+    as not bounded in advance (`amp.workspace_bytes = -1`: the CPU
+    runtime's convolutions) leaves its function to the heap.
+
+    The function records the plan in `amp.memory_plan`: `arena_bytes` (the
+    planned peak, known before the step runs), `live_peak_bytes` (the most
+    bytes live at one point: no plan's arena is smaller), `buffers`,
+    `unplanned_buffers` and `unplanned_bytes` (allocations left to the heap:
+    nested in loops, dynamic, freed elsewhere), `workspaces` and `at_peak` (the bytes
+    live at that point by the kind of op that first writes them: a runtime
+    call's family such as `gemm` or `attention`, `loops` for amp's
+    generated code, `copy`).
+
+    ```
+    amp-opt step.buffers.mlir --pass-pipeline='builtin.module(amp-plan-memory)'
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Alignment of each buffer's offset and of the arena, in bytes (a "
+           "power of two)">,
+    Option<"workspaceFunction", "workspace-function", "std::string",
+           /*default=*/"\"\"",
+           "The runtime function that lends a call its workspace (base "
+           "address as index, bytes as i64; the address 0 ends the loan); "
+           "empty: runtime calls get none">,
+    Option<"runtimePrefix", "runtime-prefix", "std::string",
+           /*default=*/"\"amp_cpu_\"",
+           "The runtime calls that get a workspace: calls of declarations "
+           "whose names start with this">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def UnshareInitsPass : Pass<"amp-unshare-inits", "::mlir::func::FuncOp"> {
   let summary = "Give each destination-style op its own tensor.empty / fill init";
   let description = [{

@@ -45,6 +45,8 @@ struct ArtifactFunctionInfo {
   /// (CompiledFunction::getResultArguments); empty: none ("in_place" in the
   /// manifest, absent from older artifacts).
   llvm::SmallVector<int64_t> resultArguments;
+  /// The plan of its working memory ("memory_plan"; empty: none).
+  MemoryPlan memoryPlan;
 };
 
 /// What an artifact says about itself.

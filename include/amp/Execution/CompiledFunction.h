@@ -56,6 +56,28 @@ private:
   std::vector<void *> packed;
 };
 
+/// The memory plan of a compiled function (amp-plan-memory's record): its
+/// temporaries live in one arena of `arenaBytes`, allocated for each call,
+/// so the planned peak of its working memory is known before it runs.
+struct MemoryPlan {
+  /// The arena: the planned peak of the function's own buffers.
+  uint64_t arenaBytes = 0;
+  /// The most bytes live at one point (no arena can be smaller).
+  uint64_t livePeakBytes = 0;
+  /// Buffers placed in the arena, and those left to the heap (allocated
+  /// inside loops, or of a dynamic size) with the bytes of the static ones.
+  uint64_t buffers = 0, unplannedBuffers = 0, unplannedBytes = 0;
+  /// The bytes live at that point, by the kind of op that first writes them
+  /// ("gemm", "attention", "loops", "copy", ...), most first.
+  std::vector<std::pair<std::string, uint64_t>> atPeak;
+
+  /// Whether there is a plan (a function with no planned buffer has none).
+  bool empty() const { return buffers == 0; }
+  /// "41.2 MiB arena for 312 buffers (at the peak: gemm 20.1 MiB, loops
+  /// 12.0 MiB, ...)".
+  std::string str() const;
+};
+
 /// A function of a compiled training step (the step itself, or the logits
 /// function evaluation runs). Thread-compatible: concurrent `call`s need
 /// separate instances.
@@ -103,6 +125,12 @@ public:
   int64_t getResultArgument(size_t r) const {
     llvm::ArrayRef<int64_t> all = getResultArguments();
     return r < all.size() ? all[r] : -1;
+  }
+  /// The plan of the function's working memory; empty where it has none
+  /// (compiled without amp-plan-memory, or by another backend).
+  virtual const MemoryPlan &getMemoryPlan() const {
+    static const MemoryPlan none;
+    return none;
   }
   /// Checks that `resultArguments` (as getResultArguments) fits `arguments`
   /// and `results`: one entry per result, each -1 or an argument of the

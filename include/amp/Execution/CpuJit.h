@@ -129,6 +129,15 @@ void prepareEntryPoints(mlir::ModuleOp module,
 /// Part of the compile cache's key (describeArtifactTarget).
 bool isStateInPlace();
 
+/// Whether the CPU lowering plans each step's memory (amp-plan-memory: the
+/// default); AMP_MEMORY_PLAN=0 leaves each buffer to the heap, for
+/// measuring the difference. Part of the compile cache's key.
+bool isMemoryPlanned();
+
+/// amp-plan-memory's record of function `name` in a lowered module (on the
+/// function or the LLVM function it became); empty where it has none.
+MemoryPlan readMemoryPlan(mlir::ModuleOp module, llvm::StringRef name);
+
 /// The in-place results of function `name` in a module lowered from one
 /// prepareEntryPoints readied (the record amp-drop-in-place-results left,
 /// on the function or the LLVM function it became): for each of the
@@ -169,6 +178,7 @@ public:
   llvm::ArrayRef<int64_t> getResultArguments() const override {
     return resultArguments;
   }
+  const MemoryPlan &getMemoryPlan() const override { return memoryPlan; }
 
 private:
   CpuFunction() = default;
@@ -187,6 +197,7 @@ private:
   llvm::SmallVector<TensorSpec> results;
   /// getResultArguments: the lowering's record (empty: none in place).
   llvm::SmallVector<int64_t> resultArguments;
+  MemoryPlan memoryPlan;
 };
 
 } // namespace amp

@@ -206,6 +206,12 @@ struct CpuLoweringOptions
                      "pool (amp-parallelize-loops); false: every loop "
                      "sequential"),
       llvm::cl::init(true)};
+  Option<bool> memoryPlan{
+      *this, "memory-plan",
+      llvm::cl::desc("Place each step's temporaries in one arena by "
+                     "liveness (amp-plan-memory); false: one heap "
+                     "allocation per buffer"),
+      llvm::cl::init(true)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no

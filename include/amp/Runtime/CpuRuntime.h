@@ -52,6 +52,13 @@ void *amp_cpu_malloc(uint64_t size);
 void *amp_cpu_aligned_alloc(uint64_t alignment, uint64_t size);
 void amp_cpu_free(void *p);
 
+/// Lends the runtime call that follows on this thread `bytes` at `base`
+/// (64-byte aligned: a free range of the step's arena that amp-plan-memory
+/// placed there) for its scratch, which then comes from the heap only
+/// where it does not fit; a null `base` ends the loan. Compiled code calls
+/// it around each runtime call.
+void amp_cpu_set_workspace(intptr_t base, int64_t bytes);
+
 /// The bytes amp_cpu_malloc / amp_cpu_aligned_alloc hold now and the most
 /// they held since the last amp_cpu_memory_reset_peak (or the start). Null
 /// pointers are skipped. 0 where the C library cannot tell a block's size.

@@ -19,6 +19,8 @@
 #include "amp/Training/Initializers.h"
 #include "amp/Training/StepAbi.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -146,6 +148,10 @@ struct StateMemory {
   uint64_t bytes = 0, doubleBuffered = 0;
 };
 StateMemory getStateMemory(const CompiledStep &compiled);
+
+/// The metrics' `planned_step_bytes`: the step's memory plan's arena, or
+/// null where the step has no plan.
+llvm::json::Value plannedStepBytes(const CompiledStep &compiled);
 
 /// Where each step result goes: the loss to the host; the new state back
 /// into its arguments; the new loss scale into its argument and to the host,

@@ -154,14 +154,19 @@ struct ParallelizeLoopsPass
 //===----------------------------------------------------------------------===//
 
 /// What a memref value's memory belongs to, through view-like ops
-/// (subviews, reshapes, casts): an allocation, a global, or an argument of
+/// (subviews, reshapes, casts): an allocation, a buffer amp-plan-memory
+/// placed in its arena, a global, or an argument of
 /// `parent` where that is an entry point (public, called by nothing in the
 /// module: its buffers are the caller's, one each). Null where that is not
 /// known (another op's result, a block argument, an argument of a function
 /// the module calls, which may be one buffer twice).
 const void *memoryRoot(Value value, func::FuncOp parent, bool isEntry) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>()) {
+    // A buffer of amp-plan-memory's arena is memory of its own.
+    if (view->hasAttr(amp::kPlannedViewAttrName))
+      return value.getAsOpaquePointer();
     value = view.getViewSource();
+  }
   if (auto arg = dyn_cast<BlockArgument>(value))
     return isEntry && arg.getOwner()->getParentOp() == parent &&
                    arg.getOwner()->isEntryBlock()

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Conversion/Passes.h"
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
@@ -89,8 +90,10 @@ struct RuntimeCallOpInterface
     for (int64_t param : call.getParams())
       operands.push_back(arith::ConstantOp::create(
           rewriter, loc, rewriter.getI64IntegerAttr(param)));
-    func::CallOp::create(rewriter, loc, call.getCallee(), TypeRange{},
-                         operands);
+    auto runtimeCall = func::CallOp::create(rewriter, loc, call.getCallee(),
+                                            TypeRange{}, operands);
+    if (Attribute workspace = op->getAttr(amp::kWorkspaceBytesAttrName))
+      runtimeCall->setAttr(amp::kWorkspaceBytesAttrName, workspace);
     replaceOpWithBufferizedValues(rewriter, op, results);
     return success();
   }

@@ -417,6 +417,8 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
       {"amp_cpu_aligned_alloc",
        reinterpret_cast<void *>(&amp_cpu_aligned_alloc)},
       {"amp_cpu_free", reinterpret_cast<void *>(&amp_cpu_free)},
+      {"amp_cpu_set_workspace",
+       reinterpret_cast<void *>(&amp_cpu_set_workspace)},
       {"amp_cpu_all_reduce", reinterpret_cast<void *>(&amp_cpu_all_reduce)},
       {"amp_cpu_attention", reinterpret_cast<void *>(&amp_cpu_attention)},
       {"amp_cpu_attention_mask",

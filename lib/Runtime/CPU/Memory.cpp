@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -47,6 +49,53 @@ void *counted(void *p) {
     ;
   return p;
 }
+
+/// Blocks from this size up are kept when freed, for the next allocation of
+/// about their size: a planned step's arena (amp-plan-memory), allocated
+/// and freed by every call, would otherwise come from a fresh mapping each
+/// time above glibc's mmap threshold, every page faulted in again.
+constexpr uint64_t kLargeBlock = uint64_t(64) << 20;
+/// At most this many such blocks are kept (a step's and its evaluation
+/// function's arenas).
+constexpr size_t kKeptBlocks = 2;
+
+struct KeptBlock {
+  void *p;
+  uint64_t bytes, alignment;
+};
+std::mutex keptMutex;
+std::vector<KeptBlock> kept;
+
+/// A kept block of `size` bytes (at most an eighth more) aligned to
+/// `alignment`, taken from the cache; null where none is.
+void *takeKept(uint64_t alignment, uint64_t size) {
+  if (size < kLargeBlock)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(keptMutex);
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (kept[i].bytes >= size && kept[i].bytes - size <= size / 8 &&
+        kept[i].alignment % alignment == 0) {
+      void *p = kept[i].p;
+      kept.erase(kept.begin() + i);
+      return p;
+    }
+  return nullptr;
+}
+
+/// Keeps a freed block of `bytes` (the oldest kept one goes); false where it
+/// is too small to keep.
+bool keep(void *p, uint64_t bytes) {
+  if (bytes < kLargeBlock)
+    return false;
+  std::lock_guard<std::mutex> lock(keptMutex);
+  if (kept.size() == kKeptBlocks) {
+    std::free(kept.front().p);
+    kept.erase(kept.begin());
+  }
+  uint64_t alignment = uint64_t(1) << __builtin_ctzll(uintptr_t(p));
+  kept.push_back({p, bytes, alignment});
+  return true;
+}
 } // namespace
 
 extern "C" void *amp_cpu_malloc(uint64_t size) {
@@ -61,14 +110,18 @@ extern "C" void *amp_cpu_aligned_alloc(uint64_t alignment, uint64_t size) {
     return nullptr;
   size = std::max<uint64_t>((size + alignment - 1) / alignment * alignment,
                             alignment);
+  if (void *p = takeKept(alignment, size))
+    return counted(p);
   return counted(std::aligned_alloc(alignment, size));
 }
 
 extern "C" void amp_cpu_free(void *p) {
   if (!p)
     return;
-  inUse.fetch_sub(blockSize(p), std::memory_order_relaxed);
-  std::free(p);
+  uint64_t bytes = blockSize(p);
+  inUse.fetch_sub(bytes, std::memory_order_relaxed);
+  if (!keep(p, bytes))
+    std::free(p);
 }
 
 extern "C" void amp_cpu_memory_stats(uint64_t *bytesInUse,

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 using namespace amp;
 using namespace amp::runtime;
@@ -91,12 +92,68 @@ void widenHalf(const uint16_t *in, float *out, int64_t count) {
 
 } // namespace
 
-CountedBuffer::CountedBuffer(uint64_t bytes)
-    : data(amp_cpu_aligned_alloc(64, std::max<uint64_t>(bytes, 64))) {}
+namespace {
+/// The workspace of the current runtime call on this thread: a free range
+/// of the step's arena (amp-plan-memory), used as a stack.
+struct Workspace {
+  char *base = nullptr;
+  uint64_t size = 0;
+  /// The offset of each live allocation, in allocation order.
+  std::vector<uint64_t> offsets;
+  uint64_t used = 0;
+};
+thread_local Workspace workspace;
+constexpr uint64_t kScratchAlignment = 64;
+} // namespace
+
+extern "C" void amp_cpu_set_workspace(intptr_t base, int64_t bytes) {
+  Workspace &w = workspace;
+  w.base = reinterpret_cast<char *>(base);
+  w.size = base && bytes > 0 ? uint64_t(bytes) : 0;
+  w.offsets.clear();
+  w.used = 0;
+}
+
+void *amp::runtime::allocateScratch(uint64_t bytes) {
+  bytes = std::max<uint64_t>(bytes, 1);
+  Workspace &w = workspace;
+  uint64_t offset =
+      (w.used + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+  uintptr_t start = reinterpret_cast<uintptr_t>(w.base) + offset;
+  if (w.size && start % kScratchAlignment == 0 && offset <= w.size &&
+      bytes <= w.size - offset) {
+    w.offsets.push_back(w.used);
+    w.used = offset + bytes;
+    return w.base + offset;
+  }
+  return amp_cpu_aligned_alloc(kScratchAlignment, bytes);
+}
+
+void amp::runtime::releaseScratch(void *p) {
+  Workspace &w = workspace;
+  char *c = static_cast<char *>(p);
+  if (w.size && c >= w.base && c < w.base + w.size) {
+    // The most recent allocation frees its bytes; others stay taken until
+    // the call ends (the workspace is reset with the next one).
+    if (!w.offsets.empty()) {
+      uint64_t previous = w.offsets.back();
+      uint64_t offset = (previous + kScratchAlignment - 1) /
+                        kScratchAlignment * kScratchAlignment;
+      if (w.base + offset == c) {
+        w.used = previous;
+        w.offsets.pop_back();
+      }
+    }
+    return;
+  }
+  amp_cpu_free(p);
+}
+
+CountedBuffer::CountedBuffer(uint64_t bytes) : data(allocateScratch(bytes)) {}
 
 Scratch amp::runtime::scratch(int64_t count) {
   return Scratch(static_cast<float *>(
-      amp_cpu_malloc(uint64_t(std::max<int64_t>(count, 1)) * sizeof(float))));
+      allocateScratch(uint64_t(std::max<int64_t>(count, 1)) * sizeof(float))));
 }
 
 FloatOperand::FloatOperand(intptr_t address, int64_t dtype, int64_t count) {

@@ -20,18 +20,26 @@
 
 namespace amp::runtime {
 
-/// Bytes from the counted heap, 64-byte aligned, freed with the object.
+/// `bytes` of scratch, 64-byte aligned: from the workspace the compiled
+/// code lent this thread for the current call (amp_cpu_set_workspace) where
+/// it has room, else from the counted heap. Null only where the heap is
+/// exhausted.
+void *allocateScratch(uint64_t bytes);
+/// Gives back what allocateScratch returned (null: nothing).
+void releaseScratch(void *p);
+
+/// Scratch bytes (allocateScratch), freed with the object.
 struct CountedBuffer {
   explicit CountedBuffer(uint64_t bytes);
-  ~CountedBuffer() { amp_cpu_free(data); }
+  ~CountedBuffer() { releaseScratch(data); }
   CountedBuffer(const CountedBuffer &) = delete;
   CountedBuffer &operator=(const CountedBuffer &) = delete;
   void *data;
 };
 
-/// Floats from the counted heap.
+/// Floats of scratch (allocateScratch).
 struct CountedFree {
-  void operator()(float *p) const { amp_cpu_free(p); }
+  void operator()(float *p) const { releaseScratch(p); }
 };
 using Scratch = std::unique_ptr<float[], CountedFree>;
 Scratch scratch(int64_t count);

@@ -29,9 +29,9 @@ namespace amp {
 #include "amp/Conversion/Passes.h.inc"
 
 /// amp-plan-memory's record on a function it planned: a dictionary of
-/// `arena_bytes`, `live_peak_bytes`, `buffers`, `unplanned_buffers`,
-/// `unplanned_bytes` and `at_peak` (bytes live at the peak by the kind of
-/// op that first writes them).
+/// `arena_bytes`, `live_peak_bytes`, `buffers`, `workspaces`,
+/// `unplanned_buffers`, `unplanned_bytes` and `at_peak` (bytes live at the
+/// peak by the kind of op that first writes them).
 inline constexpr llvm::StringLiteral kMemoryPlanAttrName = "amp.memory_plan";
 /// On a runtime call (train.runtime_call, then the func.call it becomes):
 /// the scratch bytes the call takes besides its widened operands, which

@@ -197,7 +197,6 @@ struct PlanMemoryPass
     // A workspace for each runtime call (a call of a declaration) where
     // the runtime takes one.
     SmallVector<Buffer> workspaces;
-    func::FuncOp setWorkspace;
     if (!workspaceFunction.empty()) {
       ModuleOp module = getOperation();
       for (Operation &op : block)
@@ -320,6 +319,7 @@ struct PlanMemoryPass
     // Each call's workspace: its own bytes and the free range after them,
     // up to the next buffer live at the call (or the arena's end), lent to
     // the runtime for the call.
+    func::FuncOp setWorkspace;
     if (!workspaces.empty()) {
       ModuleOp module = getOperation();
       setWorkspace = module.lookupSymbol<func::FuncOp>(workspaceFunction);

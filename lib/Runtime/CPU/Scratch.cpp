@@ -98,12 +98,18 @@ namespace {
 struct Workspace {
   char *base = nullptr;
   uint64_t size = 0;
-  /// The offset of each live allocation, in allocation order.
+  /// For each live allocation, in allocation order, the bytes used before
+  /// it (it starts at their alignedOffset).
   std::vector<uint64_t> offsets;
   uint64_t used = 0;
 };
 thread_local Workspace workspace;
 constexpr uint64_t kScratchAlignment = 64;
+/// Where an allocation starts after `used` bytes of a workspace.
+uint64_t alignedOffset(uint64_t used) {
+  return (used + kScratchAlignment - 1) / kScratchAlignment *
+         kScratchAlignment;
+}
 } // namespace
 
 extern "C" void amp_cpu_set_workspace(intptr_t base, int64_t bytes) {
@@ -117,8 +123,7 @@ extern "C" void amp_cpu_set_workspace(intptr_t base, int64_t bytes) {
 void *amp::runtime::allocateScratch(uint64_t bytes) {
   bytes = std::max<uint64_t>(bytes, 1);
   Workspace &w = workspace;
-  uint64_t offset =
-      (w.used + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+  uint64_t offset = alignedOffset(w.used);
   uintptr_t start = reinterpret_cast<uintptr_t>(w.base) + offset;
   if (w.size && start % kScratchAlignment == 0 && offset <= w.size &&
       bytes <= w.size - offset) {
@@ -135,14 +140,9 @@ void amp::runtime::releaseScratch(void *p) {
   if (w.size && c >= w.base && c < w.base + w.size) {
     // The most recent allocation frees its bytes; others stay taken until
     // the call ends (the workspace is reset with the next one).
-    if (!w.offsets.empty()) {
-      uint64_t previous = w.offsets.back();
-      uint64_t offset = (previous + kScratchAlignment - 1) /
-                        kScratchAlignment * kScratchAlignment;
-      if (w.base + offset == c) {
-        w.used = previous;
-        w.offsets.pop_back();
-      }
+    if (!w.offsets.empty() && w.base + alignedOffset(w.offsets.back()) == c) {
+      w.used = w.offsets.back();
+      w.offsets.pop_back();
     }
     return;
   }

@@ -373,6 +373,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     CpuLoweringOptions lowering;
     lowering.fusedAttention = options.fusedAttention;
     lowering.memoryPlan = isMemoryPlanned();
+    lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
     buildCpuLoweringPipeline(pm, lowering);
   }
   if (failed(pm.run(*copy)))

@@ -194,6 +194,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.splitReductions = options.splitReductions;
     lowering.fusedAttention = options.fusedAttention;
     lowering.memoryPlan = isMemoryPlanned();
+    lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
     buildCpuLoweringPipeline(pm, lowering);
     pm.enableVerifier(options.verifyEach);
     if (failed(pm.run(*copy)) || failed(verify(*copy)))
@@ -466,6 +467,13 @@ bool amp::isStateInPlace() {
 bool amp::isMemoryPlanned() {
   const char *value = getenv("AMP_MEMORY_PLAN");
   return !value || StringRef(value) != "0";
+}
+
+bool amp::targetMultipliesBf16(StringRef cpu) {
+  if (!cpu.empty())
+    return false;
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512bf16") || features.lookup("amx-bf16");
 }
 
 MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {

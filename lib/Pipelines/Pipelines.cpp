@@ -70,10 +70,12 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
                  : "") +
          // GEMMs, convolutions and attention -> runtime calls (the target-
          // specific part).
-         std::string(!options.blas ? ""
-             : options.convAsGemm
-                 ? "amp-convert-train-to-cpu-runtime{conv-as-gemm=true},"
-                 : "amp-convert-train-to-cpu-runtime,") +
+         (!options.blas
+              ? std::string()
+              : "amp-convert-train-to-cpu-runtime{conv-as-gemm=" +
+                    std::string(options.convAsGemm ? "true" : "false") +
+                    " native-bf16=" + (options.nativeBf16 ? "true" : "false") +
+                    "},") +
          // A CPU sums a batch-norm channel's values in one sequence: in f64.
          // SyncBatchNorm's sums cross the ranks through the runtime.
          toLinalg("f64", "amp_cpu_all_reduce") +

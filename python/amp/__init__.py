@@ -14,7 +14,7 @@ docs/Python.md is the guide.
 
 from __future__ import annotations
 
-from ._api import (Step, StepResult, compile, get_num_threads, get_rank, get_world_size,
+from ._api import (MemoryPlan, Step, StepResult, compile, get_num_threads, get_rank, get_world_size,
                    set_num_threads, to_mlir)
 from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
                       UnsupportedNode)
@@ -29,6 +29,7 @@ __all__ = [
     "get_world_size",
     "explain",
     "Report",
+    "MemoryPlan",
     "Step",
     "StepResult",
     "CompileError",

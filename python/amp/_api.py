@@ -115,6 +115,35 @@ class StepResult(NamedTuple):
     1.0 without loss scaling)."""
 
 
+class MemoryPlan(NamedTuple):
+    """The plan of a compiled CPU step's working memory (amp-plan-memory):
+    its temporaries placed by liveness in one arena, allocated once per step,
+    and each runtime call's scratch lent from it. Known before the first
+    step runs; the step's measured peak of its own buffers is the arena."""
+
+    arena_bytes: int
+    """The arena: the step's planned peak of working memory (activations
+    kept for backward, temporaries, runtime scratch; not the state)."""
+    live_peak_bytes: int
+    """The most bytes live at one point of the step (no arena is smaller)."""
+    buffers: int
+    """Buffers placed in the arena."""
+    unplanned_buffers: int
+    """Buffers left to the heap (allocated inside loops, dynamic sizes)."""
+    unplanned_bytes: int
+    """Their bytes, where static."""
+    at_peak: Dict[str, int]
+    """The bytes live at that point by the kind of op that first writes
+    them ("gemm", "attention", "convolution", "loops", "workspace", ...)."""
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{kind} {bytes_ / 2**20:.1f} MiB"
+                          for kind, bytes_ in sorted(self.at_peak.items(),
+                                                     key=lambda kv: -kv[1]))
+        return (f"{self.arena_bytes / 2**20:.1f} MiB arena for {self.buffers} buffers"
+                + (f" (at the peak: {parts})" if parts else ""))
+
+
 def _amp_compile() -> str:
     """The amp-compile of this build ($AMP_COMPILE, else build/bin, else PATH)."""
     explicit = os.environ.get("AMP_COMPILE")
@@ -252,6 +281,14 @@ class Step:
         self.cache_hit: bool = cache_hit
         """Whether the compile cache held the step (nothing was compiled)."""
         self.load_from(model)
+
+    @property
+    def memory_plan(self) -> Optional[MemoryPlan]:
+        """The plan of the step's working memory, known before it runs (the
+        CPU backend's amp-plan-memory; the batch shape running now), or
+        None where the step has none (the CUDA backend, AMP_MEMORY_PLAN=0)."""
+        plan = self._native.memory_plan
+        return MemoryPlan(**plan) if plan is not None else None
 
     def _adopt(self, native: Any, imported: _importer.ImportedModel) -> None:
         """Makes ``native`` (compiled from ``imported``) the step that runs."""

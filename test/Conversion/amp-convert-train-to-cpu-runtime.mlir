@@ -1,5 +1,6 @@
 // RUN: amp-opt %s -amp-convert-train-to-cpu-runtime -split-input-file | FileCheck %s
 // RUN: amp-opt %s -amp-convert-train-to-cpu-runtime="conv-as-gemm=true" -split-input-file | FileCheck %s --check-prefix=IM2COL
+// RUN: amp-opt %s -amp-convert-train-to-cpu-runtime="native-bf16=true" -split-input-file | FileCheck %s --check-prefix=NATIVE
 // RUN: amp-opt %s -amp-convert-train-to-cpu-runtime -amp-convert-train-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -split-input-file | FileCheck %s --check-prefix=BUF
 
 // GEMMs and convolutions become train.runtime_call of the CBLAS runtime;
@@ -51,6 +52,11 @@ func.func @transposes(%a: tensor<4x8xf32>, %b: tensor<4x3xf32>, %c: tensor<5x8xf
 // bf16 batch_matmul: batch, m, n, k.
 // CHECK-LABEL: func.func @batched
 // CHECK: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] : (tensor<6x4x7xbf16>, tensor<6x5x7xbf16>) -> tensor<6x4x5xf32>
+// Where the target multiplies bf16 natively, oneDNN's matmul takes the
+// operands as they are: no scratch for the memory plan to reserve (without
+// the attribute, amp-plan-memory reserves f32 copies of 16-bit operands).
+// NATIVE-LABEL: func.func @batched
+// NATIVE: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] {amp.workspace_bytes = 0 : i64}
 func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4x5xbf16> {
   %0 = train.batch_matmul %q, %k transpose_rhs accumulate f32 : tensor<6x4x7xbf16>, tensor<6x5x7xbf16> -> tensor<6x4x5xbf16>
   return %0 : tensor<6x4x5xbf16>
@@ -60,10 +66,18 @@ func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4
 
 // Convolution and its gradients: dtypes, then n c h w, f kh kw, oh ow,
 // strides, padding, dilation.
+// Each records the scratch the runtime takes for it (amp.workspace_bytes,
+// include/amp/Runtime/ConvWorkspace.h), each piece rounded up to 64 bytes:
+// f32 copies of the f16 operands (x 1984, w 448, dy 832) plus, on oneDNN's
+// path (the forward pass and the filter gradient), its blocked copies of
+// x, w and y as f32 with 3 and 4 channels padded to 4 (2624 + 576 + 832),
+// or on the im2col path (the input gradient of a 3-channel input) the
+// column matrix of both images, 27 x 50 floats + 1 (5440), and the
+// output-shaped one, 4 x 50 + 1 (832).
 // CHECK-LABEL: func.func @convs
-// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = -1 : i64} : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
-// CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = -1 : i64} : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
-// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = -1 : i64} : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 6464 : i64} : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 7552 : i64} : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 6848 : i64} : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
 // conv-as-gemm=true: amp-lower-cuda's im2col GEMMs, here through CBLAS
 // (f32 products, each rounded once; the convolution runtime is not called).
 // IM2COL-LABEL: func.func @convs
@@ -185,4 +199,38 @@ func.func @attention_rank2(%q: tensor<9x8xf32>, %k: tensor<6x8xf32>) -> tensor<9
 func.func @attention_f16_accumulator(%q: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %o, %lse = train.attention %q, %q, %q scale 0.35 accumulate f16 : tensor<4x8xf16>, tensor<4x8xf16>, tensor<4x8xf16>
   return %o : tensor<4x8xf16>
+}
+
+// -----
+
+// bf16 operands: widened like f16 ones unless the target multiplies bf16
+// natively (native-bf16), where every pass takes oneDNN's path (the input
+// gradient's image has more than 4 pixels, the filter gradient's more than
+// 16) with no f32 copies: 2624 + 576 + 832 bytes.
+// CHECK-LABEL: func.func @convs_bf16
+// CHECK: @amp_cpu_conv2d(%arg0, %arg1) {{.*}} {amp.workspace_bytes = 6464 : i64}
+// CHECK: @amp_cpu_conv2d_grad_input(%arg2, %arg1) {{.*}} {amp.workspace_bytes = 7552 : i64}
+// CHECK: @amp_cpu_conv2d_grad_filter(%arg2, %arg0) {{.*}} {amp.workspace_bytes = 6848 : i64}
+// NATIVE-LABEL: func.func @convs_bf16
+// NATIVE: @amp_cpu_conv2d(%arg0, %arg1) {{.*}} {amp.workspace_bytes = 4032 : i64}
+// NATIVE: @amp_cpu_conv2d_grad_input(%arg2, %arg1) {{.*}} {amp.workspace_bytes = 4032 : i64}
+// NATIVE: @amp_cpu_conv2d_grad_filter(%arg2, %arg0) {{.*}} {amp.workspace_bytes = 4032 : i64}
+func.func @convs_bf16(%x: tensor<2x3x9x9xbf16>, %w: tensor<4x3x3x3xbf16>, %dy: tensor<2x4x5x5xbf16>) -> (tensor<2x4x5x5xbf16>, tensor<2x3x9x9xbf16>, tensor<4x3x3x3xbf16>) {
+  %y = train.conv2d %x, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x3x9x9xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x4x5x5xbf16>
+  %dx = train.conv2d_grad_input %dy, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x5x5xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x3x9x9xbf16>
+  %dw = train.conv2d_grad_filter %dy, %x strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x5x5xbf16>, tensor<2x3x9x9xbf16> -> tensor<4x3x3x3xbf16>
+  return %y, %dx, %dw : tensor<2x4x5x5xbf16>, tensor<2x3x9x9xbf16>, tensor<4x3x3x3xbf16>
+}
+
+// -----
+
+// A bf16 linear layer on such a target: only the bias is widened, one f32
+// row of n = 3 (12 bytes).
+// CHECK-LABEL: func.func @linear_bf16
+// CHECK: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] : (tensor<4x8xbf16>
+// NATIVE-LABEL: func.func @linear_bf16
+// NATIVE: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 12 : i64}
+func.func @linear_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x3xbf16>, %b: tensor<3xbf16>) -> tensor<4x3xbf16> {
+  %y = train.matmul %x, %w, %b accumulate f32 : tensor<4x8xbf16>, tensor<8x3xbf16>, tensor<3xbf16> -> tensor<4x3xbf16>
+  return %y : tensor<4x3xbf16>
 }

@@ -138,7 +138,30 @@ func.func @workspace(%a: memref<256xf16>, %r: memref<256xf32>) {
 
 // -----
 
-// A runtime call whose scratch is not bounded in advance (a convolution's:
+// A call whose lowering recorded its scratch (amp.workspace_bytes: a
+// convolution's, which knows the runtime's paths) gets that, rounded up to
+// the alignment, in place of the f32 room for its f16 operand (1024 bytes):
+// 100 -> 128 bytes, after %out's 1024 at offset 0.
+// WS-LABEL: func.func @recorded
+// WS-SAME: at_peak = {convolution = 1024 : i64, workspace = 128 : i64}
+// WS: memref.alloc() {alignment = 64 : i64} : memref<1152xi8>
+// WS: %[[W:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<1152xi8> to memref<128xi8>
+// WS: call @ws(%{{.*}}, %{{.*}}) : (index, i64) -> ()
+// WS-NEXT: call @amp_cpu_conv2d(
+func.func private @amp_cpu_conv2d(index, index)
+func.func @recorded(%a: memref<256xf16>, %r: memref<256xf32>) {
+  %out = memref.alloc() : memref<256xf32>
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<256xf16> -> index
+  %po = memref.extract_aligned_pointer_as_index %out : memref<256xf32> -> index
+  func.call @amp_cpu_conv2d(%pa, %po) {amp.workspace_bytes = 100 : i64} : (index, index) -> ()
+  memref.copy %out, %r : memref<256xf32> to memref<256xf32>
+  memref.dealloc %out : memref<256xf32>
+  return
+}
+
+// -----
+
+// A runtime call whose scratch is not bounded in advance (a lowering's
 // amp.workspace_bytes = -1) leaves its function to the heap.
 // WS-LABEL: func.func @unbounded
 // WS-NOT: amp.memory_plan

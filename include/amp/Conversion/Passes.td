@@ -141,7 +141,15 @@ def ConvertTrainToCpuRuntimePass
 
     The runtime widens f16/bf16 operands exactly to f32 and calls
     `cblas_sgemm` (convolutions through im2col / col2im), so every product is
-    exact and accumulates in f32, as on a Tensor Core. Ops it does not take
+    exact and accumulates in f32, as on a Tensor Core.
+
+    Each convolution call records the scratch the runtime takes for it
+    (`amp.workspace_bytes`, include/amp/Runtime/ConvWorkspace.h: widened
+    operands and im2col chunks, or oneDNN's blocked copies, on the path the
+    runtime's measured rule picks), which `amp-plan-memory` reserves in the
+    step's arena; with `native-bf16` (a target with AVX-512 BF16 or
+    AMX-BF16), bf16 operands go to oneDNN as they are and GEMMs of two bf16
+    operands record none. Ops it does not take
     (an f64 accumulator, f64 operands) are left for the linalg patterns.
 
     ```
@@ -152,7 +160,11 @@ def ConvertTrainToCpuRuntimePass
     Option<"convAsGemm", "conv-as-gemm", "bool", /*default=*/"false",
            "Convolutions as GEMMs on im2col column matrices (the CUDA "
            "lowering's form; for testing it against the runtime's "
-           "convolutions)">
+           "convolutions)">,
+    Option<"nativeBf16", "native-bf16", "bool", /*default=*/"false",
+           "The target CPU multiplies bf16 natively (AVX-512 BF16 or "
+           "AMX-BF16): the scratch a convolution of bf16 operands records "
+           "for the memory plan (amp.workspace_bytes) has no widened copies">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -617,14 +629,16 @@ def PlanMemoryPass : Pass<"amp-plan-memory", "::mlir::ModuleOp"> {
     With `workspace-function`, each call of a function declaration whose
     name starts with `runtime-prefix` (a runtime call: GEMM, attention...)
     also gets a workspace,
-    planned as a buffer live at the call alone: an f32 copy's room for each
-    16-bit float operand (the runtime widens such operands) plus the free
-    range that follows it at that point, lent to the runtime for the call
-    (`workspace-function(base, bytes)` before it, `(0, 0)` after it). The
-    runtime's scratch then comes from the arena where it fits, and the
-    plan's peak includes it. A call whose lowering marked its extra scratch
-    as not bounded in advance (`amp.workspace_bytes = -1`: the CPU
-    runtime's convolutions) leaves its function to the heap.
+    planned as a buffer live at the call alone: the bytes its lowering
+    recorded (`amp.workspace_bytes`: a convolution's im2col chunks or
+    oneDNN's blocked copies, a native bf16 GEMM's none), else an f32 copy's
+    room for each 16-bit float operand (the runtime widens such operands),
+    plus the free range that follows it at that point, lent to the runtime
+    for the call (`workspace-function(base, bytes)` before it, `(0, 0)`
+    after it). The runtime's scratch then comes from the arena where it
+    fits, and the plan's peak includes it. A call whose lowering marked its
+    scratch as not bounded in advance (`amp.workspace_bytes = -1`) leaves
+    its function to the heap.
 
     The function records the plan in `amp.memory_plan`: `arena_bytes` (the
     planned peak, known before the step runs), `live_peak_bytes` (the most

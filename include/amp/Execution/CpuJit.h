@@ -134,6 +134,14 @@ bool isStateInPlace();
 /// measuring the difference. Part of the compile cache's key.
 bool isMemoryPlanned();
 
+/// Whether code compiled for CPU `cpu` ("": this machine) multiplies bf16
+/// natively (AVX-512 BF16 or AMX-BF16), as the CPU runtime checks at run
+/// time: the lowering then plans a bf16 convolution's scratch without
+/// widened copies (amp-lower-cpu's native-bf16). A named CPU answers false
+/// (an upper bound of the scratch on any CPU). The host's features are in
+/// the compile cache's key.
+bool targetMultipliesBf16(llvm::StringRef cpu);
+
 /// amp-plan-memory's record of function `name` in a lowered module (on the
 /// function or the LLVM function it became); empty where it has none.
 MemoryPlan readMemoryPlan(mlir::ModuleOp module, llvm::StringRef name);

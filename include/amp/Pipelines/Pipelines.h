@@ -212,6 +212,13 @@ struct CpuLoweringOptions
                      "liveness (amp-plan-memory); false: one heap "
                      "allocation per buffer"),
       llvm::cl::init(true)};
+  Option<bool> nativeBf16{
+      *this, "native-bf16",
+      llvm::cl::desc("The target CPU multiplies bf16 natively (AVX-512 "
+                     "BF16 or AMX-BF16): the memory plan reserves no "
+                     "widened copies for convolutions of bf16 operands "
+                     "(amp-convert-train-to-cpu-runtime's native-bf16)"),
+      llvm::cl::init(false)};
 };
 
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no

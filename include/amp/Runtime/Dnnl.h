@@ -26,6 +26,7 @@
 #ifndef AMP_RUNTIME_DNNL_H
 #define AMP_RUNTIME_DNNL_H
 
+#include "amp/Runtime/ConvWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
 
 #include <cstdint>
@@ -33,23 +34,6 @@
 #include <string>
 
 namespace amp {
-
-/// The geometry of a 2-D convolution, NCHW input and OIHW filter; padding
-/// (ph, pw) on both sides, output (oh, ow) as the op's result type says.
-struct ConvGeometry {
-  int64_t n, c, h, w, f, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
-  /// Rows of an image's column matrix: one per (channel, kernel offset).
-  int64_t patch() const { return c * kh * kw; }
-  /// Columns of an image's column matrix: one per output pixel.
-  int64_t pixels() const { return oh * ow; }
-  int64_t inputSize() const { return c * h * w; }
-  int64_t outputSize() const { return f * oh * ow; }
-};
-
-/// The three passes of a convolution's training step.
-enum class ConvPass { Forward, BackwardData, BackwardWeights };
-
-enum class ConvPath { Im2col, OneDnn };
 
 /// Where a GEMM with bf16 operands runs on a CPU that multiplies bf16
 /// natively: oneDNN's bf16 matmul, or OpenBLAS on widened copies.

@@ -314,6 +314,25 @@ NB_MODULE(_native, m) {
                    "(shape, element type) of each argument of the step.")
       .def_prop_ro("backend",
                    [](const NativeStep &s) { return s.manifest().backend; })
+      .def_prop_ro(
+          "memory_plan",
+          [](const NativeStep &s) -> nb::object {
+            const MemoryPlan &plan = s.manifest().step.memoryPlan;
+            if (plan.empty())
+              return nb::none();
+            nb::dict atPeak, out;
+            for (const auto &[kind, bytes] : plan.atPeak)
+              atPeak[kind.c_str()] = bytes;
+            out["arena_bytes"] = plan.arenaBytes;
+            out["live_peak_bytes"] = plan.livePeakBytes;
+            out["buffers"] = plan.buffers;
+            out["unplanned_buffers"] = plan.unplannedBuffers;
+            out["unplanned_bytes"] = plan.unplannedBytes;
+            out["at_peak"] = atPeak;
+            return out;
+          },
+          "The step's memory plan (amp-plan-memory, from the artifact's "
+          "manifest) as a dict, or None where the step has none.")
       .def_prop_ro("params",
                    [](const NativeStep &s) { return indices(s.abi().params); })
       .def_prop_ro("masters",

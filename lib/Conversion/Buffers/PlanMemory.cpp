@@ -89,19 +89,20 @@ Operation *allocOf(Value value) {
   }
 }
 
-/// The scratch a runtime call may need of its workspace: an f32 copy of
-/// each 16-bit float operand it receives (the runtime widens such
-/// operands; an upper bound where it need not), each aligned, and what its
-/// lowering recorded it takes besides (amp.workspace_bytes); -1 where that
-/// is not bounded.
+/// The scratch a runtime call may need of its workspace: what its lowering
+/// recorded (amp.workspace_bytes: the lowering knows the runtime's paths;
+/// -1 where that is not bounded), else an f32 copy of each 16-bit float
+/// operand it receives (the runtime widens such operands; an upper bound
+/// where it need not), each aligned.
 int64_t workspaceBytes(func::CallOp call, int64_t alignment) {
-  int64_t bytes = 0;
-  if (auto extra =
+  if (auto recorded =
           call->getAttrOfType<IntegerAttr>(amp::kWorkspaceBytesAttrName)) {
-    if (extra.getInt() < 0)
+    if (recorded.getInt() < 0)
       return -1;
-    bytes += llvm::alignTo(extra.getInt(), alignment);
+    return std::max<int64_t>(llvm::alignTo(recorded.getInt(), alignment),
+                             alignment);
   }
+  int64_t bytes = 0;
   for (Value operand : call.getOperands()) {
     auto extract =
         operand.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>();

@@ -23,6 +23,7 @@
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Runtime/Collectives.h"
+#include "amp/Runtime/ConvWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
 
 #include "mlir/IR/Dominance.h"
@@ -430,8 +431,8 @@ struct AllReduceToRuntime : OpRewritePattern<AllReduceOp> {
 };
 
 template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
-  GemmToRuntime(MLIRContext *ctx, RuntimeTarget target)
-      : OpRewritePattern<OpTy>(ctx), target(target) {}
+  GemmToRuntime(MLIRContext *ctx, RuntimeTarget target, bool nativeBf16)
+      : OpRewritePattern<OpTy>(ctx), target(target), nativeBf16(nativeBf16) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -465,18 +466,34 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
       }
       return success();
     }
-    if (bias)
-      replaceWithRuntimeCall(
-          rewriter, op, "amp_cpu_gemm_bias", {op.getLhs(), op.getRhs(), bias},
-          {lhsType, rhsType, *runtimeDTypeOf(bias), batch, m, n, k, ta, tb});
-    else
-      replaceWithRuntimeCall(rewriter, op, "amp_cpu_gemm",
-                             {op.getLhs(), op.getRhs()},
-                             {lhsType, rhsType, batch, m, n, k, ta, tb});
+    SmallVector<Value> inputs = {op.getLhs(), op.getRhs()};
+    SmallVector<int64_t> params = {lhsType, rhsType, batch, m, n, k, ta, tb};
+    if (bias) {
+      inputs.push_back(bias);
+      params.insert(params.begin() + 2, *runtimeDTypeOf(bias));
+    }
+    Operation *call = createRuntimeCall(
+        rewriter, op, bias ? "amp_cpu_gemm_bias" : "amp_cpu_gemm",
+        TypeRange{type.clone(rewriter.getF32Type())}, inputs, params);
+    // Two bf16 operands on a target that multiplies them natively go to
+    // oneDNN's matmul as they are: the scratch the plan reserves is a
+    // 16-bit bias's f32 row alone (the default: an f32 copy of each 16-bit
+    // operand).
+    int64_t bf16 = int64_t(RuntimeDType::BF16);
+    if (nativeBf16 && lhsType == bf16 && rhsType == bf16) {
+      bool narrowBias =
+          bias && *runtimeDTypeOf(bias) != int64_t(RuntimeDType::F32);
+      call->setAttr(kWorkspaceBytesAttrName,
+                    rewriter.getI64IntegerAttr(narrowBias ? n * 4 : 0));
+    }
+    rewriter.replaceOp(
+        op, roundTo(rewriter, op.getLoc(), call->getResult(0), type));
     return success();
   }
 
   RuntimeTarget target;
+  /// The target multiplies bf16 natively (the plan's workspace bound).
+  bool nativeBf16;
 };
 
 /// Whether the runtime computes convolution (or gradient) `op`: an
@@ -496,8 +513,8 @@ LogicalResult matchRuntimeConv(OpTy op, PatternRewriter &rewriter) {
 /// comes from the input, filter and output shapes, whichever of them are the
 /// op's operands and result.
 template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
-  ConvToRuntime(MLIRContext *ctx, StringRef callee)
-      : OpRewritePattern<OpTy>(ctx), callee(callee) {}
+  ConvToRuntime(MLIRContext *ctx, StringRef callee, bool nativeBf16)
+      : OpRewritePattern<OpTy>(ctx), callee(callee), nativeBf16(nativeBf16) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -530,9 +547,23 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
     Operation *call = createRuntimeCall(
         rewriter, op, callee, TypeRange{type.clone(rewriter.getF32Type())},
         {first, second}, params);
-    // Its scratch (im2col chunks, oneDNN's scratchpad) is not bounded in
-    // advance: amp-plan-memory leaves its function to the heap.
-    call->setAttr(kWorkspaceBytesAttrName, rewriter.getI64IntegerAttr(-1));
+    // Its scratch (widened operands, im2col chunks or oneDNN's blocked
+    // copies), reserved in the step's memory plan.
+    amp::ConvGeometry geometry{input[0],  input[1],  input[2],  input[3],
+                               filter[0], filter[2], filter[3], output[2],
+                               output[3], s[0],      s[1],      p[0],
+                               p[1],      d[0],      d[1]};
+    amp::ConvPass pass = std::is_same_v<OpTy, Conv2dOp> ? amp::ConvPass::Forward
+                         : std::is_same_v<OpTy, Conv2dGradInputOp>
+                             ? amp::ConvPass::BackwardData
+                             : amp::ConvPass::BackwardWeights;
+    Type typeA = getElementTypeOrSelf(first.getType()),
+         typeB = getElementTypeOrSelf(second.getType());
+    auto bytes = [](Type t) { return t.isF32() ? 4 : 2; };
+    call->setAttr(kWorkspaceBytesAttrName,
+                  rewriter.getI64IntegerAttr(amp::convWorkspaceBytes(
+                      pass, geometry, bytes(typeA), bytes(typeB),
+                      nativeBf16 && typeA.isBF16() && typeB.isBF16())));
     Value acc = call->getResult(0);
     if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
       if (Value bias = op.getBias()) {
@@ -546,6 +577,8 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
   }
 
   std::string callee;
+  /// The target multiplies bf16 natively (the plan's workspace bound).
+  bool nativeBf16;
 };
 
 /// A GEMM of 2-D tensors through the target's runtime: [m, k] x [k, n] (each
@@ -1093,9 +1126,10 @@ template <typename PatternT> LogicalResult applyFusion(ModuleOp module) {
 
 /// Applies the runtime patterns of one target to a module.
 LogicalResult convertToRuntime(ModuleOp module, RuntimeTarget target,
-                               bool convAsGemm = false) {
+                               bool convAsGemm = false,
+                               bool nativeBf16 = false) {
   RewritePatternSet patterns(module.getContext());
-  populateTrainToRuntimePatterns(patterns, target, convAsGemm);
+  populateTrainToRuntimePatterns(patterns, target, convAsGemm, nativeBf16);
   GreedyRewriteConfig config;
   config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
   return applyPatternsGreedily(module, std::move(patterns), config);
@@ -1106,8 +1140,8 @@ struct ConvertTrainToCpuRuntimePass
           ConvertTrainToCpuRuntimePass> {
   using ConvertTrainToCpuRuntimePassBase::ConvertTrainToCpuRuntimePassBase;
   void runOnOperation() override {
-    if (failed(
-            convertToRuntime(getOperation(), RuntimeTarget::Cpu, convAsGemm)))
+    if (failed(convertToRuntime(getOperation(), RuntimeTarget::Cpu, convAsGemm,
+                                nativeBf16)))
       signalPassFailure();
   }
 };
@@ -1127,11 +1161,11 @@ struct ConvertTrainToCudaRuntimePass
 } // namespace
 
 void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
-                                         RuntimeTarget target,
-                                         bool convAsGemm) {
+                                         RuntimeTarget target, bool convAsGemm,
+                                         bool nativeBf16) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<GemmToRuntime<MatmulOp>, GemmToRuntime<BatchMatmulOp>>(ctx,
-                                                                      target);
+  patterns.add<GemmToRuntime<MatmulOp>, GemmToRuntime<BatchMatmulOp>>(
+      ctx, target, nativeBf16);
   // Batch matmuls of any rank and broadcast batch dims: the rank-3 form.
   populateBatchMatmulToRank3Patterns(patterns);
   patterns.add<EmbeddingGradToRuntime>(ctx, target);
@@ -1145,9 +1179,9 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
                  ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);
     return;
   }
-  patterns.add<ConvToRuntime<Conv2dOp>>(ctx, "amp_cpu_conv2d");
-  patterns.add<ConvToRuntime<Conv2dGradInputOp>>(ctx,
-                                                 "amp_cpu_conv2d_grad_input");
-  patterns.add<ConvToRuntime<Conv2dGradFilterOp>>(ctx,
-                                                  "amp_cpu_conv2d_grad_filter");
+  patterns.add<ConvToRuntime<Conv2dOp>>(ctx, "amp_cpu_conv2d", nativeBf16);
+  patterns.add<ConvToRuntime<Conv2dGradInputOp>>(
+      ctx, "amp_cpu_conv2d_grad_input", nativeBf16);
+  patterns.add<ConvToRuntime<Conv2dGradFilterOp>>(
+      ctx, "amp_cpu_conv2d_grad_filter", nativeBf16);
 }

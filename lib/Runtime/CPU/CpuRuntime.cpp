@@ -171,14 +171,6 @@ void col2im(const ConvGeometry &g, float *col, int64_t ld, float *image) {
   });
 }
 
-/// Images per GEMM: all of them, unless the column matrix of a chunk would
-/// pass 1 Mi floats (4 MiB).
-int64_t imagesPerChunk(const ConvGeometry &g) {
-  int64_t perImage = std::max<int64_t>(g.patch() * g.pixels(), 1);
-  return std::clamp<int64_t>((int64_t(1) << 20) / perImage, 1,
-                             std::max<int64_t>(g.n, 1));
-}
-
 /// Copies images [first, first + count) of an [n, rows, pixels] tensor into
 /// a [rows, count * pixels] matrix (image-major columns), or back.
 void packImages(const float *tensor, float *matrix, int64_t first,

@@ -253,23 +253,7 @@ ConvPath amp::chooseConvPath(ConvPass pass, const ConvGeometry &g,
   int forced = forcedConvPath();
   if (forced >= 0)
     return ConvPath(forced);
-  // amp-bench-conv-paths on the benchmark models' convolutions (Sapphire
-  // Rapids, AMX; docs/benchmarks.md): oneDNN is 1.1-9x faster except where
-  // its blocked layouts have little to block - the filter gradient of small
-  // images (a 4x4 or 2x2 image with 256-512 channels: 0.3-0.7x in bf16,
-  // 0.6x in f32 at 2x2) and the f32 input gradient of a 1- or 3-channel
-  // input (0.4-0.65x).
-  switch (pass) {
-  case ConvPass::Forward:
-    return ConvPath::OneDnn;
-  case ConvPass::BackwardData:
-    if (bf16)
-      return g.pixels() <= 4 ? ConvPath::Im2col : ConvPath::OneDnn;
-    return g.c < 8 ? ConvPath::Im2col : ConvPath::OneDnn;
-  case ConvPass::BackwardWeights:
-    return g.pixels() <= (bf16 ? 16 : 4) ? ConvPath::Im2col : ConvPath::OneDnn;
-  }
-  return ConvPath::OneDnn;
+  return measuredConvPath(pass, g, bf16);
 }
 
 bool amp::runDnnlConvolution(ConvPass pass, const ConvGeometry &g,

@@ -36,10 +36,14 @@ enum class RuntimeTarget {
 /// the module. conv2d, conv2d_grad_input and conv2d_grad_filter become the
 /// CPU runtime's convolutions, or (CUDA, or `convAsGemm` on the CPU) GEMMs
 /// on im2col column matrices with generated gather/scatter kernels around
-/// them. Other accumulators are left for the linalg patterns.
+/// them. Other accumulators are left for the linalg patterns. Each CPU
+/// convolution call records the scratch it takes (amp.workspace_bytes, for
+/// amp-plan-memory), with bf16 operands multiplied as they are where
+/// `nativeBf16` says the target CPU does (AVX-512 BF16 or AMX-BF16).
 void populateTrainToRuntimePatterns(mlir::RewritePatternSet &patterns,
                                     RuntimeTarget target,
-                                    bool convAsGemm = false);
+                                    bool convAsGemm = false,
+                                    bool nativeBf16 = false);
 
 /// Makes train.runtime_call bufferizable: it becomes a func.call on the
 /// addresses of dense input buffers and a new f32 result buffer.

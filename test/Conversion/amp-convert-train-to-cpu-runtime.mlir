@@ -53,10 +53,11 @@ func.func @transposes(%a: tensor<4x8xf32>, %b: tensor<4x3xf32>, %c: tensor<5x8xf
 // CHECK-LABEL: func.func @batched
 // CHECK: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] : (tensor<6x4x7xbf16>, tensor<6x5x7xbf16>) -> tensor<6x4x5xf32>
 // Where the target multiplies bf16 natively, oneDNN's matmul takes the
-// operands as they are: no scratch for the memory plan to reserve (without
-// the attribute, amp-plan-memory reserves f32 copies of 16-bit operands).
+// operands as they are: the plan reserves its scratchpad, bounded by the
+// operands' size in f32, 4 x 6 x 7 x (4 + 5) bytes (or 4 MiB; without the
+// attribute, amp-plan-memory reserves f32 copies of 16-bit operands).
 // NATIVE-LABEL: func.func @batched
-// NATIVE: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] {amp.workspace_bytes = 0 : i64}
+// NATIVE: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] {amp.workspace_bytes = 1512 : i64}
 func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4x5xbf16> {
   %0 = train.batch_matmul %q, %k transpose_rhs accumulate f32 : tensor<6x4x7xbf16>, tensor<6x5x7xbf16> -> tensor<6x4x5xbf16>
   return %0 : tensor<6x4x5xbf16>
@@ -224,12 +225,12 @@ func.func @convs_bf16(%x: tensor<2x3x9x9xbf16>, %w: tensor<4x3x3x3xbf16>, %dy: t
 
 // -----
 
-// A bf16 linear layer on such a target: only the bias is widened, one f32
-// row of n = 3 (12 bytes).
+// A bf16 linear layer on such a target: the bias's f32 row of n = 3 (12
+// bytes, 64 aligned) and the scratchpad's bound, 4 x 8 x (4 + 3) bytes.
 // CHECK-LABEL: func.func @linear_bf16
 // CHECK: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] : (tensor<4x8xbf16>
 // NATIVE-LABEL: func.func @linear_bf16
-// NATIVE: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 12 : i64}
+// NATIVE: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 288 : i64}
 func.func @linear_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x3xbf16>, %b: tensor<3xbf16>) -> tensor<4x3xbf16> {
   %y = train.matmul %x, %w, %b accumulate f32 : tensor<4x8xbf16>, tensor<8x3xbf16>, tensor<3xbf16> -> tensor<4x3xbf16>
   return %y : tensor<4x3xbf16>

@@ -148,8 +148,9 @@ def ConvertTrainToCpuRuntimePass
     operands and im2col chunks, or oneDNN's blocked copies, on the path the
     runtime's measured rule picks), which `amp-plan-memory` reserves in the
     step's arena; with `native-bf16` (a target with AVX-512 BF16 or
-    AMX-BF16), bf16 operands go to oneDNN as they are and GEMMs of two bf16
-    operands record none. Ops it does not take
+    AMX-BF16), bf16 operands go to oneDNN as they are: their convolutions
+    and GEMMs record no f32 copies (a GEMM records a bound of oneDNN's
+    scratchpad instead). Ops it does not take
     (an f64 accumulator, f64 operands) are left for the linalg patterns.
 
     ```
@@ -631,7 +632,8 @@ def PlanMemoryPass : Pass<"amp-plan-memory", "::mlir::ModuleOp"> {
     also gets a workspace,
     planned as a buffer live at the call alone: the bytes its lowering
     recorded (`amp.workspace_bytes`: a convolution's im2col chunks or
-    oneDNN's blocked copies, a native bf16 GEMM's none), else an f32 copy's
+    oneDNN's blocked copies, a native bf16 GEMM's scratchpad), else an f32
+    copy's
     room for each 16-bit float operand (the runtime widens such operands),
     plus the free range that follows it at that point, lent to the runtime
     for the call (`workspace-function(base, bytes)` before it, `(0, 0)`

@@ -26,24 +26,33 @@ static json::Array specsToJson(llvm::ArrayRef<TensorSpec> specs) {
   return array;
 }
 
+static json::Object memoryPlanToJson(const MemoryPlan &plan) {
+  json::Object atPeak;
+  for (const auto &[kind, bytes] : plan.atPeak)
+    atPeak[kind] = int64_t(bytes);
+  return json::Object{{"arena_bytes", int64_t(plan.arenaBytes)},
+                      {"live_peak_bytes", int64_t(plan.livePeakBytes)},
+                      {"buffers", int64_t(plan.buffers)},
+                      {"unplanned_buffers", int64_t(plan.unplannedBuffers)},
+                      {"unplanned_bytes", int64_t(plan.unplannedBytes)},
+                      {"at_peak", std::move(atPeak)}};
+}
+
+std::string amp::serializeMemoryPlan(const MemoryPlan &plan) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << json::Value(memoryPlanToJson(plan));
+  return text;
+}
+
 static json::Object functionToJson(const ArtifactFunctionInfo &function) {
   json::Object o{{"name", function.name},
                  {"arguments", specsToJson(function.arguments)},
                  {"results", specsToJson(function.results)}};
   if (!function.resultArguments.empty())
     o["in_place"] = json::Array(function.resultArguments);
-  if (const MemoryPlan &plan = function.memoryPlan; !plan.empty()) {
-    json::Object atPeak;
-    for (const auto &[kind, bytes] : plan.atPeak)
-      atPeak[kind] = int64_t(bytes);
-    o["memory_plan"] = json::Object{
-        {"arena_bytes", int64_t(plan.arenaBytes)},
-        {"live_peak_bytes", int64_t(plan.livePeakBytes)},
-        {"buffers", int64_t(plan.buffers)},
-        {"unplanned_buffers", int64_t(plan.unplannedBuffers)},
-        {"unplanned_bytes", int64_t(plan.unplannedBytes)},
-        {"at_peak", std::move(atPeak)}};
-  }
+  if (const MemoryPlan &plan = function.memoryPlan; !plan.empty())
+    o["memory_plan"] = memoryPlanToJson(plan);
   return o;
 }
 

@@ -320,6 +320,30 @@ static llvm::Error forEachPart(std::vector<ModulePart> &parts, unsigned jobs,
   return llvm::Error::success();
 }
 
+/// Appends amp-lower-cpu with the options of a cpu artifact of `options`.
+static void buildCpuLowering(PassManager &pm, const ArtifactOptions &options) {
+  CpuLoweringOptions lowering;
+  lowering.fusedAttention = options.fusedAttention;
+  lowering.memoryPlan = isMemoryPlanned();
+  lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
+  buildCpuLoweringPipeline(pm, lowering);
+}
+
+llvm::Expected<MemoryPlan> amp::planCpuMemory(ModuleOp module,
+                                              llvm::StringRef name,
+                                              const ArtifactOptions &options) {
+  if (!module.lookupSymbol<func::FuncOp>(name))
+    return error("no function @" + name + " in the module");
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  prepareEntryPoints(*copy, {name});
+  PassManager pm(module.getContext());
+  pm.enableVerifier(options.verifyEach);
+  buildCpuLowering(pm, options);
+  if (failed(pm.run(*copy)))
+    return error("lowering for cpu failed");
+  return readMemoryPlan(*copy, name);
+}
+
 llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
                                  const ArtifactOptions &options,
                                  llvm::StringRef outputPath) {
@@ -370,11 +394,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
     if (failed(parsePassPipeline(getCudaLoweringPipeline(lowering), pm)))
       return error("the amp-lower-cuda pipeline does not parse");
   } else {
-    CpuLoweringOptions lowering;
-    lowering.fusedAttention = options.fusedAttention;
-    lowering.memoryPlan = isMemoryPlanned();
-    lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
-    buildCpuLoweringPipeline(pm, lowering);
+    buildCpuLowering(pm, options);
   }
   if (failed(pm.run(*copy)))
     return error("lowering for " + options.backend + " failed");

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from . import _importer
-from ._api import _DTYPE_NAMES, _amp_compile, _check_precision, _module_file
+from ._api import MemoryPlan, _DTYPE_NAMES, _amp_compile, _check_precision, _module_file
 from ._errors import CompileError, UnsupportedNode
 
 
@@ -52,6 +52,10 @@ class Report:
     blocking: List[UnsupportedNode]
     ops_by_precision: Dict[str, int]
     activation_bytes: Dict[str, float]
+    memory_plan: Optional[MemoryPlan] = None
+    """The CPU step's memory plan (amp-plan-memory: the arena of its working
+    memory, known before it runs), where the model compiles; the step is
+    lowered to plan it, no code is generated."""
 
     @property
     def compiles(self) -> bool:
@@ -89,6 +93,8 @@ class Report:
                                self.activation_bytes.get("mixed", 0), self.opt_level,
                                self.activation_bytes.get("f32", 0),
                                self.activation_bytes.get("saved_fraction", 0)))
+            if self.memory_plan is not None:
+                out.append(f"memory plan of the step: {self.memory_plan}")
         return "\n".join(out)
 
 
@@ -103,16 +109,25 @@ def _amp_opt() -> str:
 _DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
 
 
-def _verify(text: str, opt_level: str, dtype: str) -> List[UnsupportedNode]:
+def _verify(text: str, opt_level: str,
+            dtype: str) -> Tuple[List[UnsupportedNode], Optional[MemoryPlan]]:
     """amp-compile --verify-only of the imported module (amp-pipeline, the
-    verifier, the evaluation function; no code): each error it reports, at
-    the user's source line where its location has one."""
-    with _module_file(text, "amp-explain-") as (_, source):
+    verifier, the evaluation function, the CPU lowering for the memory plan;
+    no code): each error it reports, at the user's source line where its
+    location has one; and the step's memory plan where it compiles."""
+    with _module_file(text, "amp-explain-") as (directory, source):
+        plan_file = os.path.join(directory, "plan.json")
         run = subprocess.run([_amp_compile(), source, "--verify-only",
+                              f"--memory-plan={plan_file}",
                               f"--opt-level={opt_level}", f"--dtype={dtype}"],
                              capture_output=True, text=True)
+        plan = None
+        if run.returncode == 0:
+            with open(plan_file) as f:
+                record = json.load(f)
+            plan = MemoryPlan(**record) if record else None
     if run.returncode == 0:
-        return []
+        return [], plan
     problems, summary = [], []
     for line in run.stderr.splitlines():
         match = _DIAGNOSTIC.match(line)
@@ -125,7 +140,7 @@ def _verify(text: str, opt_level: str, dtype: str) -> List[UnsupportedNode]:
             summary.append(UnsupportedNode("", "", "amp-compile", 0, line.split(
                 "error: ", 1)[1].replace(source, "<the imported module>")))
     return problems or summary or [UnsupportedNode(
-        "", "", "amp-compile", 0, run.stderr.strip() or f"exited {run.returncode}")]
+        "", "", "amp-compile", 0, run.stderr.strip() or f"exited {run.returncode}")], None
 
 
 def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict]:
@@ -151,16 +166,19 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
     the captured graph with its module path and source line, the train ops
     it maps to and the precision each gets at ``opt_level`` / ``dtype``
     (amp-autocast's decision and its reason), and every node that blocks
-    compilation with the reason. Never raises for an unsupported model (the
-    report lists why); the model is not run or changed."""
+    compilation with the reason; where it compiles, the CPU step's memory
+    plan (``report.memory_plan``; the step is lowered, no code generated).
+    Never raises for an unsupported model (the report lists why); the model
+    is not run or changed."""
     _check_precision(opt_level, dtype)
     imported = _importer.import_model(model, loss_fn, example_inputs, strict=False)
     decided: List[dict] = []
     function: dict = {}
     blocking = list(imported.problems)
+    plan = None
     if not blocking:
         decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype])
-        blocking = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype])
+        blocking, plan = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype])
     # The report lists the forward's train ops in program order, which is
     # the order the importer emitted them in (autocast adds only casts,
     # listed apart): the k-th op of the report is the k-th emitted.
@@ -177,4 +195,5 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
         nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops,
                                    n.folded))
     return Report(opt_level, _DTYPE_NAMES[dtype], nodes, blocking,
-                  function.get("ops_by_precision", {}), function.get("activation_bytes", {}))
+                  function.get("ops_by_precision", {}), function.get("activation_bytes", {}),
+                  plan)

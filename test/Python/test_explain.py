@@ -35,6 +35,13 @@ def test_every_node_with_its_train_ops_precision_and_line():
     assert 0.4 < report.activation_bytes["saved_fraction"] < 0.6
     text = str(report)
     assert "train.conv2d f16" in text and "models.py:" in text
+    # The step's memory plan (the CPU lowering's, no code generated): the
+    # convolution's f32 output [batch, 8, 28, 28] is one of its buffers.
+    plan = report.memory_plan
+    x = batches(1)[0][0]
+    assert plan.arena_bytes >= plan.live_peak_bytes >= x.shape[0] * 8 * 28 * 28 * 4
+    assert sum(plan.at_peak.values()) == plan.live_peak_bytes
+    assert f"memory plan of the step: {plan}" in text
 
 
 def test_o0_keeps_everything_f32_and_bf16_is_named():
@@ -47,7 +54,7 @@ def test_o0_keeps_everything_f32_and_bf16_is_named():
 def test_blocking_nodes_are_listed_not_raised():
     model = WithLSTM()
     report = amp.explain(model, nn.CrossEntropyLoss(), batches(1)[0])
-    assert not report.compiles
+    assert not report.compiles and report.memory_plan is None
     assert any(b.module == "rnn" and "lstm" in b.op for b in report.blocking)
     linear = next(n for n in report.nodes if n.op == "aten.linear.default")
     assert linear.train_ops[0].op == "train.matmul"

@@ -104,6 +104,13 @@ cl::opt<bool> verifyOnly(
     cl::desc("Run amp-pipeline, verify the step and build its evaluation "
              "function, then stop: no code, no -o (what amp.explain runs)"),
     cl::init(false), cl::cat(category));
+cl::opt<std::string> memoryPlanPath(
+    "memory-plan",
+    cl::desc("Also write the step's memory plan (amp-plan-memory) as JSON to "
+             "<file> ('-': standard output); with --verify-only the step is "
+             "lowered for the CPU to plan it, still without code (what "
+             "amp.explain's memory line reads). CPU backend only"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 // The CPU by default: it is on every machine (a CUDA artifact compiles
 // without a GPU but needs one to train).
 cl::opt<std::string> backend("backend", cl::desc("cpu or cuda (default: cpu)"),
@@ -123,18 +130,35 @@ cl::opt<std::string> kernelFormat(
              "load) (default: fatbin)"),
     cl::init("fatbin"), cl::cat(category));
 
+/// Writes `plan` as JSON to --memory-plan's file ("-": stdout; nothing
+/// without the option), atomically; "{}" where the step has none.
+llvm::Error writeMemoryPlan(const MemoryPlan &plan) {
+  if (memoryPlanPath.empty())
+    return llvm::Error::success();
+  std::string text = (plan.empty() ? "{}" : serializeMemoryPlan(plan)) + "\n";
+  if (memoryPlanPath == "-") {
+    llvm::outs() << text;
+    return llvm::Error::success();
+  }
+  return llvm::writeToOutput(memoryPlanPath, [&](llvm::raw_ostream &os) {
+    os << text;
+    return llvm::Error::success();
+  });
+}
+
 /// Prints the memory plan of the step of the artifact at `path` (its
-/// manifest's), where it has one.
-void reportMemoryPlan(llvm::StringRef path) {
+/// manifest's), where it has one, and writes it to --memory-plan's file.
+llvm::Error reportMemoryPlan(llvm::StringRef path) {
   auto artifact = Artifact::load(path, /*openDevice=*/false);
   if (!artifact) {
     llvm::consumeError(artifact.takeError());
-    return;
+    return writeMemoryPlan(MemoryPlan());
   }
   const ArtifactFunctionInfo &step = (*artifact)->getManifest().step;
-  if (!step.memoryPlan.empty())
+  if (!step.memoryPlan.empty() && memoryPlanPath != "-")
     llvm::outs() << "amp-compile: memory plan of @" << step.name << ": "
                  << step.memoryPlan.str() << "\n";
+  return writeMemoryPlan(step.memoryPlan);
 }
 
 int fail(const llvm::Twine &message) {
@@ -217,6 +241,9 @@ int main(int argc, char **argv) {
   if (outputPath.empty() && !verifyOnly)
     return fail("-o <file> names the artifact to write (or --verify-only "
                 "compiles nothing)");
+  if (!memoryPlanPath.empty() && backend != "cpu")
+    return fail("--memory-plan is the CPU backend's (the CUDA lowering does "
+                "not plan memory)");
   if (options.syncBatchnorm && options.ranks == 1)
     return fail("--sync-batchnorm needs a data-parallel step (--ranks=N, N "
                 "> 1)");
@@ -265,7 +292,8 @@ int main(int argc, char **argv) {
                                "amp-compile", key)) {
     if (llvm::Error e = copyOut(*hit, outputPath))
       return fail(llvm::toString(std::move(e)));
-    reportMemoryPlan(outputPath);
+    if (llvm::Error e = reportMemoryPlan(outputPath))
+      return fail(llvm::toString(std::move(e)));
     return 0;
   }
   auto training =
@@ -273,14 +301,26 @@ int main(int argc, char **argv) {
   if (!training)
     return fail(llvm::toString(training.takeError()));
   clock.lap("amp-pipeline");
-  if (verifyOnly)
+  if (verifyOnly) {
+    if (memoryPlanPath.empty())
+      return 0;
+    auto plan = planCpuMemory(*training->module,
+                              training->getManifest(name, options).step.name,
+                              artifactOptions);
+    if (!plan)
+      return fail(llvm::toString(plan.takeError()));
+    clock.lap("lowering");
+    if (llvm::Error e = writeMemoryPlan(*plan))
+      return fail(llvm::toString(std::move(e)));
     return 0;
+  }
   if (llvm::Error e = compileArtifact(*training->module,
                                       training->getManifest(name, options),
                                       artifactOptions, outputPath))
     return fail(llvm::toString(std::move(e)));
   storeCachedArtifact(cache, key, outputPath, name, options, artifactOptions);
   clock.report("total", clock.elapsed());
-  reportMemoryPlan(outputPath);
+  if (llvm::Error e = reportMemoryPlan(outputPath))
+    return fail(llvm::toString(std::move(e)));
   return 0;
 }

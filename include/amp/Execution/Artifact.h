@@ -66,6 +66,9 @@ struct ArtifactManifest {
 
 /// The manifest as JSON text.
 std::string serializeManifest(const ArtifactManifest &manifest);
+/// A memory plan as the manifest's JSON object ("memory_plan": arena_bytes,
+/// live_peak_bytes, buffers, unplanned_buffers, unplanned_bytes, at_peak).
+std::string serializeMemoryPlan(const MemoryPlan &plan);
 /// Parses `text`; errors name the first missing or malformed field.
 llvm::Expected<ArtifactManifest> parseManifest(llvm::StringRef text);
 

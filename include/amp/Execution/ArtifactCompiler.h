@@ -77,6 +77,15 @@ llvm::Error compileArtifact(mlir::ModuleOp module, ArtifactManifest manifest,
                             const ArtifactOptions &options,
                             llvm::StringRef outputPath);
 
+/// Lowers a copy of `module` for the CPU as compileArtifact does (the
+/// same amp-lower-cpu options; no code is generated) and returns the
+/// memory plan of function `name` (empty where it has none:
+/// AMP_MEMORY_PLAN=0). What `amp-compile --verify-only --memory-plan`
+/// reports before anything is compiled (amp.explain's memory line).
+llvm::Expected<MemoryPlan> planCpuMemory(mlir::ModuleOp module,
+                                         llvm::StringRef name,
+                                         const ArtifactOptions &options);
+
 /// Everything of `options` that decides an artifact's code, with the CPU
 /// and its features resolved as compileArtifact resolves them (this
 /// machine's for cpu artifacts): one line of text (the compile cache's

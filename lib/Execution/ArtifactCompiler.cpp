@@ -123,6 +123,8 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
       " glue-instructions=" + std::to_string(options.glueInstructions);
   if (!options.fusedAttention)
     text += " attention=decomposed";
+  if (options.memoryBudget < 1.0)
+    text += " memory-budget=" + std::to_string(options.memoryBudget);
   if (!isStateInPlace())
     text += " state-in-place=0";
   if (options.backend == "cpu" && !isMemoryPlanned())
@@ -326,6 +328,7 @@ static void buildCpuLowering(PassManager &pm, const ArtifactOptions &options) {
   lowering.fusedAttention = options.fusedAttention;
   lowering.memoryPlan = isMemoryPlanned();
   lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
+  lowering.memoryBudget = options.memoryBudget;
   buildCpuLoweringPipeline(pm, lowering);
 }
 

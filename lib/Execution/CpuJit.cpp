@@ -195,6 +195,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.fusedAttention = options.fusedAttention;
     lowering.memoryPlan = isMemoryPlanned();
     lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
+    lowering.memoryBudget = options.memoryBudget;
     buildCpuLoweringPipeline(pm, lowering);
     pm.enableVerifier(options.verifyEach);
     if (failed(pm.run(*copy)) || failed(verify(*copy)))

@@ -86,6 +86,11 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          "func.func(amp-collapse-loop-dims,amp-reassociate-reductions,"
          "amp-vectorizable-math,amp-capture-scalar-inputs)," AMP_CANONICALIZE
          "," +
+         // Element-wise values recomputed in backward under a budget.
+         (options.memoryBudget < 1.0
+              ? "func.func(amp-recompute{budget=" +
+                    std::to_string(options.memoryBudget) + "}),"
+              : std::string()) +
          bufferizePipeline(options.copyBeforeWrite) +
          // One arena per step, offsets by liveness.
          (options.memoryPlan

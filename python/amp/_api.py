@@ -675,7 +675,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             loss_scale: Union[str, float] = "dynamic",
             data_parallel: bool = False, sync_batchnorm: bool = False,
             dp_timeout: float = 300.0, cache: bool = True,
-            attention: str = "fused") -> Step:
+            attention: str = "fused", memory_budget: Optional[float] = None) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -726,12 +726,25 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     [seq, seq] scores kept for the backward pass) or "decomposed" (batch
     matmul, softmax, batch matmul, as PyTorch's math backend; for
     comparison). The CUDA backend decomposes it either way.
+    ``memory_budget=f`` (0 < f <= 1; CPU): element-wise values of the
+    forward (activations, casts, norms' outputs) are recomputed in the
+    backward pass instead of kept, where their inputs are kept anyway,
+    until the step's estimated peak of live tensors is at most f times the
+    peak without (or nothing is left to recompute): memory for time, with
+    the same bits (``Step.memory_plan`` gives the resulting arena).
     """
     _check_precision(opt_level, dtype)
     if attention not in ("fused", "decomposed"):
         raise ValueError(f"attention must be 'fused' or 'decomposed', given {attention!r}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
+    if memory_budget is not None and (
+            isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float))
+            or not 0 < memory_budget <= 1):
+        raise ValueError("memory_budget must be a fraction in (0, 1] (or None), "
+                         f"given {memory_budget!r}")
+    if memory_budget is not None and memory_budget < 1 and backend != "cpu":
+        raise ValueError("memory_budget is the CPU backend's (backend='cpu')")
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
         raise ValueError(f"accumulate must be a positive int, given {accumulate!r}")
     if clip_grad_norm is not None and not clip_grad_norm > 0:
@@ -766,6 +779,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         flags.append(f"--clip-norm={float(clip_grad_norm)!r}")
     if attention != "fused":
         flags.append(f"--attention={attention}")
+    if memory_budget is not None and memory_budget < 1:
+        flags.append(f"--memory-budget={float(memory_budget)!r}")
     if data_parallel:
         from . import _native
         try:

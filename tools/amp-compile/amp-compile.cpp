@@ -79,6 +79,13 @@ cl::opt<std::string> attention(
              "(batch_matmul, softmax, batch_matmul: the [Sq, Sk] scores kept "
              "for the backward pass; for comparison)"),
     cl::init("fused"), cl::cat(category));
+cl::opt<double> memoryBudget(
+    "memory-budget",
+    cl::desc("Recompute cheap element-wise values in backward instead of "
+             "keeping them, until the estimated peak of live tensors is this "
+             "fraction of the peak without (0 < f <= 1; 1: none; CPU "
+             "backend; amp-recompute)"),
+    cl::init(1.0), cl::cat(category));
 cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
                     cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
@@ -265,6 +272,12 @@ int main(int argc, char **argv) {
     return fail("--attention must be fused or decomposed, got '" +
                 attention + "'");
   artifactOptions.fusedAttention = attention == "fused";
+  if (!(memoryBudget > 0.0 && memoryBudget <= 1.0))
+    return fail("--memory-budget must be in (0, 1], got " +
+                llvm::Twine(std::to_string(double(memoryBudget))));
+  if (memoryBudget < 1.0 && backend != "cpu")
+    return fail("--memory-budget is the CPU backend's");
+  artifactOptions.memoryBudget = memoryBudget;
 
   PhaseClock clock("amp-compile",
                    timePhases || (llvm::errs().is_displayed() && !quiet));

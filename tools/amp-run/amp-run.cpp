@@ -60,6 +60,13 @@ cl::opt<bool> timePhases(
              "long compile (a cache hit: parse and total). Default: on when "
              "stderr is a terminal"),
     cl::init(false), cl::cat(category));
+cl::opt<double> memoryBudget(
+    "memory-budget",
+    cl::desc("Recompute cheap element-wise values in backward instead of "
+             "keeping them, until the estimated peak of live tensors is this "
+             "fraction of the peak without (0 < f <= 1; 1: none; backend "
+             "cpu; amp-recompute)"),
+    cl::init(1.0), cl::cat(category));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No compile progress lines on a terminal"),
                     cl::init(false), cl::cat(category));
@@ -85,6 +92,11 @@ int main(int argc, char **argv) {
   if (backend != "cpu" && backend != "cpu-loops" && backend != "cuda")
     return fail("--backend must be cpu, cpu-loops or cuda, got '" + backend +
                 "'");
+  if (!(memoryBudget > 0.0 && memoryBudget <= 1.0))
+    return fail("--memory-budget must be in (0, 1], got " +
+                llvm::Twine(std::to_string(double(memoryBudget))));
+  if (memoryBudget < 1.0 && backend != "cpu")
+    return fail("--memory-budget is the cpu backend's");
   TrainingConfig config = readTrainingFlags("amp-run");
   config.model = modelPath;
   config.optLevel = train::stringifyOptLevel(options.optLevel).str();
@@ -148,6 +160,7 @@ int main(int argc, char **argv) {
   if (backend == "cuda" || (backend == "cpu" && settings->enabled)) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend = backend;
+    artifactOptions.memoryBudget = memoryBudget;
     artifactOptions.onPhase = [&](llvm::StringRef phase, double seconds) {
       clock.report(phase, seconds);
     };
@@ -190,6 +203,7 @@ int main(int argc, char **argv) {
     clock.lap("amp-pipeline");
     CpuCompileOptions compileOptions;
     compileOptions.blas = backend == "cpu";
+    compileOptions.memoryBudget = memoryBudget;
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,
                                        compileOptions);
     if (!stepFn)

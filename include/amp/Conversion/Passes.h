@@ -33,10 +33,16 @@ namespace amp {
 /// `unplanned_buffers`, `unplanned_bytes` and `at_peak` (bytes live at the
 /// peak by the kind of op that first writes them).
 inline constexpr llvm::StringLiteral kMemoryPlanAttrName = "amp.memory_plan";
+/// On a function amp-recompute changed: a dictionary of `values` (the
+/// values recomputed), `bytes` (their size), `estimated_peak_before` and
+/// `estimated_peak_after` (the peak of live tensor bytes it estimates).
+inline constexpr llvm::StringLiteral kRecomputeAttrName = "amp.recompute";
+/// On an op amp-recompute cloned to recompute a value in backward.
+inline constexpr llvm::StringLiteral kRecomputedAttrName = "amp.recomputed";
 /// On a runtime call (train.runtime_call, then the func.call it becomes):
-/// the scratch bytes the call takes besides its widened operands, which
-/// amp-plan-memory adds to its workspace; -1: not bounded in advance (the
-/// function is then not planned).
+/// the scratch bytes the call takes, which amp-plan-memory reserves as its
+/// workspace (without it: an f32 copy of each 16-bit operand); -1: not
+/// bounded in advance (the function is then not planned).
 inline constexpr llvm::StringLiteral kWorkspaceBytesAttrName =
     "amp.workspace_bytes";
 /// Marks a `memref.view` amp-plan-memory made of its arena: a buffer of its

@@ -610,6 +610,47 @@ def DropInPlaceResultsPass
   }];
 }
 
+def RecomputePass : Pass<"amp-recompute", "::mlir::func::FuncOp"> {
+  let summary = "Recompute cheap element-wise values in backward instead "
+                "of keeping them (recomputation under a memory budget)";
+  let description = [{
+    Runs on linalg on tensors, after fusion and before bufferization. A
+    value made by an element-wise `linalg.generic` (every iterator
+    parallel, its output not read) and used both early (the forward) and
+    late (the backward) is kept alive across the gap between its uses. When
+    every input of that generic is live at its first late use anyway (a
+    function argument, or a value used there or later: a GEMM's output kept
+    for an activation's gradient, a norm's input and statistics kept for
+    its gradient), the pass clones the generic just before that use and
+    gives the late uses the clone: the value's own buffer is freed after
+    its early uses, no other value lives longer, and the clone computes the
+    same bits (the same op on the same inputs). GEMMs, convolutions,
+    attention and reductions are never recomputed.
+
+    `budget` is the peak of live tensor bytes to reach, as a fraction of
+    the function's peak without recomputation (the pass's own estimate:
+    each value live from its definition to its last use; arguments
+    excluded): candidates are taken largest first, each only where it
+    lowers the estimate, until the estimate is at most the budget or none
+    is left. 1 (the default) recomputes nothing. Each clone is marked
+    `amp.recomputed`, and the function records `amp.recompute`: the values
+    recomputed, their bytes, and the estimated peaks before and after.
+
+    ```
+    amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-recompute{budget=0.5}))'
+    ```
+  }];
+  let options = [
+    Option<"budget", "budget", "double", /*default=*/"1.0",
+           "The estimated peak of live tensors to reach, as a fraction of "
+           "the peak without recomputation (0 < budget <= 1; 1: none)">,
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
+           "The smallest value worth recomputing, in bytes">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def PlanMemoryPass : Pass<"amp-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Place a step's temporaries in one arena, by liveness";
   let description = [{

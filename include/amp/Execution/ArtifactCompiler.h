@@ -60,6 +60,10 @@ struct ArtifactOptions {
   /// decomposed (amp-lower-cpu's fused-attention). Part of the target
   /// description, so of the cache key.
   bool fusedAttention = true;
+  /// amp-lower-cpu's memory-budget (amp-recompute: element-wise values
+  /// recomputed in backward until the estimated peak of live tensors is
+  /// this fraction of the peak without; 1: none). Part of the cache key.
+  double memoryBudget = 1.0;
   /// Called after each phase of compileArtifact with its name and wall
   /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization
   /// and machine code" (each part optimized and compiled in turn), "link"

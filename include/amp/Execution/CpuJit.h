@@ -48,6 +48,8 @@ struct CpuCompileOptions {
   /// train.attention runs the runtime's flash-style kernels; false:
   /// decomposed (amp-decompose-attention).
   bool fusedAttention = true;
+  /// amp-lower-cpu's memory-budget (1: no recomputation).
+  double memoryBudget = 1.0;
 };
 
 /// The kind of an MLIR element type, if it is one of the five.

@@ -212,6 +212,12 @@ struct CpuLoweringOptions
                      "liveness (amp-plan-memory); false: one heap "
                      "allocation per buffer"),
       llvm::cl::init(true)};
+  Option<double> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Recompute cheap element-wise values in backward until "
+                     "the estimated peak of live tensors is this fraction "
+                     "of the peak without (amp-recompute; 1: none)"),
+      llvm::cl::init(1.0)};
   Option<bool> nativeBf16{
       *this, "native-bf16",
       llvm::cl::desc("The target CPU multiplies bf16 natively (AVX-512 "

@@ -1,0 +1,150 @@
+// RUN: amp-opt %s --pass-pipeline='builtin.module(func.func(amp-recompute{budget=0.5}))' -split-input-file | FileCheck %s
+// RUN: amp-opt %s --pass-pipeline='builtin.module(func.func(amp-recompute))' -split-input-file | FileCheck %s --check-prefix=NONE
+
+// A forward value (%h = exp(%x), 256 KiB) read early and again late: the
+// late read gets a clone computed from %x (an argument: alive anyway)
+// right before it, so %h is free while %y, %z and %w peak in between. The
+// estimated peak drops from four live buffers to three.
+// CHECK-LABEL: func.func @recompute
+// CHECK-SAME: amp.recompute = {bytes = 262144 : i64, estimated_peak_after = 786432 : i64, estimated_peak_before = 1048576 : i64, values = 1 : i64}
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<65536xf32>)
+// CHECK: math.exp
+// CHECK: ins(%[[H]] : tensor<65536xf32>)
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<65536xf32>, tensor<65536xf32>)
+// CHECK: %[[H2:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<65536xf32>) outs(%{{.*}} : tensor<65536xf32>) attrs = {{ *}}{amp.recomputed}
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[W]], %[[H2]] : tensor<65536xf32>, tensor<65536xf32>)
+// With the default budget (1) nothing changes.
+// NONE-LABEL: func.func @recompute
+// NONE-NOT: amp.recompute
+#map = affine_map<(d0) -> (d0)>
+func.func @recompute(%x: tensor<65536xf32>) -> tensor<65536xf32> {
+  %e0 = tensor.empty() : tensor<65536xf32>
+  %h = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e0 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e1 = tensor.empty() : tensor<65536xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%h : tensor<65536xf32>) outs(%e1 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e2 = tensor.empty() : tensor<65536xf32>
+  %z = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%y : tensor<65536xf32>) outs(%e2 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e3 = tensor.empty() : tensor<65536xf32>
+  %w = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%z, %y : tensor<65536xf32>, tensor<65536xf32>) outs(%e3 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e4 = tensor.empty() : tensor<65536xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%w, %h : tensor<65536xf32>, tensor<65536xf32>) outs(%e4 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  return %g : tensor<65536xf32>
+}
+
+// -----
+
+// Read late through a view (a reshape: the same buffer): the clone gets a
+// view of its own for the late read.
+// CHECK-LABEL: func.func @through_a_view
+// CHECK: amp.recompute = {{{.*}}values = 1 : i64}
+// CHECK: %[[H:.*]] = linalg.generic
+// CHECK: tensor.expand_shape %[[H]]
+// CHECK: %[[H2:.*]] = linalg.generic {{.*}} attrs = {{ *}}{amp.recomputed}
+// CHECK: %[[V2:.*]] = tensor.expand_shape %[[H2]]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[V2]] : tensor<256x256xf32>, tensor<256x256xf32>)
+#map = affine_map<(d0) -> (d0)>
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @through_a_view(%x: tensor<65536xf32>) -> tensor<256x256xf32> {
+  %e0 = tensor.empty() : tensor<65536xf32>
+  %h = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e0 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %v = tensor.expand_shape %h [[0, 1]] output_shape [256, 256] : tensor<65536xf32> into tensor<256x256xf32>
+  %e1 = tensor.empty() : tensor<256x256xf32>
+  %y = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%v : tensor<256x256xf32>) outs(%e1 : tensor<256x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e2 = tensor.empty() : tensor<256x256xf32>
+  %z = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<256x256xf32>) outs(%e2 : tensor<256x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e3 = tensor.empty() : tensor<256x256xf32>
+  %w = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%z, %y : tensor<256x256xf32>, tensor<256x256xf32>) outs(%e3 : tensor<256x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e4 = tensor.empty() : tensor<256x256xf32>
+  %g = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%w, %v : tensor<256x256xf32>, tensor<256x256xf32>) outs(%e4 : tensor<256x256xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  return %g : tensor<256x256xf32>
+}
+
+// -----
+
+// Not recomputed: %h's input %t is dead by the late read (recomputing would
+// keep it alive instead), and %s is a reduction (not element-wise).
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: amp.recompute
+// CHECK-NOT: amp.recomputed
+#map = affine_map<(d0) -> (d0)>
+#sum = affine_map<(d0) -> ()>
+func.func @kept(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<f32>) {
+  %e0 = tensor.empty() : tensor<65536xf32>
+  %t = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e0 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e1 = tensor.empty() : tensor<65536xf32>
+  %h = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%t : tensor<65536xf32>) outs(%e1 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %s = linalg.generic {indexing_maps = [#map, #sum], iterator_types = ["reduction"]} ins(%h : tensor<65536xf32>) outs(%zero : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e2 = tensor.empty() : tensor<65536xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e2 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e3 = tensor.empty() : tensor<65536xf32>
+  %z = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%y : tensor<65536xf32>) outs(%e3 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e4 = tensor.empty() : tensor<65536xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%z, %h : tensor<65536xf32>, tensor<65536xf32>) outs(%e4 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  return %g, %s : tensor<65536xf32>, tensor<f32>
+}

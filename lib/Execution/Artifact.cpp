@@ -30,12 +30,17 @@ static json::Object memoryPlanToJson(const MemoryPlan &plan) {
   json::Object atPeak;
   for (const auto &[kind, bytes] : plan.atPeak)
     atPeak[kind] = int64_t(bytes);
-  return json::Object{{"arena_bytes", int64_t(plan.arenaBytes)},
-                      {"live_peak_bytes", int64_t(plan.livePeakBytes)},
-                      {"buffers", int64_t(plan.buffers)},
-                      {"unplanned_buffers", int64_t(plan.unplannedBuffers)},
-                      {"unplanned_bytes", int64_t(plan.unplannedBytes)},
-                      {"at_peak", std::move(atPeak)}};
+  json::Object o{{"arena_bytes", int64_t(plan.arenaBytes)},
+                 {"live_peak_bytes", int64_t(plan.livePeakBytes)},
+                 {"buffers", int64_t(plan.buffers)},
+                 {"unplanned_buffers", int64_t(plan.unplannedBuffers)},
+                 {"unplanned_bytes", int64_t(plan.unplannedBytes)},
+                 {"at_peak", std::move(atPeak)}};
+  if (plan.recomputedValues) {
+    o["recomputed_values"] = int64_t(plan.recomputedValues);
+    o["recomputed_bytes"] = int64_t(plan.recomputedBytes);
+  }
+  return o;
 }
 
 std::string amp::serializeMemoryPlan(const MemoryPlan &plan) {
@@ -210,6 +215,16 @@ struct ManifestReader {
         return bad();
       *into = uint64_t(*n);
     }
+    // Absent without a memory budget.
+    for (auto [field, into] : {std::pair<const char *, uint64_t *>{
+                                   "recomputed_values", &out.recomputedValues},
+                               {"recomputed_bytes", &out.recomputedBytes}})
+      if (const json::Value *value = o->get(field)) {
+        auto n = value->getAsInteger();
+        if (!n || *n < 0)
+          return bad();
+        *into = uint64_t(*n);
+      }
     if (const json::Object *atPeak = o->getObject("at_peak"))
       for (const auto &[kind, bytes] : *atPeak) {
         auto n = bytes.getAsInteger();

@@ -33,6 +33,10 @@ std::string MemoryPlan::str() const {
   if (unplannedBuffers)
     text += "; " + std::to_string(unplannedBuffers) +
             " allocated in loops or of dynamic size";
+  if (recomputedValues)
+    text += "; " + std::to_string(recomputedValues) + " value" +
+            (recomputedValues == 1 ? "" : "s") + " recomputed in backward (" +
+            mib(recomputedBytes) + ")";
   return text;
 }
 

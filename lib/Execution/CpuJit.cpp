@@ -499,6 +499,14 @@ MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
         plan.atPeak.push_back({part.getName().str(), uint64_t(bytes.getInt())});
   llvm::stable_sort(plan.atPeak,
                     [](auto &a, auto &b) { return a.second > b.second; });
+  if (auto recomputed = f->getAttrOfType<DictionaryAttr>(kRecomputeAttrName)) {
+    auto read = [&](StringRef key) -> uint64_t {
+      auto value = recomputed.getAs<IntegerAttr>(key);
+      return value && value.getInt() > 0 ? uint64_t(value.getInt()) : 0;
+    };
+    plan.recomputedValues = read("values");
+    plan.recomputedBytes = read("bytes");
+  }
   return plan;
 }
 

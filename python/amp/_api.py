@@ -135,13 +135,24 @@ class MemoryPlan(NamedTuple):
     at_peak: Dict[str, int]
     """The bytes live at that point by the kind of op that first writes
     them ("gemm", "attention", "convolution", "loops", "workspace", ...)."""
+    recomputed_values: int = 0
+    """Values recomputed in backward instead of kept (``memory_budget``)."""
+    recomputed_bytes: int = 0
+    """Their bytes."""
 
     def __str__(self) -> str:
         parts = ", ".join(f"{kind} {bytes_ / 2**20:.1f} MiB"
                           for kind, bytes_ in sorted(self.at_peak.items(),
                                                      key=lambda kv: -kv[1]))
-        return (f"{self.arena_bytes / 2**20:.1f} MiB arena for {self.buffers} buffers"
+        text = (f"{self.arena_bytes / 2**20:.1f} MiB arena for {self.buffers} buffers"
                 + (f" (at the peak: {parts})" if parts else ""))
+        if self.unplanned_buffers:
+            text += f"; {self.unplanned_buffers} allocated in loops or of dynamic size"
+        if self.recomputed_values:
+            text += (f"; {self.recomputed_values} value"
+                     f"{'' if self.recomputed_values == 1 else 's'} recomputed in backward "
+                     f"({self.recomputed_bytes / 2**20:.1f} MiB)")
+        return text
 
 
 def _amp_compile() -> str:

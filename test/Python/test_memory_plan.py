@@ -74,7 +74,13 @@ def test_a_memory_budget_recomputes_the_same_bits_in_less_memory():
     assert state.keys() == kept_state.keys()
     for key, value in kept_state.items():
         assert torch.equal(state[key], value), key
-    assert recomputed.memory_plan.arena_bytes < 0.95 * kept.memory_plan.arena_bytes
+    plan = recomputed.memory_plan
+    assert plan.arena_bytes < 0.95 * kept.memory_plan.arena_bytes
+    # The plan says what was recomputed.
+    assert plan.recomputed_values > 0 and plan.recomputed_bytes >= 64 * 1024
+    assert kept.memory_plan.recomputed_values == 0
+    assert f"{plan.recomputed_values} values recomputed in backward" in str(plan) or \
+        "1 value recomputed in backward" in str(plan)
 
 
 def test_memory_budget_is_checked():

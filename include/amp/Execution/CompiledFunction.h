@@ -70,11 +70,15 @@ struct MemoryPlan {
   /// The bytes live at that point, by the kind of op that first writes them
   /// ("gemm", "attention", "loops", "copy", ...), most first.
   std::vector<std::pair<std::string, uint64_t>> atPeak;
+  /// The values amp-recompute recomputes in backward instead of keeping
+  /// (a memory budget), and their bytes; 0 without one.
+  uint64_t recomputedValues = 0, recomputedBytes = 0;
 
   /// Whether there is a plan (a function with no planned buffer has none).
   bool empty() const { return buffers == 0; }
   /// "41.2 MiB arena for 312 buffers (at the peak: gemm 20.1 MiB, loops
-  /// 12.0 MiB, ...)".
+  /// 12.0 MiB, ...)", and "; 35 values recomputed in backward (64.0 MiB)"
+  /// under a memory budget.
   std::string str() const;
 };
 

@@ -329,6 +329,8 @@ NB_MODULE(_native, m) {
             out["unplanned_buffers"] = plan.unplannedBuffers;
             out["unplanned_bytes"] = plan.unplannedBytes;
             out["at_peak"] = atPeak;
+            out["recomputed_values"] = plan.recomputedValues;
+            out["recomputed_bytes"] = plan.recomputedBytes;
             return out;
           },
           "The step's memory plan (amp-plan-memory, from the artifact's "

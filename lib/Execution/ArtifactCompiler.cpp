@@ -52,6 +52,7 @@
 #include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <tuple>
 
@@ -123,8 +124,11 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
       " glue-instructions=" + std::to_string(options.glueInstructions);
   if (!options.fusedAttention)
     text += " attention=decomposed";
-  if (options.memoryBudget < 1.0)
-    text += " memory-budget=" + std::to_string(options.memoryBudget);
+  if (options.memoryBudget < 1.0) {
+    char budget[32];
+    std::snprintf(budget, sizeof(budget), "%.17g", options.memoryBudget);
+    text += std::string(" memory-budget=") + budget;
+  }
   if (!isStateInPlace())
     text += " state-in-place=0";
   if (options.backend == "cpu" && !isMemoryPlanned())

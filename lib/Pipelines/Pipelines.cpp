@@ -16,6 +16,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 using namespace mlir;
 
 /// The lowerings' canonicalizations before their loops become a CFG: every
@@ -62,6 +64,13 @@ static std::string bufferizePipeline(bool copyBeforeWrite) {
 static constexpr const char *kSplitReductions =
     "func.func(amp-split-reductions),";
 
+/// `value` in the fewest digits that read back as the same double.
+static std::string formatExactly(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
 std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
   return std::string(
              // Attention unfused where no runtime kernel runs it.
@@ -89,7 +98,7 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // Element-wise values recomputed in backward under a budget.
          (options.memoryBudget < 1.0
               ? "func.func(amp-recompute{budget=" +
-                    std::to_string(options.memoryBudget) + "}),"
+                    formatExactly(options.memoryBudget) + "}),"
               : std::string()) +
          bufferizePipeline(options.copyBeforeWrite) +
          // One arena per step, offsets by liveness.

@@ -112,22 +112,25 @@ _DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
 def _verify(text: str, opt_level: str,
             dtype: str) -> Tuple[List[UnsupportedNode], Optional[MemoryPlan]]:
     """amp-compile --verify-only of the imported module (amp-pipeline, the
-    verifier, the evaluation function, the CPU lowering for the memory plan;
-    no code): each error it reports, at the user's source line where its
-    location has one; and the step's memory plan where it compiles."""
+    verifier, the evaluation function, then the CPU lowering for the memory
+    plan; no code): each error it reports, at the user's source line where
+    its location has one; and the step's memory plan where it compiles (None
+    where the CPU lowering fails: that blocks no backend's verification)."""
     with _module_file(text, "amp-explain-") as (directory, source):
         plan_file = os.path.join(directory, "plan.json")
+        flags = [f"--opt-level={opt_level}", f"--dtype={dtype}"]
         run = subprocess.run([_amp_compile(), source, "--verify-only",
-                              f"--memory-plan={plan_file}",
-                              f"--opt-level={opt_level}", f"--dtype={dtype}"],
+                              f"--memory-plan={plan_file}"] + flags,
                              capture_output=True, text=True)
-        plan = None
         if run.returncode == 0:
             with open(plan_file) as f:
                 record = json.load(f)
-            plan = MemoryPlan(**record) if record else None
+            return [], MemoryPlan(**record) if record else None
+        # Whether verification itself failed, or the lowering after it.
+        run = subprocess.run([_amp_compile(), source, "--verify-only"] + flags,
+                             capture_output=True, text=True)
     if run.returncode == 0:
-        return [], plan
+        return [], None
     problems, summary = [], []
     for line in run.stderr.splitlines():
         match = _DIAGNOSTIC.match(line)

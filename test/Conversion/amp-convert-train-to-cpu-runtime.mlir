@@ -71,14 +71,15 @@ func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4
 // include/amp/Runtime/ConvWorkspace.h), each piece rounded up to 64 bytes:
 // f32 copies of the f16 operands (x 1984, w 448, dy 832) plus, on oneDNN's
 // path (the forward pass and the filter gradient), its blocked copies of
-// x, w and y as f32 with 3 and 4 channels padded to 4 (2624 + 576 + 832),
-// or on the im2col path (the input gradient of a 3-channel input) the
-// column matrix of both images, 27 x 50 floats + 1 (5440), and the
-// output-shaped one, 4 x 50 + 1 (832).
+// x, w and y as f32, 3 channels padded to 4 and 4 to 16 (the filter's
+// input channels to 4 as well): 2624 + 2304 + 3200; or on the im2col path
+// (the input gradient of a 3-channel input) the column matrix of both
+// images, 27 x 50 floats + 1 (5440), and the output-shaped one, 4 x 50 + 1
+// (832).
 // CHECK-LABEL: func.func @convs
-// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 6464 : i64} : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d(%arg0, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 10560 : i64} : (tensor<2x3x9x9xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x5x5xf32>
 // CHECK: train.runtime_call @amp_cpu_conv2d_grad_input(%arg2, %arg1) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 7552 : i64} : (tensor<2x4x5x5xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x9x9xf32>
-// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 6848 : i64} : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
+// CHECK: train.runtime_call @amp_cpu_conv2d_grad_filter(%arg2, %arg0) [1, 1, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1] {amp.workspace_bytes = 10944 : i64} : (tensor<2x4x5x5xf16>, tensor<2x3x9x9xf16>) -> tensor<4x3x3x3xf32>
 // conv-as-gemm=true: amp-lower-cuda's im2col GEMMs, here through CBLAS
 // (f32 products, each rounded once; the convolution runtime is not called).
 // IM2COL-LABEL: func.func @convs
@@ -204,18 +205,19 @@ func.func @attention_f16_accumulator(%q: tensor<4x8xf16>) -> tensor<4x8xf16> {
 
 // -----
 
-// bf16 operands: widened like f16 ones unless the target multiplies bf16
-// natively (native-bf16), where every pass takes oneDNN's path (the input
-// gradient's image has more than 4 pixels, the filter gradient's more than
-// 16) with no f32 copies: 2624 + 576 + 832 bytes.
+// bf16 operands on a target not known to multiply them natively: the larger
+// of the f32 rule's figure (as f16) and the bf16 rule's (the input
+// gradient's image has more than 4 pixels: oneDNN's path, 8128). With
+// native-bf16 every pass takes oneDNN's path (the filter gradient's image
+// has more than 16 pixels) with no f32 copies: 2624 + 2304 + 3200 bytes.
 // CHECK-LABEL: func.func @convs_bf16
-// CHECK: @amp_cpu_conv2d(%arg0, %arg1) {{.*}} {amp.workspace_bytes = 6464 : i64}
-// CHECK: @amp_cpu_conv2d_grad_input(%arg2, %arg1) {{.*}} {amp.workspace_bytes = 7552 : i64}
-// CHECK: @amp_cpu_conv2d_grad_filter(%arg2, %arg0) {{.*}} {amp.workspace_bytes = 6848 : i64}
+// CHECK: @amp_cpu_conv2d(%arg0, %arg1) {{.*}} {amp.workspace_bytes = 10560 : i64}
+// CHECK: @amp_cpu_conv2d_grad_input(%arg2, %arg1) {{.*}} {amp.workspace_bytes = 8128 : i64}
+// CHECK: @amp_cpu_conv2d_grad_filter(%arg2, %arg0) {{.*}} {amp.workspace_bytes = 10944 : i64}
 // NATIVE-LABEL: func.func @convs_bf16
-// NATIVE: @amp_cpu_conv2d(%arg0, %arg1) {{.*}} {amp.workspace_bytes = 4032 : i64}
-// NATIVE: @amp_cpu_conv2d_grad_input(%arg2, %arg1) {{.*}} {amp.workspace_bytes = 4032 : i64}
-// NATIVE: @amp_cpu_conv2d_grad_filter(%arg2, %arg0) {{.*}} {amp.workspace_bytes = 4032 : i64}
+// NATIVE: @amp_cpu_conv2d(%arg0, %arg1) {{.*}} {amp.workspace_bytes = 8128 : i64}
+// NATIVE: @amp_cpu_conv2d_grad_input(%arg2, %arg1) {{.*}} {amp.workspace_bytes = 8128 : i64}
+// NATIVE: @amp_cpu_conv2d_grad_filter(%arg2, %arg0) {{.*}} {amp.workspace_bytes = 8128 : i64}
 func.func @convs_bf16(%x: tensor<2x3x9x9xbf16>, %w: tensor<4x3x3x3xbf16>, %dy: tensor<2x4x5x5xbf16>) -> (tensor<2x4x5x5xbf16>, tensor<2x3x9x9xbf16>, tensor<4x3x3x3xbf16>) {
   %y = train.conv2d %x, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x3x9x9xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x4x5x5xbf16>
   %dx = train.conv2d_grad_input %dy, %w strides [2, 2] padding [1, 1] accumulate f32 : tensor<2x4x5x5xbf16>, tensor<4x3x3x3xbf16> -> tensor<2x3x9x9xbf16>

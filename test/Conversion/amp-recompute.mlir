@@ -148,3 +148,52 @@ func.func @kept(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<f32>) {
   } -> tensor<65536xf32>
   return %g, %s : tensor<65536xf32>, tensor<f32>
 }
+
+// -----
+
+// Not recomputed either: %h reads %t from its body (tensor.extract, as an
+// embedding's lookup does), and %t is dead by the late read.
+// CHECK-LABEL: func.func @reads_from_above
+// CHECK-NOT: amp.recomputed
+#map = affine_map<(d0) -> (d0)>
+func.func @reads_from_above(%x: tensor<65536xf32>) -> tensor<65536xf32> {
+  %e0 = tensor.empty() : tensor<65536xf32>
+  %t = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e0 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e1 = tensor.empty() : tensor<65536xf32>
+  %h = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%e1 : tensor<65536xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %v = tensor.extract %t[%i] : tensor<65536xf32>
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e2 = tensor.empty() : tensor<65536xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%h : tensor<65536xf32>) outs(%e2 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e3 = tensor.empty() : tensor<65536xf32>
+  %z = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%y : tensor<65536xf32>) outs(%e3 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e4 = tensor.empty() : tensor<65536xf32>
+  %w = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%z, %y : tensor<65536xf32>, tensor<65536xf32>) outs(%e4 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e5 = tensor.empty() : tensor<65536xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%w, %h : tensor<65536xf32>, tensor<65536xf32>) outs(%e5 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  return %g : tensor<65536xf32>
+}

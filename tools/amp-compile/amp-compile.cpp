@@ -158,8 +158,13 @@ llvm::Error writeMemoryPlan(const MemoryPlan &plan) {
 llvm::Error reportMemoryPlan(llvm::StringRef path) {
   auto artifact = Artifact::load(path, /*openDevice=*/false);
   if (!artifact) {
-    llvm::consumeError(artifact.takeError());
-    return writeMemoryPlan(MemoryPlan());
+    // The plan is a report: without --memory-plan nothing depends on it.
+    if (memoryPlanPath.empty()) {
+      llvm::consumeError(artifact.takeError());
+      return llvm::Error::success();
+    }
+    return llvm::createStringError("cannot read the memory plan of " + path +
+                                   ": " + llvm::toString(artifact.takeError()));
   }
   const ArtifactFunctionInfo &step = (*artifact)->getManifest().step;
   if (!step.memoryPlan.empty() && memoryPlanPath != "-")

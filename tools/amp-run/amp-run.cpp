@@ -64,8 +64,8 @@ cl::opt<double> memoryBudget(
     "memory-budget",
     cl::desc("Recompute cheap element-wise values in backward instead of "
              "keeping them, until the estimated peak of live tensors is this "
-             "fraction of the peak without (0 < f <= 1; 1: none; backend "
-             "cpu; amp-recompute)"),
+             "fraction of the peak without (0 < f <= 1; 1: none; backends "
+             "cpu and cpu-loops; amp-recompute)"),
     cl::init(1.0), cl::cat(category));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No compile progress lines on a terminal"),
@@ -95,8 +95,8 @@ int main(int argc, char **argv) {
   if (!(memoryBudget > 0.0 && memoryBudget <= 1.0))
     return fail("--memory-budget must be in (0, 1], got " +
                 llvm::Twine(std::to_string(double(memoryBudget))));
-  if (memoryBudget < 1.0 && backend != "cpu")
-    return fail("--memory-budget is the cpu backend's");
+  if (memoryBudget < 1.0 && backend == "cuda")
+    return fail("--memory-budget is the CPU backends' (cpu, cpu-loops)");
   TrainingConfig config = readTrainingFlags("amp-run");
   config.model = modelPath;
   config.optLevel = train::stringifyOptLevel(options.optLevel).str();

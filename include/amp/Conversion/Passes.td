@@ -149,7 +149,7 @@ def ConvertTrainToCpuRuntimePass
     runtime's measured rule picks), which `amp-plan-memory` reserves in the
     step's arena; with `native-bf16` (a target with AVX-512 BF16 or
     AMX-BF16), bf16 operands go to oneDNN as they are: their convolutions
-    and GEMMs record no f32 copies (a GEMM records a bound of oneDNN's
+    and GEMMs record no f32 copies (a GEMM records an allowance for oneDNN's
     scratchpad instead). Ops it does not take
     (an f64 accumulator, f64 operands) are left for the linalg patterns.
 
@@ -616,9 +616,10 @@ def RecomputePass : Pass<"amp-recompute", "::mlir::func::FuncOp"> {
   let description = [{
     Runs on linalg on tensors, after fusion and before bufferization. A
     value made by an element-wise `linalg.generic` (every iterator
-    parallel, its output not read) and used both early (the forward) and
-    late (the backward) is kept alive across the gap between its uses. When
-    every input of that generic is live at its first late use anyway (a
+    parallel, its output not read, its body pure) and used both early (the
+    forward) and late (the backward) is kept alive across the gap between
+    its uses. When every tensor that generic reads (its inputs and any its
+    body reads from above) is live at its first late use anyway (a
     function argument, or a value used there or later: a GEMM's output kept
     for an activation's gradient, a norm's input and statistics kept for
     its gradient), the pass clones the generic just before that use and
@@ -630,9 +631,9 @@ def RecomputePass : Pass<"amp-recompute", "::mlir::func::FuncOp"> {
     `budget` is the peak of live tensor bytes to reach, as a fraction of
     the function's peak without recomputation (the pass's own estimate:
     each value live from its definition to its last use; arguments
-    excluded): candidates are taken largest first, each only where it
-    lowers the estimate, until the estimate is at most the budget or none
-    is left. 1 (the default) recomputes nothing. Each clone is marked
+    excluded): the largest value alive across the estimated peak (read
+    before and after it) is recomputed for its reads after the peak, and
+    again, until the estimate is at most the budget or none is left. 1 (the default) recomputes nothing. Each clone is marked
     `amp.recomputed`, and the function records `amp.recompute`: the values
     recomputed, their bytes, and the estimated peaks before and after.
 

@@ -74,27 +74,29 @@ inline ConvPath measuredConvPath(ConvPass pass, const ConvGeometry &g,
 }
 
 /// The scratch bytes one convolution call takes (each allocation rounded to
-/// kConvScratchAlignment), on the path the measured rule picks for it. Its
-/// operands `a` and `b` (in the entry points' order: Forward (x, filter),
-/// BackwardData (dy, filter), BackwardWeights (dy, x)) have `bytesA` and
-/// `bytesB` bytes per element (2: f16/bf16); `nativeBf16` says both are bf16
-/// and the CPU multiplies them natively (they then go to oneDNN as they
-/// are). The runtime takes:
-/// - on the im2col path: an f32 copy of each 16-bit operand, and the two
-///   chunk matrices, [patch, chunk * pixels] and [f, chunk * pixels] floats
-///   (one float more each, as allocated);
-/// - on oneDNN's: the f32 copies unless native, and oneDNN's copies of the
-///   three tensors in its blocked layouts, bounded as f32 with the channels
-///   padded to 16 (to 4 below 16 channels).
-/// oneDNN's own scratchpad is not in it: its size depends on the kernel and
-/// the thread count chosen at run time (per-thread image copies and a
-/// filter-sized reduction for the filter gradient; 0 for most forward
-/// kernels). It takes the workspace's free room where it fits, the counted
-/// heap otherwise, as does all scratch where AMP_CPU_CONV overrides the
-/// rule or oneDNN has no kernel for the shape.
+/// kConvScratchAlignment). Its operands `a` and `b` (in the entry points'
+/// order: Forward (x, filter), BackwardData (dy, filter), BackwardWeights
+/// (dy, x)) have `bytesA` and `bytesB` bytes per element (2: f16/bf16);
+/// `bf16Operands` says both are bf16, and `nativeBf16` that the CPU is
+/// known to multiply bf16 natively (they then go to oneDNN as they are).
+/// The runtime takes, on the path the measured rule picks:
+/// - im2col: an f32 copy of each 16-bit operand, and the two chunk
+///   matrices, [patch, chunk * pixels] and [f, chunk * pixels] floats (one
+///   float more each, as allocated);
+/// - oneDNN: the f32 copies unless native, and oneDNN's copies of the three
+///   tensors in its blocked layouts, bounded as f32 with the channels
+///   padded to 16 (the filter's input channels to 32, AMX's block; below 4
+///   channels, to 4: oneDNN keeps such images plain).
+/// bf16 operands on a CPU not known to multiply them natively take the
+/// larger of both rules' figures. Not in it: oneDNN's own scratchpad (its
+/// size depends on the kernel and the thread count chosen at run time:
+/// per-thread image copies and a filter-sized reduction for the filter
+/// gradient; 0 for most forward kernels), and a shape oneDNN has no kernel
+/// for (the runtime then takes im2col). Those take the workspace's free
+/// room where it fits, the counted heap otherwise.
 inline int64_t convWorkspaceBytes(ConvPass pass, const ConvGeometry &g,
                                   int64_t bytesA, int64_t bytesB,
-                                  bool nativeBf16) {
+                                  bool bf16Operands, bool nativeBf16) {
   auto aligned = [](int64_t bytes) {
     return (std::max<int64_t>(bytes, 1) + kConvScratchAlignment - 1) /
            kConvScratchAlignment * kConvScratchAlignment;
@@ -105,17 +107,27 @@ inline int64_t convWorkspaceBytes(ConvPass pass, const ConvGeometry &g,
   int64_t countB = pass == ConvPass::BackwardWeights ? images : filters;
   int64_t widened = (bytesA < 4 ? aligned(countA * 4) : 0) +
                     (bytesB < 4 ? aligned(countB * 4) : 0);
-  if (measuredConvPath(pass, g, nativeBf16) == ConvPath::Im2col) {
-    int64_t chunk = imagesPerChunk(g);
-    return widened + aligned((g.patch() * chunk * g.pixels() + 1) * 4) +
-           aligned((g.f * chunk * g.pixels() + 1) * 4);
-  }
-  auto padded = [](int64_t channels) {
-    return channels < 16 ? (channels + 3) / 4 * 4 : (channels + 15) / 16 * 16;
+  int64_t chunk = imagesPerChunk(g);
+  int64_t im2col = widened + aligned((g.patch() * chunk * g.pixels() + 1) * 4) +
+                   aligned((g.f * chunk * g.pixels() + 1) * 4);
+  auto padded = [](int64_t channels, int64_t block) {
+    return channels < 4 ? int64_t(4) : (channels + block - 1) / block * block;
   };
-  int64_t c = padded(g.c), f = padded(g.f);
-  return (nativeBf16 ? 0 : widened) + aligned(g.n * c * g.h * g.w * 4) +
-         aligned(f * c * g.kh * g.kw * 4) + aligned(g.n * f * g.oh * g.ow * 4);
+  int64_t c = padded(g.c, 16), f = padded(g.f, 16), filterC = padded(g.c, 32);
+  int64_t blocked = aligned(g.n * c * g.h * g.w * 4) +
+                    aligned(f * filterC * g.kh * g.kw * 4) +
+                    aligned(g.n * f * g.oh * g.ow * 4);
+  // The figure on the path rule `bf16` picks, operands native or widened.
+  auto onPath = [&](bool bf16, bool native) {
+    return measuredConvPath(pass, g, bf16) == ConvPath::Im2col
+               ? im2col
+               : (native ? 0 : widened) + blocked;
+  };
+  if (!bf16Operands)
+    return onPath(false, false);
+  if (nativeBf16)
+    return onPath(true, true);
+  return std::max(onPath(false, false), onPath(true, true));
 }
 
 } // namespace amp

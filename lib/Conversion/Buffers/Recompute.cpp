@@ -23,8 +23,11 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cassert>
 #include <cstdio>
 
 namespace amp {
@@ -158,18 +161,41 @@ struct Candidate {
   SmallVector<Use> lateUses;
 };
 
-/// Whether `generic` is element-wise work cheap to redo: every iterator
-/// parallel, one tensor result, its output not read.
+/// Whether `generic` is element-wise work cheap to redo with the same
+/// result: every iterator parallel, one tensor result, its output not
+/// read, every op of its body pure; not itself a recomputation.
 bool isRecomputable(linalg::GenericOp generic) {
-  return generic.getNumResults() == 1 && generic.getNumDpsInits() == 1 &&
-         generic.getNumReductionLoops() == 0 &&
-         generic.getRegionOutputArgs()[0].use_empty();
+  if (generic.getNumResults() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0 ||
+      !generic.getRegionOutputArgs()[0].use_empty() ||
+      generic->hasAttr(amp::kRecomputedAttrName))
+    return false;
+  WalkResult pure = generic.getRegion().walk([](Operation *op) {
+    return isPure(op) || isa<linalg::YieldOp>(op) ? WalkResult::advance()
+                                                  : WalkResult::interrupt();
+  });
+  return !pure.wasInterrupted();
 }
 
-/// `generic`'s value as a candidate at the current liveness: the largest
-/// gap between its definition and uses (its views' included) splits them,
-/// every input is alive at the first late use, and the value is alive at
-/// the peak inside the gap.
+/// The tensors `generic` reads: its inputs and those its body reads from
+/// above (a table an embedding's body extracts from).
+SmallVector<Value> tensorsRead(linalg::GenericOp generic) {
+  SmallVector<Value> read;
+  for (Value input : generic.getDpsInputs())
+    if (isa<RankedTensorType>(input.getType()))
+      read.push_back(input);
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(generic.getRegion(), above);
+  for (Value value : above)
+    if (isa<RankedTensorType>(value.getType()))
+      read.push_back(value);
+  return read;
+}
+
+/// `generic`'s value as a candidate at the current liveness: the gap
+/// between two of its uses (its views' included) that holds the peak
+/// splits them into early and late uses, and every tensor it reads is
+/// alive at the first late use anyway.
 std::optional<Candidate> candidate(linalg::GenericOp generic,
                                    const Liveness &live, int64_t minBytes) {
   Value value = generic->getResult(0);
@@ -184,25 +210,18 @@ std::optional<Candidate> candidate(linalg::GenericOp generic,
     return std::nullopt;
   llvm::stable_sort(uses,
                     [](const Use &a, const Use &b) { return a.at < b.at; });
-  int64_t previous = live.position.lookup(generic), gap = 0, split = -1;
-  for (auto [i, use] : llvm::enumerate(uses)) {
-    if (use.at - previous > gap)
-      gap = use.at - previous, split = int64_t(i);
-    previous = use.at;
-  }
-  Candidate c{generic,
-              bytes,
-              split == 0 ? live.position.lookup(generic) : uses[split - 1].at,
-              uses[split].at,
-              {}};
-  // Only where the value is alive at the peak without a use around it.
-  if (gap < 2 || live.peakAt <= c.earlyEnd || live.peakAt >= c.lateStart)
+  // The first use after the peak; at least one use before it (else the
+  // value would only move, not be recomputed).
+  auto late =
+      llvm::find_if(uses, [&](const Use &u) { return u.at > live.peakAt; });
+  if (late == uses.begin() || late == uses.end() ||
+      std::prev(late)->at >= live.peakAt)
     return std::nullopt;
-  for (Value input : generic.getDpsInputs())
-    if (isa<RankedTensorType>(input.getType()) &&
-        !live.aliveAt(input, c.lateStart))
+  Candidate c{generic, bytes, std::prev(late)->at, late->at, {}};
+  for (Value read : tensorsRead(generic))
+    if (!live.aliveAt(read, c.lateStart))
       return std::nullopt;
-  c.lateUses.append(uses.begin() + split, uses.end());
+  c.lateUses.append(late, uses.end());
   return c;
 }
 
@@ -243,8 +262,9 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
       builder.setInsertionPoint(first);
       linalg::GenericOp original = best->generic;
       auto type = cast<RankedTensorType>(original->getResult(0).getType());
-      Value init = tensor::EmptyOp::create(
-          builder, original.getLoc(), type.getShape(), type.getElementType());
+      Value init =
+          tensor::EmptyOp::create(builder, original.getLoc(), type.getShape(),
+                                  type.getElementType(), type.getEncoding());
       IRMapping mapping;
       mapping.map(original.getDpsInits()[0], init);
       Operation *clone = builder.clone(*original, mapping);
@@ -273,11 +293,13 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
       for (Operation *view : llvm::reverse(replaced))
         if (view->use_empty())
           view->erase();
-      if (original->use_empty())
-        original->erase();
       ++values;
       bytes += best->bytes;
-      peak = Liveness(block).peak;
+      // Every tensor the clone reads was alive at its place already: no
+      // buffer lives longer, so the peak cannot rise.
+      int64_t now = Liveness(block).peak;
+      assert(now <= peak && "a recomputation raised the estimated peak");
+      peak = now;
     }
     if (values == 0)
       return;

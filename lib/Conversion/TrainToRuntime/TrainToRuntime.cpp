@@ -569,7 +569,7 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
     call->setAttr(kWorkspaceBytesAttrName,
                   rewriter.getI64IntegerAttr(amp::convWorkspaceBytes(
                       pass, geometry, bytes(typeA), bytes(typeB),
-                      nativeBf16 && typeA.isBF16() && typeB.isBF16())));
+                      typeA.isBF16() && typeB.isBF16(), nativeBf16)));
     Value acc = call->getResult(0);
     if constexpr (std::is_same_v<OpTy, Conv2dOp>) {
       if (Value bias = op.getBias()) {

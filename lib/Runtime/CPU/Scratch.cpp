@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Scratch.h"
+#include "amp/Runtime/ConvWorkspace.h"
 #include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/Float16.h"
 
@@ -105,6 +106,9 @@ struct Workspace {
 };
 thread_local Workspace workspace;
 constexpr uint64_t kScratchAlignment = 64;
+// The compiler's bound of a convolution's scratch rounds each allocation as
+// this does.
+static_assert(kScratchAlignment == uint64_t(kConvScratchAlignment));
 /// Where an allocation starts after `used` bytes of a workspace.
 uint64_t alignedOffset(uint64_t used) {
   return (used + kScratchAlignment - 1) / kScratchAlignment *

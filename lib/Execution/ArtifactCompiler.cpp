@@ -52,7 +52,6 @@
 #include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 #include <tuple>
 
@@ -124,11 +123,8 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
       " glue-instructions=" + std::to_string(options.glueInstructions);
   if (!options.fusedAttention)
     text += " attention=decomposed";
-  if (options.memoryBudget < 1.0) {
-    char budget[32];
-    std::snprintf(budget, sizeof(budget), "%.17g", options.memoryBudget);
-    text += std::string(" memory-budget=") + budget;
-  }
+  if (options.memoryBudget < 1.0)
+    text += " memory-budget=" + formatPassOptionDouble(options.memoryBudget);
   if (!isStateInPlace())
     text += " state-in-place=0";
   if (options.backend == "cpu" && !isMemoryPlanned())
@@ -330,9 +326,7 @@ static llvm::Error forEachPart(std::vector<ModulePart> &parts, unsigned jobs,
 static void buildCpuLowering(PassManager &pm, const ArtifactOptions &options) {
   CpuLoweringOptions lowering;
   lowering.fusedAttention = options.fusedAttention;
-  lowering.memoryPlan = isMemoryPlanned();
-  lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
-  lowering.memoryBudget = options.memoryBudget;
+  setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget);
   buildCpuLoweringPipeline(pm, lowering);
 }
 

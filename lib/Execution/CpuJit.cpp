@@ -193,9 +193,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
     lowering.fusedAttention = options.fusedAttention;
-    lowering.memoryPlan = isMemoryPlanned();
-    lowering.nativeBf16 = targetMultipliesBf16(options.cpu);
-    lowering.memoryBudget = options.memoryBudget;
+    setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget);
     buildCpuLoweringPipeline(pm, lowering);
     pm.enableVerifier(options.verifyEach);
     if (failed(pm.run(*copy)) || failed(verify(*copy)))
@@ -477,6 +475,13 @@ bool amp::targetMultipliesBf16(StringRef cpu) {
   return features.lookup("avx512bf16") || features.lookup("amx-bf16");
 }
 
+void amp::setTargetLoweringOptions(CpuLoweringOptions &lowering, StringRef cpu,
+                                   double memoryBudget) {
+  lowering.memoryPlan = isMemoryPlanned();
+  lowering.nativeBf16 = targetMultipliesBf16(cpu);
+  lowering.memoryBudget = memoryBudget;
+}
+
 MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
   MemoryPlan plan;
   Operation *f = SymbolTable::lookupSymbolIn(module, name);
@@ -484,15 +489,16 @@ MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
                   : nullptr;
   if (!record)
     return plan;
-  auto get = [&](StringRef key) -> uint64_t {
-    auto value = record.getAs<IntegerAttr>(key);
+  // A count of a record (0 where absent).
+  auto get = [](DictionaryAttr dict, StringRef key) -> uint64_t {
+    auto value = dict.getAs<IntegerAttr>(key);
     return value && value.getInt() > 0 ? uint64_t(value.getInt()) : 0;
   };
-  plan.arenaBytes = get("arena_bytes");
-  plan.livePeakBytes = get("live_peak_bytes");
-  plan.buffers = get("buffers");
-  plan.unplannedBuffers = get("unplanned_buffers");
-  plan.unplannedBytes = get("unplanned_bytes");
+  plan.arenaBytes = get(record, "arena_bytes");
+  plan.livePeakBytes = get(record, "live_peak_bytes");
+  plan.buffers = get(record, "buffers");
+  plan.unplannedBuffers = get(record, "unplanned_buffers");
+  plan.unplannedBytes = get(record, "unplanned_bytes");
   if (auto parts = record.getAs<DictionaryAttr>("at_peak"))
     for (NamedAttribute part : parts)
       if (auto bytes = dyn_cast<IntegerAttr>(part.getValue()))
@@ -500,12 +506,8 @@ MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
   llvm::stable_sort(plan.atPeak,
                     [](auto &a, auto &b) { return a.second > b.second; });
   if (auto recomputed = f->getAttrOfType<DictionaryAttr>(kRecomputeAttrName)) {
-    auto read = [&](StringRef key) -> uint64_t {
-      auto value = recomputed.getAs<IntegerAttr>(key);
-      return value && value.getInt() > 0 ? uint64_t(value.getInt()) : 0;
-    };
-    plan.recomputedValues = read("values");
-    plan.recomputedBytes = read("bytes");
+    plan.recomputedValues = get(recomputed, "values");
+    plan.recomputedBytes = get(recomputed, "bytes");
   }
   return plan;
 }

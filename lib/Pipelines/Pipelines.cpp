@@ -64,8 +64,7 @@ static std::string bufferizePipeline(bool copyBeforeWrite) {
 static constexpr const char *kSplitReductions =
     "func.func(amp-split-reductions),";
 
-/// `value` in the fewest digits that read back as the same double.
-static std::string formatExactly(double value) {
+std::string amp::formatPassOptionDouble(double value) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.17g", value);
   return text;
@@ -98,7 +97,7 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // Element-wise values recomputed in backward under a budget.
          (options.memoryBudget < 1.0
               ? "func.func(amp-recompute{budget=" +
-                    formatExactly(options.memoryBudget) + "}),"
+                    formatPassOptionDouble(options.memoryBudget) + "}),"
               : std::string()) +
          bufferizePipeline(options.copyBeforeWrite) +
          // One arena per step, offsets by liveness.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -139,6 +140,13 @@ class MemoryPlan(NamedTuple):
     """Values recomputed in backward instead of kept (``memory_budget``)."""
     recomputed_bytes: int = 0
     """Their bytes."""
+
+    @classmethod
+    def _from_json(cls, text: Optional[str]) -> Optional["MemoryPlan"]:
+        """The plan of the manifest's (and amp-compile --memory-plan's) JSON
+        record; None for none (no text, or ``{}``)."""
+        record = json.loads(text) if text else None
+        return cls(**record) if record else None
 
     def __str__(self) -> str:
         parts = ", ".join(f"{kind} {bytes_ / 2**20:.1f} MiB"
@@ -298,8 +306,7 @@ class Step:
         """The plan of the step's working memory, known before it runs (the
         CPU backend's amp-plan-memory; the batch shape running now), or
         None where the step has none (the CUDA backend, AMP_MEMORY_PLAN=0)."""
-        plan = self._native.memory_plan
-        return MemoryPlan(**plan) if plan is not None else None
+        return MemoryPlan._from_json(self._native.memory_plan_json)
 
     def _adopt(self, native: Any, imported: _importer.ImportedModel) -> None:
         """Makes ``native`` (compiled from ``imported``) the step that runs."""

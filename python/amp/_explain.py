@@ -124,8 +124,7 @@ def _verify(text: str, opt_level: str,
                              capture_output=True, text=True)
         if run.returncode == 0:
             with open(plan_file) as f:
-                record = json.load(f)
-            return [], MemoryPlan(**record) if record else None
+                return [], MemoryPlan._from_json(f.read())
         # Whether verification itself failed, or the lowering after it.
         run = subprocess.run([_amp_compile(), source, "--verify-only"] + flags,
                              capture_output=True, text=True)

@@ -28,6 +28,8 @@ class TargetMachine;
 
 namespace amp {
 
+struct CpuLoweringOptions;
+
 /// How a function is compiled for the CPU.
 struct CpuCompileOptions {
   /// The target CPU: empty for the host (all its features), or an LLVM CPU
@@ -143,6 +145,12 @@ bool isMemoryPlanned();
 /// (an upper bound of the scratch on any CPU). The host's features are in
 /// the compile cache's key.
 bool targetMultipliesBf16(llvm::StringRef cpu);
+
+/// Sets what every CPU lowering of a step takes from its target and
+/// environment: the memory plan (isMemoryPlanned), native-bf16
+/// (targetMultipliesBf16(`cpu`)) and the memory budget.
+void setTargetLoweringOptions(CpuLoweringOptions &lowering, llvm::StringRef cpu,
+                              double memoryBudget);
 
 /// amp-plan-memory's record of function `name` in a lowered module (on the
 /// function or the LLVM function it became); empty where it has none.

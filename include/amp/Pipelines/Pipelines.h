@@ -227,6 +227,10 @@ struct CpuLoweringOptions
       llvm::cl::init(false)};
 };
 
+/// `value` as the pipelines write a double pass option (amp-lower-cpu's
+/// memory-budget): digits that read back as the same double.
+std::string formatPassOptionDouble(double value);
+
 /// The `amp-lower-cpu` pipeline as a textual pass list (module-anchored, no
 /// `builtin.module(...)` wrapper): GEMMs/convolutions -> CBLAS runtime calls
 /// (unless `blas` is false), train -> linalg on tensors -> one-shot

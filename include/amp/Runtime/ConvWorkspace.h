@@ -16,6 +16,7 @@
 #define AMP_RUNTIME_CONVWORKSPACE_H
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace amp {
@@ -44,6 +45,24 @@ inline int64_t imagesPerChunk(const ConvGeometry &g) {
   int64_t perImage = std::max<int64_t>(g.patch() * g.pixels(), 1);
   return std::clamp<int64_t>((int64_t(1) << 20) / perImage, 1,
                              std::max<int64_t>(g.n, 1));
+}
+
+/// The element counts of a convolution pass's two operands, in the entry
+/// points' order: Forward (x, filter), BackwardData (dy, filter),
+/// BackwardWeights (dy, x).
+inline std::array<int64_t, 2> convOperandCounts(ConvPass pass,
+                                                const ConvGeometry &g) {
+  int64_t images = g.n * g.inputSize(), grads = g.n * g.outputSize(),
+          filters = g.f * g.patch();
+  switch (pass) {
+  case ConvPass::Forward:
+    return {images, filters};
+  case ConvPass::BackwardData:
+    return {grads, filters};
+  case ConvPass::BackwardWeights:
+    return {grads, images};
+  }
+  return {0, 0};
 }
 
 /// The two ways the CPU runtime computes a convolution pass.
@@ -101,10 +120,7 @@ inline int64_t convWorkspaceBytes(ConvPass pass, const ConvGeometry &g,
     return (std::max<int64_t>(bytes, 1) + kConvScratchAlignment - 1) /
            kConvScratchAlignment * kConvScratchAlignment;
   };
-  int64_t images = g.n * g.inputSize(), grads = g.n * g.outputSize(),
-          filters = g.f * g.patch();
-  int64_t countA = pass == ConvPass::Forward ? images : grads;
-  int64_t countB = pass == ConvPass::BackwardWeights ? images : filters;
+  auto [countA, countB] = convOperandCounts(pass, g);
   int64_t widened = (bytesA < 4 ? aligned(countA * 4) : 0) +
                     (bytesB < 4 ? aligned(countB * 4) : 0);
   int64_t chunk = imagesPerChunk(g);

@@ -315,26 +315,16 @@ NB_MODULE(_native, m) {
       .def_prop_ro("backend",
                    [](const NativeStep &s) { return s.manifest().backend; })
       .def_prop_ro(
-          "memory_plan",
+          "memory_plan_json",
           [](const NativeStep &s) -> nb::object {
             const MemoryPlan &plan = s.manifest().step.memoryPlan;
             if (plan.empty())
               return nb::none();
-            nb::dict atPeak, out;
-            for (const auto &[kind, bytes] : plan.atPeak)
-              atPeak[kind.c_str()] = bytes;
-            out["arena_bytes"] = plan.arenaBytes;
-            out["live_peak_bytes"] = plan.livePeakBytes;
-            out["buffers"] = plan.buffers;
-            out["unplanned_buffers"] = plan.unplannedBuffers;
-            out["unplanned_bytes"] = plan.unplannedBytes;
-            out["at_peak"] = atPeak;
-            out["recomputed_values"] = plan.recomputedValues;
-            out["recomputed_bytes"] = plan.recomputedBytes;
-            return out;
+            return nb::str(serializeMemoryPlan(plan).c_str());
           },
           "The step's memory plan (amp-plan-memory, from the artifact's "
-          "manifest) as a dict, or None where the step has none.")
+          "manifest) as the manifest's JSON, or None where the step has "
+          "none.")
       .def_prop_ro("params",
                    [](const NativeStep &s) { return indices(s.abi().params); })
       .def_prop_ro("masters",

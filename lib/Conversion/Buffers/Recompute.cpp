@@ -29,6 +29,7 @@
 
 #include <cassert>
 #include <cstdio>
+#include <memory>
 
 namespace amp {
 #define GEN_PASS_DEF_RECOMPUTEPASS
@@ -241,24 +242,24 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
     if (budget == 1.0 || !func.getBody().hasOneBlock())
       return;
     Block &block = func.getBody().front();
-    Liveness before(block);
-    int64_t target = int64_t(budget * double(before.peak));
-    int64_t values = 0, bytes = 0, peak = before.peak;
+    auto live = std::make_unique<Liveness>(block);
+    int64_t before = live->peak;
+    int64_t target = int64_t(budget * double(before));
+    int64_t values = 0, bytes = 0;
     OpBuilder builder(&getContext());
-    while (peak > target) {
-      Liveness live(block);
+    while (live->peak > target) {
       // The largest value alive across the peak that can be recomputed.
       std::optional<Candidate> best;
-      for (Operation *op : live.order)
+      for (Operation *op : live->order)
         if (auto generic = dyn_cast<linalg::GenericOp>(op))
-          if (auto c = candidate(generic, live, minBytes))
+          if (auto c = candidate(generic, *live, minBytes))
             if (!best || c->bytes > best->bytes)
               best = std::move(c);
       if (!best)
         break;
       // A clone (a fresh output: the generic does not read it) before the
       // first late use, which the late uses read instead.
-      Operation *first = live.order[best->lateStart];
+      Operation *first = live->order[best->lateStart];
       builder.setInsertionPoint(first);
       linalg::GenericOp original = best->generic;
       auto type = cast<RankedTensorType>(original->getResult(0).getType());
@@ -297,9 +298,10 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
       bytes += best->bytes;
       // Every tensor the clone reads was alive at its place already: no
       // buffer lives longer, so the peak cannot rise.
-      int64_t now = Liveness(block).peak;
-      assert(now <= peak && "a recomputation raised the estimated peak");
-      peak = now;
+      auto next = std::make_unique<Liveness>(block);
+      assert(next->peak <= live->peak &&
+             "a recomputation raised the estimated peak");
+      live = std::move(next);
     }
     if (values == 0)
       return;
@@ -309,9 +311,9 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
             builder.getNamedAttr("values", builder.getI64IntegerAttr(values)),
             builder.getNamedAttr("bytes", builder.getI64IntegerAttr(bytes)),
             builder.getNamedAttr("estimated_peak_before",
-                                 builder.getI64IntegerAttr(before.peak)),
+                                 builder.getI64IntegerAttr(before)),
             builder.getNamedAttr("estimated_peak_after",
-                                 builder.getI64IntegerAttr(peak)),
+                                 builder.getI64IntegerAttr(live->peak)),
         }));
   }
 };

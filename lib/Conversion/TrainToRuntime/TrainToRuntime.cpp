@@ -544,10 +544,28 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
     }
     ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding(),
                       d = op.getDilation();
-    SmallVector<int64_t> params = {
-        *runtimeDTypeOf(first), *runtimeDTypeOf(second),
-        input[0], input[1], input[2], input[3], filter[0], filter[2],
-        filter[3], output[2], output[3], s[0], s[1], p[0], p[1], d[0], d[1]};
+    amp::ConvGeometry g{input[0],  input[1],  input[2],  input[3],  filter[0],
+                        filter[2], filter[3], output[2], output[3], s[0],
+                        s[1],      p[0],      p[1],      d[0],      d[1]};
+    // The element types, then the geometry in its fields' order (the
+    // runtime's AMP_CONV_GEOMETRY_PARAMS).
+    SmallVector<int64_t> params = {*runtimeDTypeOf(first),
+                                   *runtimeDTypeOf(second),
+                                   g.n,
+                                   g.c,
+                                   g.h,
+                                   g.w,
+                                   g.f,
+                                   g.kh,
+                                   g.kw,
+                                   g.oh,
+                                   g.ow,
+                                   g.sh,
+                                   g.sw,
+                                   g.ph,
+                                   g.pw,
+                                   g.dh,
+                                   g.dw};
     // The f32 accumulator, rounded once to the result's type (after the
     // bias, where there is one: as the linalg lowering).
     Operation *call = createRuntimeCall(
@@ -555,10 +573,6 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
         {first, second}, params);
     // Its scratch (widened operands, im2col chunks or oneDNN's blocked
     // copies), reserved in the step's memory plan.
-    amp::ConvGeometry geometry{input[0],  input[1],  input[2],  input[3],
-                               filter[0], filter[2], filter[3], output[2],
-                               output[3], s[0],      s[1],      p[0],
-                               p[1],      d[0],      d[1]};
     amp::ConvPass pass = std::is_same_v<OpTy, Conv2dOp> ? amp::ConvPass::Forward
                          : std::is_same_v<OpTy, Conv2dGradInputOp>
                              ? amp::ConvPass::BackwardData
@@ -568,7 +582,7 @@ template <typename OpTy> struct ConvToRuntime : OpRewritePattern<OpTy> {
     auto bytes = [](Type t) { return t.isF32() ? 4 : 2; };
     call->setAttr(kWorkspaceBytesAttrName,
                   rewriter.getI64IntegerAttr(amp::convWorkspaceBytes(
-                      pass, geometry, bytes(typeA), bytes(typeB),
+                      pass, g, bytes(typeA), bytes(typeB),
                       typeA.isBF16() && typeB.isBF16(), nativeBf16)));
     Value acc = call->getResult(0);
     if constexpr (std::is_same_v<OpTy, Conv2dOp>) {

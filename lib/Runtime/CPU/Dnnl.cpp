@@ -268,12 +268,7 @@ bool amp::runDnnlConvolution(ConvPass pass, const ConvGeometry &g,
   }
   if (!plan)
     return false;
-  int64_t images = g.n * g.inputSize(), grads = g.n * g.outputSize(),
-          filters = g.f * g.patch();
-  std::array<int64_t, 2> counts =
-      pass == ConvPass::Forward        ? std::array<int64_t, 2>{images, filters}
-      : pass == ConvPass::BackwardData ? std::array<int64_t, 2>{grads, filters}
-                                       : std::array<int64_t, 2>{grads, images};
+  std::array<int64_t, 2> counts = convOperandCounts(pass, g);
   std::array<RuntimeDType, 2> types{typeA, typeB};
   dnnl::engine &engine = cpuEngine();
   dnnl::stream stream(engine);

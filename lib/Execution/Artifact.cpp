@@ -39,6 +39,7 @@ static json::Object memoryPlanToJson(const MemoryPlan &plan) {
   if (plan.recomputedValues) {
     o["recomputed_values"] = int64_t(plan.recomputedValues);
     o["recomputed_bytes"] = int64_t(plan.recomputedBytes);
+    o["recomputed_gemms"] = int64_t(plan.recomputedGemms);
   }
   return o;
 }
@@ -218,7 +219,8 @@ struct ManifestReader {
     // Absent without a memory budget.
     for (auto [field, into] : {std::pair<const char *, uint64_t *>{
                                    "recomputed_values", &out.recomputedValues},
-                               {"recomputed_bytes", &out.recomputedBytes}})
+                               {"recomputed_bytes", &out.recomputedBytes},
+                               {"recomputed_gemms", &out.recomputedGemms}})
       if (const json::Value *value = o->get(field)) {
         auto n = value->getAsInteger();
         if (!n || *n < 0)

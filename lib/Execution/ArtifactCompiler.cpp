@@ -124,7 +124,8 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
   if (!options.fusedAttention)
     text += " attention=decomposed";
   if (options.memoryBudget < 1.0)
-    text += " memory-budget=" + formatPassOptionDouble(options.memoryBudget);
+    text += " memory-budget=" + formatPassOptionDouble(options.memoryBudget) +
+            (options.recomputeGemms ? " recompute-gemms" : "");
   if (!isStateInPlace())
     text += " state-in-place=0";
   if (options.backend == "cpu" && !isMemoryPlanned())
@@ -326,7 +327,8 @@ static llvm::Error forEachPart(std::vector<ModulePart> &parts, unsigned jobs,
 static void buildCpuLowering(PassManager &pm, const ArtifactOptions &options) {
   CpuLoweringOptions lowering;
   lowering.fusedAttention = options.fusedAttention;
-  setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget);
+  setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget,
+                           options.recomputeGemms);
   buildCpuLoweringPipeline(pm, lowering);
 }
 

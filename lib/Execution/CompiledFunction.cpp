@@ -34,9 +34,14 @@ std::string MemoryPlan::str() const {
     text += "; " + std::to_string(unplannedBuffers) +
             " allocated in loops or of dynamic size";
   if (recomputedValues)
-    text += "; " + std::to_string(recomputedValues) + " value" +
-            (recomputedValues == 1 ? "" : "s") + " recomputed in backward (" +
-            mib(recomputedBytes) + ")";
+    text +=
+        "; " + std::to_string(recomputedValues) + " value" +
+        (recomputedValues == 1 ? "" : "s") + " recomputed in backward (" +
+        mib(recomputedBytes) +
+        (recomputedGemms ? ", " + std::to_string(recomputedGemms) + " GEMM" +
+                               (recomputedGemms == 1 ? "" : "s") + " again"
+                         : "") +
+        ")";
   return text;
 }
 

@@ -193,7 +193,8 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
     lowering.fusedAttention = options.fusedAttention;
-    setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget);
+    setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget,
+                             options.recomputeGemms);
     buildCpuLoweringPipeline(pm, lowering);
     pm.enableVerifier(options.verifyEach);
     if (failed(pm.run(*copy)) || failed(verify(*copy)))
@@ -476,10 +477,11 @@ bool amp::targetMultipliesBf16(StringRef cpu) {
 }
 
 void amp::setTargetLoweringOptions(CpuLoweringOptions &lowering, StringRef cpu,
-                                   double memoryBudget) {
+                                   double memoryBudget, bool recomputeGemms) {
   lowering.memoryPlan = isMemoryPlanned();
   lowering.nativeBf16 = targetMultipliesBf16(cpu);
   lowering.memoryBudget = memoryBudget;
+  lowering.recomputeGemms = recomputeGemms;
 }
 
 MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
@@ -508,6 +510,7 @@ MemoryPlan amp::readMemoryPlan(ModuleOp module, StringRef name) {
   if (auto recomputed = f->getAttrOfType<DictionaryAttr>(kRecomputeAttrName)) {
     plan.recomputedValues = get(recomputed, "values");
     plan.recomputedBytes = get(recomputed, "bytes");
+    plan.recomputedGemms = get(recomputed, "gemms");
   }
   return plan;
 }

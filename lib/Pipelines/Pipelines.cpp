@@ -97,7 +97,9 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          // Element-wise values recomputed in backward under a budget.
          (options.memoryBudget < 1.0
               ? "func.func(amp-recompute{budget=" +
-                    formatPassOptionDouble(options.memoryBudget) + "}),"
+                    formatPassOptionDouble(options.memoryBudget) +
+                    (options.recomputeGemms ? " recompute-gemms=true" : "") +
+                    "}),"
               : std::string()) +
          bufferizePipeline(options.copyBeforeWrite) +
          // One arena per step, offsets by liveness.

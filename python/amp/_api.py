@@ -140,6 +140,8 @@ class MemoryPlan(NamedTuple):
     """Values recomputed in backward instead of kept (``memory_budget``)."""
     recomputed_bytes: int = 0
     """Their bytes."""
+    recomputed_gemms: int = 0
+    """GEMMs computed again for them (``recompute_gemms=True``)."""
 
     @classmethod
     def _from_json(cls, text: Optional[str]) -> Optional["MemoryPlan"]:
@@ -159,7 +161,10 @@ class MemoryPlan(NamedTuple):
         if self.recomputed_values:
             text += (f"; {self.recomputed_values} value"
                      f"{'' if self.recomputed_values == 1 else 's'} recomputed in backward "
-                     f"({self.recomputed_bytes / 2**20:.1f} MiB)")
+                     f"({self.recomputed_bytes / 2**20:.1f} MiB"
+                     + (f", {self.recomputed_gemms} GEMM"
+                        f"{'' if self.recomputed_gemms == 1 else 's'} again"
+                        if self.recomputed_gemms else "") + ")")
         return text
 
 
@@ -693,7 +698,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             loss_scale: Union[str, float] = "dynamic",
             data_parallel: bool = False, sync_batchnorm: bool = False,
             dp_timeout: float = 300.0, cache: bool = True,
-            attention: str = "fused", memory_budget: Optional[float] = None) -> Step:
+            attention: str = "fused", memory_budget: Optional[float] = None,
+            recompute_gemms: bool = False) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -749,7 +755,13 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     backward pass instead of kept, where their inputs are kept anyway,
     until the step's estimated peak of live tensors is at most f times the
     peak without (or nothing is left to recompute): memory for time, with
-    the same bits (``Step.memory_plan`` gives the resulting arena).
+    the same bits (``Step.memory_plan`` gives the resulting arena). Values
+    are recomputed with what made them where that is cheap work too (a
+    layer norm's output from its input: the statistics again).
+    ``recompute_gemms=True`` lets the budget recompute GEMMs as well (a
+    value kept only because the GEMM that made it is not run again: an MLP's
+    first GEMM, the query/key/value projection), after every value that
+    needs none: less memory again, for the GEMMs' time.
     """
     _check_precision(opt_level, dtype)
     if attention not in ("fused", "decomposed"):
@@ -763,6 +775,10 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
                          f"given {memory_budget!r}")
     if memory_budget is not None and memory_budget < 1 and backend != "cpu":
         raise ValueError("memory_budget is the CPU backend's (backend='cpu')")
+    if not isinstance(recompute_gemms, bool):
+        raise TypeError(f"recompute_gemms must be a bool, given {recompute_gemms!r}")
+    if recompute_gemms and (memory_budget is None or memory_budget == 1):
+        raise ValueError("recompute_gemms=True needs a memory_budget below 1")
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
         raise ValueError(f"accumulate must be a positive int, given {accumulate!r}")
     if clip_grad_norm is not None and not clip_grad_norm > 0:
@@ -799,6 +815,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         flags.append(f"--attention={attention}")
     if memory_budget is not None and memory_budget < 1:
         flags.append(f"--memory-budget={float(memory_budget)!r}")
+    if recompute_gemms:
+        flags.append("--recompute-gemms")
     if data_parallel:
         from . import _native
         try:

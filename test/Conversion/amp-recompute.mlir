@@ -1,12 +1,13 @@
 // RUN: amp-opt %s --pass-pipeline='builtin.module(func.func(amp-recompute{budget=0.5}))' -split-input-file | FileCheck %s
 // RUN: amp-opt %s --pass-pipeline='builtin.module(func.func(amp-recompute))' -split-input-file | FileCheck %s --check-prefix=NONE
+// RUN: amp-opt %s --pass-pipeline='builtin.module(func.func(amp-recompute{budget=0.5 recompute-gemms=true}))' -split-input-file | FileCheck %s --check-prefix=GEMM
 
 // A forward value (%h = exp(%x), 256 KiB) read early and again late: the
 // late read gets a clone computed from %x (an argument: alive anyway)
 // right before it, so %h is free while %y, %z and %w peak in between. The
 // estimated peak drops from four live buffers to three.
 // CHECK-LABEL: func.func @recompute
-// CHECK-SAME: amp.recompute = {bytes = 262144 : i64, estimated_peak_after = 786432 : i64, estimated_peak_before = 1048576 : i64, values = 1 : i64}
+// CHECK-SAME: amp.recompute = {bytes = 262144 : i64, estimated_peak_after = 786432 : i64, estimated_peak_before = 1048576 : i64, gemms = 0 : i64, values = 1 : i64}
 // CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<65536xf32>)
 // CHECK: math.exp
 // CHECK: ins(%[[H]] : tensor<65536xf32>)
@@ -102,14 +103,21 @@ func.func @through_a_view(%x: tensor<65536xf32>) -> tensor<256x256xf32> {
 
 // -----
 
-// Not recomputed: %h's input %t is dead by the late read (recomputing would
-// keep it alive instead), and %s is a reduction (not element-wise).
-// CHECK-LABEL: func.func @kept
-// CHECK-NOT: amp.recompute
-// CHECK-NOT: amp.recomputed
+// A chain: %h's input %t is dead by the late read, but %t is element-wise
+// work on %x (alive anyway): the late read gets %t and then %h computed
+// again, in that order. %s, a reduction to a scalar, is below min-bytes.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: amp.recompute = {bytes = 262144 : i64, {{.*}}values = 1 : i64}
+// CHECK: %[[T2:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<65536xf32>) outs(%{{.*}} : tensor<65536xf32>) attrs = {{ *}}{amp.recomputed}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK: %[[H2:.*]] = linalg.generic {{.*}} ins(%[[T2]] : tensor<65536xf32>) outs(%{{.*}} : tensor<65536xf32>) attrs = {{ *}}{amp.recomputed}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.exp
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[H2]] : tensor<65536xf32>, tensor<65536xf32>)
 #map = affine_map<(d0) -> (d0)>
 #sum = affine_map<(d0) -> ()>
-func.func @kept(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<f32>) {
+func.func @chain(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<f32>) {
   %e0 = tensor.empty() : tensor<65536xf32>
   %t = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e0 : tensor<65536xf32>) {
   ^bb0(%a: f32, %o: f32):
@@ -151,10 +159,13 @@ func.func @kept(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<f32>) {
 
 // -----
 
-// Not recomputed either: %h reads %t from its body (tensor.extract, as an
-// embedding's lookup does), and %t is dead by the late read.
+// A chain through a read from above: %h reads %t from its body
+// (tensor.extract, as an embedding's lookup does), and %t is dead by the
+// late read: %t is computed again, and the clone of %h extracts from it.
 // CHECK-LABEL: func.func @reads_from_above
-// CHECK-NOT: amp.recomputed
+// CHECK: %[[T2:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<65536xf32>) {{.*}} attrs = {{ *}}{amp.recomputed}
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<65536xf32>) attrs = {{ *}}{amp.recomputed}
+// CHECK: tensor.extract %[[T2]]
 #map = affine_map<(d0) -> (d0)>
 func.func @reads_from_above(%x: tensor<65536xf32>) -> tensor<65536xf32> {
   %e0 = tensor.empty() : tensor<65536xf32>
@@ -196,4 +207,56 @@ func.func @reads_from_above(%x: tensor<65536xf32>) -> tensor<65536xf32> {
     linalg.yield %r : f32
   } -> tensor<65536xf32>
   return %g : tensor<65536xf32>
+}
+
+// -----
+
+// A GEMM of the runtime: %h = exp(%c) is kept for the late read, and %c is
+// dead by then. Without recompute-gemms nothing is recomputed (computing %h
+// again needs the GEMM); with it, the GEMM and then the exp run again
+// before the late read, from the arguments.
+// CHECK-LABEL: func.func @gemm
+// CHECK-NOT: amp.recomputed
+// GEMM-LABEL: func.func @gemm
+// GEMM-SAME: amp.recompute = {bytes = 262144 : i64, {{.*}}gemms = 1 : i64{{.*}}values = 1 : i64}
+// GEMM: %[[C:.*]] = train.runtime_call @amp_cpu_gemm(%arg0, %arg1)
+// GEMM-NOT: amp.recomputed
+// GEMM: %[[C2:.*]] = train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [1, 1, 1, 256, 256, 256, 0, 0] {amp.recomputed}
+// GEMM: %[[H2:.*]] = linalg.generic {{.*}} ins(%[[C2]] : tensor<256x256xf32>) {{.*}} attrs = {{ *}}{amp.recomputed}
+// GEMM: linalg.generic {{.*}} ins(%{{.*}}, %[[H2]] : tensor<256x256xf32>, tensor<256x256xf32>)
+func.func private @amp_cpu_gemm(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @gemm(%a: tensor<256x256xf16>, %b: tensor<256x256xf16>) -> tensor<256x256xf32> {
+  %c = train.runtime_call @amp_cpu_gemm(%a, %b) [1, 1, 1, 256, 256, 256, 0, 0] : (tensor<256x256xf16>, tensor<256x256xf16>) -> tensor<256x256xf32>
+  %e0 = tensor.empty() : tensor<256x256xf32>
+  %h = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<256x256xf32>) outs(%e0 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.exp %x : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e1 = tensor.empty() : tensor<256x256xf32>
+  %y = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%h : tensor<256x256xf32>) outs(%e1 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e2 = tensor.empty() : tensor<256x256xf32>
+  %z = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<256x256xf32>) outs(%e2 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e3 = tensor.empty() : tensor<256x256xf32>
+  %w = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%z, %y : tensor<256x256xf32>, tensor<256x256xf32>) outs(%e3 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %r = arith.subf %x, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e4 = tensor.empty() : tensor<256x256xf32>
+  %g = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%w, %h : tensor<256x256xf32>, tensor<256x256xf32>) outs(%e4 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %r = arith.mulf %x, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  return %g : tensor<256x256xf32>
 }

@@ -49,12 +49,18 @@ def _gelu_mlp():
                          nn.Linear(512, 10))
 
 
-def _train(memory_budget, data):
+def _deep_gelu_mlp():
+    return nn.Sequential(*[nn.Sequential(nn.Linear(128, 512), nn.GELU(), nn.Linear(512, 128))
+                           for _ in range(4)], nn.Linear(128, 10))
+
+
+def _train(memory_budget, data, recompute_gemms=False, model_fn=_gelu_mlp):
     torch.manual_seed(0)
-    model = _gelu_mlp()
+    model = model_fn()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
-                       opt_level="O1", dtype=torch.bfloat16, memory_budget=memory_budget)
+                       opt_level="O1", dtype=torch.bfloat16, memory_budget=memory_budget,
+                       recompute_gemms=recompute_gemms)
     losses = [step(*batch).loss for batch in data]
     return step, losses, step.state_dict()
 
@@ -81,6 +87,40 @@ def test_a_memory_budget_recomputes_the_same_bits_in_less_memory():
     assert kept.memory_plan.recomputed_values == 0
     assert f"{plan.recomputed_values} values recomputed in backward" in str(plan) or \
         "1 value recomputed in backward" in str(plan)
+
+
+def test_recompute_gemms_goes_further_with_the_same_bits():
+    g = torch.Generator().manual_seed(2)
+    data = [(torch.randn(256, 128, generator=g), torch.randint(0, 10, (256,), generator=g))
+            for _ in range(3)]
+    kept, kept_losses, kept_state = _train(None, data, model_fn=_deep_gelu_mlp)
+    cheap, _, _ = _train(0.3, data, model_fn=_deep_gelu_mlp)
+    gemms, losses, state = _train(0.3, data, recompute_gemms=True, model_fn=_deep_gelu_mlp)
+    # A budget the element-wise values cannot reach: with recompute_gemms
+    # the GEMM outputs behind the GELUs are computed again in the backward
+    # pass too, for a smaller arena than without, and the same bits as
+    # keeping everything.
+    assert losses == kept_losses
+    for key, value in kept_state.items():
+        assert torch.equal(state[key], value), key
+    assert cheap.memory_plan.recomputed_gemms == 0
+    plan = gemms.memory_plan
+    assert plan.recomputed_gemms > 0
+    assert plan.arena_bytes < cheap.memory_plan.arena_bytes
+    assert f"{plan.recomputed_gemms} GEMM" in str(plan)
+
+
+def test_recompute_gemms_is_checked():
+    model = _gelu_mlp()
+    x, y = torch.randn(4, 128), torch.randint(0, 10, (4,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for budget in (None, 1):
+        with pytest.raises(ValueError, match="recompute_gemms=True needs a memory_budget below 1"):
+            amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
+                        memory_budget=budget, recompute_gemms=True)
+    with pytest.raises(TypeError, match="recompute_gemms must be a bool"):
+        amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
+                    memory_budget=0.5, recompute_gemms="yes")
 
 
 def test_memory_budget_is_checked():

@@ -81,11 +81,19 @@ cl::opt<std::string> attention(
     cl::init("fused"), cl::cat(category));
 cl::opt<double> memoryBudget(
     "memory-budget",
-    cl::desc("Recompute cheap element-wise values in backward instead of "
+    cl::desc("Recompute forward values (element-wise work, norms) in "
+             "backward instead of "
              "keeping them, until the estimated peak of live tensors is this "
              "fraction of the peak without (0 < f <= 1; 1: none; CPU "
              "backend; amp-recompute)"),
     cl::init(1.0), cl::cat(category));
+cl::opt<bool> recomputeGemms(
+    "recompute-gemms",
+    cl::desc("Under --memory-budget, also recompute GEMMs where a kept "
+             "value needs them (a layer's input projection, an MLP's first "
+             "GEMM), after every value that needs none; the same bits, more "
+             "time (amp-recompute's recompute-gemms)"),
+    cl::init(false), cl::cat(category));
 cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
                     cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
@@ -282,7 +290,10 @@ int main(int argc, char **argv) {
                 llvm::Twine(std::to_string(double(memoryBudget))));
   if (memoryBudget < 1.0 && backend != "cpu")
     return fail("--memory-budget is the CPU backend's");
+  if (recomputeGemms && memoryBudget == 1.0)
+    return fail("--recompute-gemms needs --memory-budget below 1");
   artifactOptions.memoryBudget = memoryBudget;
+  artifactOptions.recomputeGemms = recomputeGemms;
 
   PhaseClock clock("amp-compile",
                    timePhases || (llvm::errs().is_displayed() && !quiet));

@@ -62,11 +62,19 @@ cl::opt<bool> timePhases(
     cl::init(false), cl::cat(category));
 cl::opt<double> memoryBudget(
     "memory-budget",
-    cl::desc("Recompute cheap element-wise values in backward instead of "
+    cl::desc("Recompute forward values (element-wise work, norms) in "
+             "backward instead of "
              "keeping them, until the estimated peak of live tensors is this "
              "fraction of the peak without (0 < f <= 1; 1: none; backends "
              "cpu and cpu-loops; amp-recompute)"),
     cl::init(1.0), cl::cat(category));
+cl::opt<bool> recomputeGemms(
+    "recompute-gemms",
+    cl::desc("Under --memory-budget, also recompute GEMMs where a kept "
+             "value needs them (a layer's input projection, an MLP's first "
+             "GEMM), after every value that needs none; the same bits, more "
+             "time (amp-recompute's recompute-gemms)"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No compile progress lines on a terminal"),
                     cl::init(false), cl::cat(category));
@@ -97,6 +105,8 @@ int main(int argc, char **argv) {
                 llvm::Twine(std::to_string(double(memoryBudget))));
   if (memoryBudget < 1.0 && backend == "cuda")
     return fail("--memory-budget is the CPU backends' (cpu, cpu-loops)");
+  if (recomputeGemms && memoryBudget == 1.0)
+    return fail("--recompute-gemms needs --memory-budget below 1");
   TrainingConfig config = readTrainingFlags("amp-run");
   config.model = modelPath;
   config.optLevel = train::stringifyOptLevel(options.optLevel).str();
@@ -161,6 +171,7 @@ int main(int argc, char **argv) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend = backend;
     artifactOptions.memoryBudget = memoryBudget;
+    artifactOptions.recomputeGemms = recomputeGemms;
     artifactOptions.onPhase = [&](llvm::StringRef phase, double seconds) {
       clock.report(phase, seconds);
     };
@@ -204,6 +215,7 @@ int main(int argc, char **argv) {
     CpuCompileOptions compileOptions;
     compileOptions.blas = backend == "cpu";
     compileOptions.memoryBudget = memoryBudget;
+    compileOptions.recomputeGemms = recomputeGemms;
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,
                                        compileOptions);
     if (!stepFn)

@@ -611,31 +611,36 @@ def DropInPlaceResultsPass
 }
 
 def RecomputePass : Pass<"amp-recompute", "::mlir::func::FuncOp"> {
-  let summary = "Recompute cheap element-wise values in backward instead "
-                "of keeping them (recomputation under a memory budget)";
+  let summary = "Recompute forward values in backward instead of keeping "
+                "them (recomputation under a memory budget)";
   let description = [{
     Runs on linalg on tensors, after fusion and before bufferization. A
-    value made by an element-wise `linalg.generic` (every iterator
-    parallel, its output not read, its body pure) and used both early (the
-    forward) and late (the backward) is kept alive across the gap between
-    its uses. When every tensor that generic reads (its inputs and any its
-    body reads from above) is live at its first late use anyway (a
-    function argument, or a value used there or later: a GEMM's output kept
-    for an activation's gradient, a norm's input and statistics kept for
-    its gradient), the pass clones the generic just before that use and
-    gives the late uses the clone: the value's own buffer is freed after
-    its early uses, no other value lives longer, and the clone computes the
-    same bits (the same op on the same inputs). GEMMs, convolutions,
-    attention and reductions are never recomputed.
+    value used both early (the forward) and late (the backward) is kept
+    alive across the gap between its uses. The pass computes it again just
+    before its first late use and gives the late uses the copy, so its own
+    buffer is freed after its early uses. The copy is the value's op and,
+    recursively, the ops that made its operands, back to tensors alive at
+    that use anyway (arguments, constants, values used there or later: a
+    norm's input kept for its gradient) or to a copy made there before (at
+    most 16 ops). Each must be a pure linalg op on tensors that is no
+    contraction or convolution (element-wise work, a norm's reductions,
+    fills, transposes), a view (reshape, slice), or with `recompute-gemms`
+    a GEMM of the runtime (`train.runtime_call @amp_cpu_gemm*`); inits an
+    op does not read get a fresh `tensor.empty`. The copies compute the
+    same bits (the same ops on the same inputs).
 
     `budget` is the peak of live tensor bytes to reach, as a fraction of
     the function's peak without recomputation (the pass's own estimate:
-    each value live from its definition to its last use; arguments
-    excluded): the largest value alive across the estimated peak (read
-    before and after it) is recomputed for its reads after the peak, and
-    again, until the estimate is at most the budget or none is left. 1 (the default) recomputes nothing. Each clone is marked
-    `amp.recomputed`, and the function records `amp.recompute`: the values
-    recomputed, their bytes, and the estimated peaks before and after.
+    each value live from its definition to its last use; arguments,
+    constants, empty tensors and returned values excluded). The best value
+    alive across the estimated peak (read before and after it; one that
+    needs no GEMM first, then the largest; among GEMM ones, the most bytes
+    per multiply-add) is recomputed for its reads after the peak, kept only
+    if the peak went down, and again, until the estimate is at most the
+    budget or none is left. 1 (the default) recomputes nothing. Each copy is
+    marked `amp.recomputed`, and the function records `amp.recompute`: the
+    values recomputed, their bytes, the GEMMs run again, and the estimated
+    peaks before and after.
 
     ```
     amp-opt step.linalg.mlir --pass-pipeline='builtin.module(func.func(amp-recompute{budget=0.5}))'
@@ -647,6 +652,9 @@ def RecomputePass : Pass<"amp-recompute", "::mlir::func::FuncOp"> {
            "the peak without recomputation (0 < budget <= 1; 1: none)">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
            "The smallest value worth recomputing, in bytes">,
+    Option<"recomputeGemms", "recompute-gemms", "bool", /*default=*/"false",
+           "Also recompute GEMMs of the runtime where a value needs them "
+           "(after every value that needs none)">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

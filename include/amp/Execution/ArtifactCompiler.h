@@ -64,6 +64,10 @@ struct ArtifactOptions {
   /// recomputed in backward until the estimated peak of live tensors is
   /// this fraction of the peak without; 1: none). Part of the cache key.
   double memoryBudget = 1.0;
+  /// amp-lower-cpu's recompute-gemms: under the budget, GEMMs may be
+  /// recomputed too (after every value that needs none). Part of the
+  /// cache key.
+  bool recomputeGemms = false;
   /// Called after each phase of compileArtifact with its name and wall
   /// time in seconds: "lowering", "LLVM IR", "split", "LLVM optimization
   /// and machine code" (each part optimized and compiled in turn), "link"

@@ -71,8 +71,9 @@ struct MemoryPlan {
   /// ("gemm", "attention", "loops", "copy", ...), most first.
   std::vector<std::pair<std::string, uint64_t>> atPeak;
   /// The values amp-recompute recomputes in backward instead of keeping
-  /// (a memory budget), and their bytes; 0 without one.
-  uint64_t recomputedValues = 0, recomputedBytes = 0;
+  /// (a memory budget), their bytes, and the GEMMs computed again for them
+  /// (recompute-gemms); 0 without one.
+  uint64_t recomputedValues = 0, recomputedBytes = 0, recomputedGemms = 0;
 
   /// Whether there is a plan (a function with no planned buffer has none).
   bool empty() const { return buffers == 0; }

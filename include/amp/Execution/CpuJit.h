@@ -52,6 +52,9 @@ struct CpuCompileOptions {
   bool fusedAttention = true;
   /// amp-lower-cpu's memory-budget (1: no recomputation).
   double memoryBudget = 1.0;
+  /// amp-lower-cpu's recompute-gemms: under the budget, GEMMs may be
+  /// recomputed too.
+  bool recomputeGemms = false;
 };
 
 /// The kind of an MLIR element type, if it is one of the five.
@@ -148,9 +151,10 @@ bool targetMultipliesBf16(llvm::StringRef cpu);
 
 /// Sets what every CPU lowering of a step takes from its target and
 /// environment: the memory plan (isMemoryPlanned), native-bf16
-/// (targetMultipliesBf16(`cpu`)) and the memory budget.
+/// (targetMultipliesBf16(`cpu`)) and the memory budget (with
+/// `recomputeGemms`, GEMMs may be recomputed under it).
 void setTargetLoweringOptions(CpuLoweringOptions &lowering, llvm::StringRef cpu,
-                              double memoryBudget);
+                              double memoryBudget, bool recomputeGemms);
 
 /// amp-plan-memory's record of function `name` in a lowered module (on the
 /// function or the LLVM function it became); empty where it has none.

@@ -214,10 +214,17 @@ struct CpuLoweringOptions
       llvm::cl::init(true)};
   Option<double> memoryBudget{
       *this, "memory-budget",
-      llvm::cl::desc("Recompute cheap element-wise values in backward until "
+      llvm::cl::desc("Recompute forward values (element-wise work, norms) in "
+                     "backward until "
                      "the estimated peak of live tensors is this fraction "
                      "of the peak without (amp-recompute; 1: none)"),
       llvm::cl::init(1.0)};
+  Option<bool> recomputeGemms{
+      *this, "recompute-gemms",
+      llvm::cl::desc("Under a memory budget, also recompute GEMMs where a "
+                     "value needs them, after every value that needs none "
+                     "(amp-recompute's recompute-gemms)"),
+      llvm::cl::init(false)};
   Option<bool> nativeBf16{
       *this, "native-bf16",
       llvm::cl::desc("The target CPU multiplies bf16 natively (AVX-512 "

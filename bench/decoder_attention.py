@@ -15,7 +15,7 @@ its own.
 
     python bench/decoder_attention.py [--batch 8] [--seqs 256,512,1024]
         [--steps 5] [--threads 2]
-        [--modes fused,decomposed,torch[,torch-compile,fused-budget0.5]]
+        [--modes fused,decomposed,torch[,torch-compile,fused-budget0.5,fused-budget0.5-gemms]]
         [--model decoder|gpt2]
 
 Prints a markdown table: median step time over the timed steps (after one
@@ -129,9 +129,11 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
         import amp
         start = time.perf_counter()
         attention, _, budget = mode.partition("-budget")
+        budget, gemms, _ = budget.partition("-gemms")
         step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
                            opt_level="O1", dtype=torch.bfloat16, attention=attention,
-                           memory_budget=float(budget) if budget else None)
+                           memory_budget=float(budget) if budget else None,
+                           recompute_gemms=bool(gemms))
         amp.set_num_threads(threads)
         reset_peak()
         for batch_data in data:
@@ -177,9 +179,11 @@ def main():
             name = {"fused": "amp, fused attention", "decomposed": "amp, decomposed attention",
                     "torch": "PyTorch eager autocast-bf16 (SDPA)",
                     "torch-compile": "PyTorch torch.compile autocast-bf16"}.get(mode)
-            if name is None:  # fused-budget0.5: memory_budget=0.5
+            if name is None:  # fused-budget0.5[-gemms]: memory_budget=0.5
                 attention, _, budget = mode.partition("-budget")
-                name = f"amp, {attention} attention, memory_budget={budget}"
+                budget, gemms, _ = budget.partition("-gemms")
+                name = (f"amp, {attention} attention, memory_budget={budget}"
+                        + (", recompute_gemms" if gemms else ""))
             print(f"| {seq} | {name} | {r['median_ms']:.0f} | {r['memory_mib']:.0f} | "
                   f"{r['loss']:.4f} |", flush=True)
 

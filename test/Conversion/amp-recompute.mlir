@@ -260,3 +260,49 @@ func.func @gemm(%a: tensor<256x256xf16>, %b: tensor<256x256xf16>) -> tensor<256x
   } -> tensor<256x256xf32>
   return %g : tensor<256x256xf32>
 }
+
+// -----
+
+// Read late through a slice (a view of the same buffer after
+// bufferization): the slice is cloned with the value.
+// CHECK-LABEL: func.func @through_a_slice
+// CHECK: amp.recompute = {{{.*}}values = 1 : i64}
+// CHECK: %[[H2:.*]] = linalg.generic {{.*}} attrs = {{ *}}{amp.recomputed}
+// CHECK: %[[S2:.*]] = tensor.extract_slice %[[H2]][0] [32768] [1]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[S2]] : tensor<32768xf32>, tensor<32768xf32>)
+#map = affine_map<(d0) -> (d0)>
+func.func @through_a_slice(%x: tensor<65536xf32>) -> tensor<32768xf32> {
+  %e0 = tensor.empty() : tensor<65536xf32>
+  %h = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<65536xf32>) outs(%e0 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e1 = tensor.empty() : tensor<65536xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%h : tensor<65536xf32>) outs(%e1 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e2 = tensor.empty() : tensor<65536xf32>
+  %z = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%y : tensor<65536xf32>) outs(%e2 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %e3 = tensor.empty() : tensor<65536xf32>
+  %w = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%z, %y : tensor<65536xf32>, tensor<65536xf32>) outs(%e3 : tensor<65536xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<65536xf32>
+  %ws = tensor.extract_slice %w[0] [32768] [1] : tensor<65536xf32> to tensor<32768xf32>
+  %hs = tensor.extract_slice %h[0] [32768] [1] : tensor<65536xf32> to tensor<32768xf32>
+  %e4 = tensor.empty() : tensor<32768xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%ws, %hs : tensor<32768xf32>, tensor<32768xf32>) outs(%e4 : tensor<32768xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<32768xf32>
+  return %g : tensor<32768xf32>
+}

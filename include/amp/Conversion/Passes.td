@@ -629,16 +629,19 @@ def RecomputePass : Pass<"amp-recompute", "::mlir::func::FuncOp"> {
     op does not read get a fresh `tensor.empty`. The copies compute the
     same bits (the same ops on the same inputs).
 
-    `budget` is the peak of live tensor bytes to reach, as a fraction of
-    the function's peak without recomputation (the pass's own estimate:
-    each value live from its definition to its last use; arguments,
-    constants, empty tensors and returned values excluded). The best value
+    `budget` is the peak to reach, as a fraction of the function's peak
+    without recomputation: the pass's own estimate of live tensor bytes
+    (each value live from its definition to its last use; arguments,
+    constants, empty tensors and returned values excluded) plus the
+    largest `amp.workspace_bytes` of its runtime calls (the arena's
+    workspace, which recomputation does not shrink). The best value
     alive across the estimated peak (read before and after it; one that
     needs no GEMM first, then the largest; among GEMM ones, the most bytes
     per multiply-add) is recomputed for its reads after the peak, kept only
     if the peak went down, and again, until the estimate is at most the
-    budget or none is left. 1 (the default) recomputes nothing. Each copy is
-    marked `amp.recomputed`, and the function records `amp.recompute`: the
+    budget or none is left. 1 (the default) recomputes nothing. Each op
+    computed again is marked `amp.recomputed` (the views cloned with it and
+    fresh empty tensors are not), and the function records `amp.recompute`: the
     values recomputed, their bytes, the GEMMs run again, and the estimated
     peaks before and after.
 

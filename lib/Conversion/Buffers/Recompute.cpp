@@ -85,10 +85,13 @@ struct Liveness {
       if (isa<tensor::EmptyOp>(op) || op->hasTrait<OpTrait::ConstantLike>())
         continue;
       for (Value result : op->getResults()) {
-        int64_t at = position[op];
+        // A view keeps its source alive where it is read, not where it is
+        // made (a view left without reads holds nothing).
+        int64_t at = isView(op) ? -1 : position[op];
         for (Operation *user : result.getUsers())
           if (Operation *top = block.findAncestorOpInBlock(*user))
-            at = std::max(at, position[top]);
+            if (top != user || !isView(user))
+              at = std::max(at, position[top]);
         Value root = rootOf(result);
         auto [it, inserted] = lastUse.try_emplace(root, at);
         if (!inserted)
@@ -193,10 +196,11 @@ bool hasPureBody(Operation *op) {
   return true;
 }
 
-/// Whether `op` is a GEMM of the runtime (amp_cpu_gemm, amp_cpu_gemm_bias).
+/// Whether `op` is a GEMM of the CPU runtime (amp_cpu_gemm,
+/// amp_cpu_gemm_bias).
 bool isGemm(Operation *op) {
   auto call = dyn_cast<amp::train::RuntimeCallOp>(op);
-  return call && call.getCallee().contains("gemm");
+  return call && call.getCallee().starts_with("amp_cpu_gemm");
 }
 
 /// Whether `op` can be computed again, with the same result, from the same
@@ -297,7 +301,8 @@ bool gatherChain(Value value, int64_t at, const Liveness &live, bool gemms,
       return true;
     }
   }
-  if (!isClonable(def, gemms) || int(chain.ops.size()) >= kMaxChain)
+  // The value's own op comes last: room for it is kept.
+  if (!isClonable(def, gemms) || int(chain.ops.size()) + 1 >= kMaxChain)
     return false;
   for (Value read : tensorsRead(def))
     if (!gatherChain(read, at, live, gemms, clones, chain))
@@ -353,6 +358,20 @@ std::optional<Candidate> candidate(Value value, const Liveness &live,
   for (Operation *op : c.chain.ops)
     if (isGemm(op))
       c.work += gemmWork(op);
+  // The views on the way to a late use are cloned before the first one:
+  // their other operands (dynamic sizes, offsets) must be defined by then.
+  // A returned value is not freed by recomputing it.
+  Block *block = root->getBlock();
+  for (const Use &use : llvm::make_range(late, uses.end())) {
+    if (use.operand->getOwner() == block->getTerminator())
+      return std::nullopt;
+    for (Operation *view : use.views)
+      for (Value operand : view->getOperands().drop_front())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *top = block->findAncestorOpInBlock(*def))
+            if (live.position.lookup(top) >= c.lateStart)
+              return std::nullopt;
+  }
   c.lateUses.append(late, uses.end());
   return c;
 }
@@ -496,8 +515,11 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
         replaced.insert(use.views.begin(), use.views.end());
       bool erased = false;
       for (Operation *view : llvm::reverse(replaced))
-        if (view->use_empty())
+        if (view->use_empty()) {
+          for (Value result : view->getResults())
+            clones.erase(result);
           view->erase(), erased = true;
+        }
       ++values;
       bytes += best->bytes;
       gemms += llvm::count_if(best->chain.ops, isGemm);

@@ -60,6 +60,23 @@ cl::opt<int64_t> accumulate(
              "(one step call per micro-batch) (default: 1)"),
     cl::init(1), cl::cat(compileCategory));
 
+cl::opt<double> memoryBudget(
+    "memory-budget",
+    cl::desc("Recompute forward values (element-wise work, norms) in "
+             "backward instead of keeping them, until the estimated peak of "
+             "live tensors and workspace is this fraction of the peak "
+             "without (0 < f <= 1; 1: none; the CPU backends; "
+             "amp-recompute)"),
+    cl::init(1.0), cl::cat(compileCategory));
+
+cl::opt<bool> recomputeGemms(
+    "recompute-gemms",
+    cl::desc("Under --memory-budget, also recompute GEMMs where a kept "
+             "value needs them (a layer's output projection, an MLP's first "
+             "GEMM), after every value that needs none; the same bits, more "
+             "time (amp-recompute's recompute-gemms)"),
+    cl::init(false), cl::cat(compileCategory));
+
 cl::opt<bool> printOpOnError(
     "print-op-on-error",
     cl::desc("After a compile error, print the op it is about (a function: "
@@ -89,6 +106,21 @@ llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   options.growthInterval = growthInterval;
   options.accumulate = accumulate;
   return llvm::Error::success();
+}
+
+llvm::Expected<MemoryBudgetFlags>
+amp::readMemoryBudgetFlags(bool cpu, llvm::StringRef budgetIsFor) {
+  auto err = [](const llvm::Twine &m) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
+  };
+  if (!(memoryBudget > 0.0 && memoryBudget <= 1.0))
+    return err("--memory-budget must be in (0, 1], got " +
+               llvm::Twine(std::to_string(double(memoryBudget))));
+  if (memoryBudget < 1.0 && !cpu)
+    return err("--memory-budget is " + budgetIsFor);
+  if (recomputeGemms && memoryBudget == 1.0)
+    return err("--recompute-gemms needs --memory-budget below 1");
+  return MemoryBudgetFlags{memoryBudget, recomputeGemms};
 }
 
 /// The amp-pipeline options with their defaults.

@@ -79,21 +79,6 @@ cl::opt<std::string> attention(
              "(batch_matmul, softmax, batch_matmul: the [Sq, Sk] scores kept "
              "for the backward pass; for comparison)"),
     cl::init("fused"), cl::cat(category));
-cl::opt<double> memoryBudget(
-    "memory-budget",
-    cl::desc("Recompute forward values (element-wise work, norms) in "
-             "backward instead of "
-             "keeping them, until the estimated peak of live tensors is this "
-             "fraction of the peak without (0 < f <= 1; 1: none; CPU "
-             "backend; amp-recompute)"),
-    cl::init(1.0), cl::cat(category));
-cl::opt<bool> recomputeGemms(
-    "recompute-gemms",
-    cl::desc("Under --memory-budget, also recompute GEMMs where a kept "
-             "value needs them (a layer's input projection, an MLP's first "
-             "GEMM), after every value that needs none; the same bits, more "
-             "time (amp-recompute's recompute-gemms)"),
-    cl::init(false), cl::cat(category));
 cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
                     cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
@@ -285,15 +270,11 @@ int main(int argc, char **argv) {
     return fail("--attention must be fused or decomposed, got '" +
                 attention + "'");
   artifactOptions.fusedAttention = attention == "fused";
-  if (!(memoryBudget > 0.0 && memoryBudget <= 1.0))
-    return fail("--memory-budget must be in (0, 1], got " +
-                llvm::Twine(std::to_string(double(memoryBudget))));
-  if (memoryBudget < 1.0 && backend != "cpu")
-    return fail("--memory-budget is the CPU backend's");
-  if (recomputeGemms && memoryBudget == 1.0)
-    return fail("--recompute-gemms needs --memory-budget below 1");
-  artifactOptions.memoryBudget = memoryBudget;
-  artifactOptions.recomputeGemms = recomputeGemms;
+  auto budget = readMemoryBudgetFlags(backend == "cpu", "the CPU backend's");
+  if (!budget)
+    return fail(llvm::toString(budget.takeError()));
+  artifactOptions.memoryBudget = budget->budget;
+  artifactOptions.recomputeGemms = budget->recomputeGemms;
 
   PhaseClock clock("amp-compile",
                    timePhases || (llvm::errs().is_displayed() && !quiet));

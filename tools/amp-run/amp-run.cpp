@@ -60,21 +60,6 @@ cl::opt<bool> timePhases(
              "long compile (a cache hit: parse and total). Default: on when "
              "stderr is a terminal"),
     cl::init(false), cl::cat(category));
-cl::opt<double> memoryBudget(
-    "memory-budget",
-    cl::desc("Recompute forward values (element-wise work, norms) in "
-             "backward instead of "
-             "keeping them, until the estimated peak of live tensors is this "
-             "fraction of the peak without (0 < f <= 1; 1: none; backends "
-             "cpu and cpu-loops; amp-recompute)"),
-    cl::init(1.0), cl::cat(category));
-cl::opt<bool> recomputeGemms(
-    "recompute-gemms",
-    cl::desc("Under --memory-budget, also recompute GEMMs where a kept "
-             "value needs them (a layer's input projection, an MLP's first "
-             "GEMM), after every value that needs none; the same bits, more "
-             "time (amp-recompute's recompute-gemms)"),
-    cl::init(false), cl::cat(category));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No compile progress lines on a terminal"),
                     cl::init(false), cl::cat(category));
@@ -100,13 +85,10 @@ int main(int argc, char **argv) {
   if (backend != "cpu" && backend != "cpu-loops" && backend != "cuda")
     return fail("--backend must be cpu, cpu-loops or cuda, got '" + backend +
                 "'");
-  if (!(memoryBudget > 0.0 && memoryBudget <= 1.0))
-    return fail("--memory-budget must be in (0, 1], got " +
-                llvm::Twine(std::to_string(double(memoryBudget))));
-  if (memoryBudget < 1.0 && backend == "cuda")
-    return fail("--memory-budget is the CPU backends' (cpu, cpu-loops)");
-  if (recomputeGemms && memoryBudget == 1.0)
-    return fail("--recompute-gemms needs --memory-budget below 1");
+  auto budget = readMemoryBudgetFlags(backend != "cuda",
+                                      "the CPU backends' (cpu, cpu-loops)");
+  if (!budget)
+    return fail(llvm::toString(budget.takeError()));
   TrainingConfig config = readTrainingFlags("amp-run");
   config.model = modelPath;
   config.optLevel = train::stringifyOptLevel(options.optLevel).str();
@@ -170,8 +152,8 @@ int main(int argc, char **argv) {
   if (backend == "cuda" || (backend == "cpu" && settings->enabled)) {
     ArtifactOptions artifactOptions;
     artifactOptions.backend = backend;
-    artifactOptions.memoryBudget = memoryBudget;
-    artifactOptions.recomputeGemms = recomputeGemms;
+    artifactOptions.memoryBudget = budget->budget;
+    artifactOptions.recomputeGemms = budget->recomputeGemms;
     artifactOptions.onPhase = [&](llvm::StringRef phase, double seconds) {
       clock.report(phase, seconds);
     };
@@ -214,8 +196,8 @@ int main(int argc, char **argv) {
     clock.lap("amp-pipeline");
     CpuCompileOptions compileOptions;
     compileOptions.blas = backend == "cpu";
-    compileOptions.memoryBudget = memoryBudget;
-    compileOptions.recomputeGemms = recomputeGemms;
+    compileOptions.memoryBudget = budget->budget;
+    compileOptions.recomputeGemms = budget->recomputeGemms;
     auto stepFn = CpuFunction::compile(*training->module, training->stepName,
                                        compileOptions);
     if (!stepFn)

@@ -27,6 +27,19 @@ llvm::cl::OptionCategory &getCompileFlagsCategory();
 /// bad flag.
 llvm::Error readCompileFlags(AmpPipelineOptions &options);
 
+/// --memory-budget and --recompute-gemms (amp-lower-cpu's memory-budget and
+/// recompute-gemms, amp-recompute) as amp-run and amp-compile take them.
+struct MemoryBudgetFlags {
+  double budget = 1.0;
+  bool recomputeGemms = false;
+};
+
+/// Checks them: the budget in (0, 1], below 1 only on a CPU backend (`cpu`;
+/// else the error says the budget "is `budgetIsFor`"), --recompute-gemms
+/// only with a budget below 1.
+llvm::Expected<MemoryBudgetFlags>
+readMemoryBudgetFlags(bool cpu, llvm::StringRef budgetIsFor);
+
 /// --print-op-on-error: the tool's context prints the op after each error
 /// (MLIRContext::printOpOnDiagnostic; ToolContext turns it off).
 bool getPrintOpOnError();

@@ -112,9 +112,12 @@ struct Liveness {
       if (bytes == 0 || !def || isa<tensor::EmptyOp>(def) ||
           def->hasTrait<OpTrait::ConstantLike>() || returned.contains(root))
         continue;
-      events.push_back({position[def], bytes});
-      events.push_back({last + 1, -bytes});
       intervals.push_back({position[def], last, bytes});
+    }
+    SmallVector<std::pair<int64_t, int64_t>> events;
+    for (auto [from, to, size] : intervals) {
+      events.push_back({from, size});
+      events.push_back({to + 1, -size});
     }
     llvm::sort(events, [](auto a, auto b) {
       return a.first != b.first ? a.first < b.first : a.second < b.second;
@@ -150,7 +153,6 @@ struct Liveness {
   DenseMap<Operation *, int64_t> position;
   SmallVector<std::tuple<int64_t, int64_t, int64_t>> intervals;
   DenseMap<Value, int64_t> lastUse;
-  SmallVector<std::pair<int64_t, int64_t>> events;
   int64_t peak = 0, peakAt = 0;
 };
 
@@ -391,7 +393,8 @@ bool better(const Candidate &a, const Candidate &b) {
 /// undo it when it does not lower the peak).
 struct Applied {
   SmallVector<Operation *> created;
-  DenseMap<Operation *, Operation *> originals;
+  /// Each op of the chain and its clone.
+  SmallVector<std::pair<Operation *, Operation *>> copies;
   SmallVector<std::pair<OpOperand *, Value>> redirected;
 };
 
@@ -422,7 +425,7 @@ Applied apply(Candidate &c, const Liveness &live, OpBuilder &builder) {
     if (!isView(op))
       clone->setAttr(amp::kRecomputedAttrName, builder.getUnitAttr());
     applied.created.push_back(clone);
-    applied.originals[clone] = op;
+    applied.copies.push_back({op, clone});
   }
   Value recomputed = mapping.lookup(c.value);
   DenseMap<Operation *, Value> viewed;
@@ -524,12 +527,10 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
       bytes += best->bytes;
       gemms += llvm::count_if(best->chain.ops, isGemm);
       // The copies of what this recomputation computed, for later ones.
-      for (Operation *op : applied.created)
-        if (op->hasAttr(amp::kRecomputedAttrName) || isView(op))
-          if (Operation *original = applied.originals.lookup(op))
-            for (auto [from, to] :
-                 llvm::zip(original->getResults(), op->getResults()))
-              clones[from].push_back(to);
+      for (auto [original, copy] : applied.copies)
+        for (auto [from, to] :
+             llvm::zip(original->getResults(), copy->getResults()))
+          clones[from].push_back(to);
       live = erased ? std::make_unique<Liveness>(block) : std::move(next);
     }
     if (values == 0)

@@ -173,11 +173,31 @@ func.func @embedding_grad(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi32>) -> tens
 // CHECK: %[[O:.*]] = linalg.generic {{.*}} ins(%[[F]]#0 : tensor<2x3x5x4xf32>)
 // CHECK: arith.truncf
 // CHECK: train.runtime_call @amp_cpu_attention_grad_mask(%[[DO]], %[[Q]], %[[K]], %[[K]], %[[O]], %[[F]]#1, %{{.*}}) [2, 1, 1, 2, 3, 5, 7, 4, 4, 0, 4602678819172646912, 0, 0, 0, 7, 0, 0, 1] : ({{.*}}) -> (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x4xf32>)
+// Where bf16 is multiplied natively the kernels keep bf16 operands as they
+// are and record their own scratch (AttentionWorkspace.h: the block buffers
+// and oneDNN's scratchpad bound; backward, two of each and a row term).
+// NATIVE-LABEL: func.func @attention_runtime(
+// NATIVE: @amp_cpu_attention_mask({{.*}}) [{{.*}}] {amp.workspace_bytes = 351232 : i64}
+// NATIVE: @amp_cpu_attention_grad_mask({{.*}}) [{{.*}}] {amp.workspace_bytes = 546880 : i64}
 func.func @attention_runtime(%q: tensor<2x3x5x4xbf16>, %k: tensor<2x3x7x4xbf16>, %keep: tensor<2x1x1x7xi1>, %do: tensor<2x3x5x4xbf16>)
     -> (tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>) {
   %o, %lse = train.attention %q, %k, %k mask %keep scale 5.000000e-01 accumulate f32 : tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x1x1x7xi1>
   %dq, %dk, %dv = train.attention_grad %do, %q, %k, %k, %o, %lse mask %keep scale 5.000000e-01 : tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x5xf32>, tensor<2x1x1x7xi1>
   return %o, %dq, %dk, %dv : tensor<2x3x5x4xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>
+}
+
+// -----
+
+// A bf16 additive mask is widened by the kernel: its f32 copy joins the
+// native path's scratch (35 values: 192 bytes aligned). Without native bf16
+// the plan's default (no attribute) bounds the widened operands.
+// CHECK-LABEL: func.func @attention_bf16_mask(
+// CHECK: @amp_cpu_attention_mask(%arg0, %arg1, %arg1, %arg2) [{{[-0-9, ]*}}] :
+// NATIVE-LABEL: func.func @attention_bf16_mask(
+// NATIVE: @amp_cpu_attention_mask(%arg0, %arg1, %arg1, %arg2) [{{.*}}] {amp.workspace_bytes = 351424 : i64}
+func.func @attention_bf16_mask(%q: tensor<2x3x5x4xbf16>, %k: tensor<2x3x7x4xbf16>, %mask: tensor<5x7xbf16>) -> tensor<2x3x5x4xbf16> {
+  %o, %lse = train.attention %q, %k, %k mask %mask scale 5.000000e-01 : tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x4xbf16>, tensor<5x7xbf16>
+  return %o : tensor<2x3x5x4xbf16>
 }
 
 // -----

@@ -14,13 +14,17 @@
 // only error is f32 summation (tolerance 2e-5 of the values' scale); f16 and
 // bf16: the probabilities and the scores' gradient are rounded to the
 // operand type before their products, as on a Tensor Core (tolerance 4 ulp
-// of the type at the values' scale). The gradients are also checked against
+// of the type at the values' scale). bf16 cases run twice: with the block
+// products in bf16 through oneDNN (on a CPU that multiplies bf16 natively;
+// elsewhere that run takes the widened path too) and widened to f32 for
+// OpenBLAS (AMP_CPU_GEMM=openblas). The gradients are also checked against
 // central differences of the kernel's own forward pass.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/Attention.h"
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
 
 #include "gtest/gtest.h"
@@ -299,8 +303,7 @@ double maxAbs(const std::vector<double> &x) {
 
 class AttentionKernel : public ::testing::TestWithParam<Case> {};
 
-TEST_P(AttentionKernel, MatchesF64Reference) {
-  const Case &c = GetParam();
+void checkAgainstReference(const Case &c) {
   std::mt19937 rng(1234);
   int64_t batch = c.b0 * c.b1;
   auto q = randomValues(batch * c.sq * c.d, c.dtype, rng);
@@ -328,37 +331,74 @@ TEST_P(AttentionKernel, MatchesF64Reference) {
       ASSERT_TRUE(std::isfinite(f)) << "a NaN or inf in a result";
 }
 
+/// Restores the GEMM path's rule when it goes out of scope.
+struct GemmPathOverride {
+  explicit GemmPathOverride(GemmPath path) { setGemmPathOverride(path); }
+  ~GemmPathOverride() { setGemmPathOverride(std::nullopt); }
+};
+
+TEST_P(AttentionKernel, MatchesF64Reference) {
+  checkAgainstReference(GetParam());
+}
+
+/// The bf16 cases with their operands widened for OpenBLAS, where the test
+/// above multiplies them as bf16 through oneDNN on a CPU that can.
+class AttentionKernelWidened : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AttentionKernelWidened, MatchesF64Reference) {
+  GemmPathOverride widened(GemmPath::OpenBlas);
+  checkAgainstReference(GetParam());
+}
+
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   return info.param.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, AttentionKernel,
-    ::testing::Values(
-        Case{"Plain", 2, 3, 37, 53, 16, 8, false, MaskKind::None,
-             RuntimeDType::F32},
-        // Several 64 x 128 blocks and their remainders.
-        Case{"Blocks", 1, 2, 150, 300, 32, 32, false, MaskKind::None,
-             RuntimeDType::F32},
-        Case{"CausalSquare", 2, 2, 200, 200, 16, 16, true, MaskKind::None,
-             RuntimeDType::F32},
-        Case{"CausalMoreKeys", 1, 2, 70, 190, 8, 8, true, MaskKind::None,
-             RuntimeDType::F32},
-        Case{"CausalMoreQueries", 1, 2, 190, 70, 8, 8, true, MaskKind::None,
-             RuntimeDType::F32},
-        Case{"Padding", 3, 2, 65, 129, 16, 16, false, MaskKind::Padding,
-             RuntimeDType::F32},
-        Case{"FullMaskCausal", 2, 2, 90, 90, 16, 24, true, MaskKind::Full,
-             RuntimeDType::F32},
-        Case{"HiddenRows", 2, 2, 40, 150, 16, 16, false, MaskKind::HiddenRows,
-             RuntimeDType::F32},
-        Case{"HiddenRowsF16", 2, 2, 40, 150, 16, 16, false,
-             MaskKind::HiddenRows, RuntimeDType::F16},
-        Case{"CausalBF16", 2, 3, 130, 130, 32, 32, true, MaskKind::None,
-             RuntimeDType::BF16},
-        Case{"PaddingBF16", 2, 2, 64, 128, 64, 64, false, MaskKind::Padding,
-             RuntimeDType::BF16}),
-    caseName);
+const std::vector<Case> kCases = {
+    Case{"Plain", 2, 3, 37, 53, 16, 8, false, MaskKind::None,
+         RuntimeDType::F32},
+    // Several 64 x 128 blocks and their remainders.
+    Case{"Blocks", 1, 2, 150, 300, 32, 32, false, MaskKind::None,
+         RuntimeDType::F32},
+    Case{"CausalSquare", 2, 2, 200, 200, 16, 16, true, MaskKind::None,
+         RuntimeDType::F32},
+    Case{"CausalMoreKeys", 1, 2, 70, 190, 8, 8, true, MaskKind::None,
+         RuntimeDType::F32},
+    Case{"CausalMoreQueries", 1, 2, 190, 70, 8, 8, true, MaskKind::None,
+         RuntimeDType::F32},
+    Case{"Padding", 3, 2, 65, 129, 16, 16, false, MaskKind::Padding,
+         RuntimeDType::F32},
+    Case{"FullMaskCausal", 2, 2, 90, 90, 16, 24, true, MaskKind::Full,
+         RuntimeDType::F32},
+    Case{"HiddenRows", 2, 2, 40, 150, 16, 16, false, MaskKind::HiddenRows,
+         RuntimeDType::F32},
+    Case{"HiddenRowsF16", 2, 2, 40, 150, 16, 16, false, MaskKind::HiddenRows,
+         RuntimeDType::F16},
+    Case{"CausalBF16", 2, 3, 130, 130, 32, 32, true, MaskKind::None,
+         RuntimeDType::BF16},
+    Case{"PaddingBF16", 2, 2, 64, 128, 64, 64, false, MaskKind::Padding,
+         RuntimeDType::BF16},
+    Case{"BlocksBF16", 1, 2, 150, 300, 40, 24, false, MaskKind::None,
+         RuntimeDType::BF16},
+    Case{"CausalMoreKeysBF16", 1, 2, 70, 190, 8, 8, true, MaskKind::None,
+         RuntimeDType::BF16},
+    Case{"FullMaskCausalBF16", 2, 2, 90, 90, 16, 24, true, MaskKind::Full,
+         RuntimeDType::BF16},
+    Case{"HiddenRowsBF16", 2, 2, 40, 150, 16, 16, false, MaskKind::HiddenRows,
+         RuntimeDType::BF16}};
+
+std::vector<Case> bf16Cases() {
+  std::vector<Case> cases;
+  for (const Case &c : kCases)
+    if (c.dtype == RuntimeDType::BF16)
+      cases.push_back(c);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionKernel, ::testing::ValuesIn(kCases),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionKernelWidened,
+                         ::testing::ValuesIn(bf16Cases()), caseName);
 
 /// The kernels' gradients against central differences of their own forward
 /// pass (f32): loss = sum(dout * out).

@@ -22,6 +22,7 @@
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Runtime/AttentionWorkspace.h"
 #include "amp/Runtime/Collectives.h"
 #include "amp/Runtime/ConvWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
@@ -251,13 +252,38 @@ prepareAttentionCall(OpT op, PatternRewriter &rewriter) {
   return std::make_pair(std::move(*params), mask);
 }
 
+/// Records the scratch an attention call's kernel takes where its bf16
+/// operands are multiplied natively (they are not widened then); elsewhere
+/// the plan's default (an f32 copy of each 16-bit operand) bounds it.
+template <typename OpT>
+void setAttentionWorkspace(OpT op, Operation *call, Value mask, bool nativeBf16,
+                           PatternRewriter &rewriter) {
+  auto query = cast<RankedTensorType>(op.getQuery().getType());
+  auto value = cast<RankedTensorType>(op.getValue().getType());
+  if (!nativeBf16 || !query.getElementType().isBF16())
+    return;
+  int64_t rank = query.getRank();
+  int64_t mask16 = 0;
+  if (mask) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    if (!maskType.getElementType().isF32())
+      mask16 = maskType.getNumElements();
+  }
+  call->setAttr(
+      kWorkspaceBytesAttrName,
+      rewriter.getI64IntegerAttr(amp::attentionWorkspaceBytes(
+          std::is_same_v<OpT, AttentionGradOp>, query.getDimSize(rank - 2),
+          query.getDimSize(rank - 1), value.getDimSize(rank - 1), mask16)));
+}
+
 /// train.attention as the runtime's flash-style kernel
 /// (amp_cpu_attention[_mask]): f32 output rounded once to the op's type,
 /// and the f32 log-sum-exp. The kernel sums in f32 whatever the op's
 /// `accumulate` (an f16 one gets the wider sums; the op has no other
 /// lowering on the CPU unless decomposed).
 struct AttentionToRuntime : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionToRuntime(MLIRContext *ctx, bool nativeBf16)
+      : OpRewritePattern(ctx), nativeBf16(nativeBf16) {}
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     auto prepared = prepareAttentionCall(op, rewriter);
@@ -272,17 +298,22 @@ struct AttentionToRuntime : OpRewritePattern<AttentionOp> {
         rewriter, op, mask ? "amp_cpu_attention_mask" : "amp_cpu_attention",
         TypeRange{type.clone(rewriter.getF32Type()), op.getLse().getType()},
         inputs, params);
+    setAttentionWorkspace(op, call, mask, nativeBf16, rewriter);
     rewriter.replaceOp(op, {roundTo(rewriter, op.getLoc(), call.getResult(0),
                                     type),
                             call.getResult(1)});
     return success();
   }
+
+  /// The target multiplies bf16 natively (the plan's workspace bound).
+  bool nativeBf16;
 };
 
 /// train.attention_grad as the runtime's blocked backward kernel
 /// (amp_cpu_attention_grad[_mask]): f32 gradients rounded once each.
 struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionGradToRuntime(MLIRContext *ctx, bool nativeBf16)
+      : OpRewritePattern(ctx), nativeBf16(nativeBf16) {}
   LogicalResult matchAndRewrite(AttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
     auto prepared = prepareAttentionCall(op, rewriter);
@@ -301,6 +332,7 @@ struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
         rewriter, op,
         mask ? "amp_cpu_attention_grad_mask" : "amp_cpu_attention_grad", types,
         inputs, params);
+    setAttentionWorkspace(op, call, mask, nativeBf16, rewriter);
     SmallVector<Value> results;
     for (auto [acc, result] : llvm::zip(call.getResults(), op->getResults()))
       results.push_back(roundTo(rewriter, op.getLoc(), acc,
@@ -308,6 +340,9 @@ struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
+
+  /// The target multiplies bf16 natively (the plan's workspace bound).
+  bool nativeBf16;
 };
 
 /// train.all_reduce as one runtime call per bucket (amp_cpu_all_reduce,
@@ -1190,7 +1225,7 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
   populateBatchMatmulToRank3Patterns(patterns);
   patterns.add<EmbeddingGradToRuntime>(ctx, target);
   if (target == RuntimeTarget::Cpu)
-    patterns.add<AttentionToRuntime, AttentionGradToRuntime>(ctx);
+    patterns.add<AttentionToRuntime, AttentionGradToRuntime>(ctx, nativeBf16);
   patterns.add<AllReduceToRuntime>(ctx, target == RuntimeTarget::Cuda
                                              ? "amp_cuda_all_reduce"
                                              : "amp_cpu_all_reduce");

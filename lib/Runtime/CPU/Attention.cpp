@@ -11,27 +11,38 @@
 // softmax) and multiplied into the output at once, so no [Sq, Sk] tensor
 // exists at any time; the forward pass keeps the f32 log-sum-exp of each
 // query's scores, from which the backward pass recomputes the probabilities
-// block by block. f16/bf16 operands are widened exactly to f32; the
-// probabilities (and the scores' gradient) are rounded to the operands' type
-// before they enter a product, as the fused GPU kernels do with Tensor Core
-// operands. All sums are f32. Results are f32; the compiled code rounds
-// them once to the op's types.
+// block by block. The probabilities (and the scores' gradient) are rounded
+// to the operands' type before they enter a product, as the fused GPU
+// kernels do with Tensor Core operands. All sums are f32. Results are f32;
+// the compiled code rounds them once to the op's types.
+//
+// Where the block products run: bf16 operands on a CPU that multiplies bf16
+// natively (AMX-BF16, AVX-512 BF16) stay bf16 and go to oneDNN's matmul, as
+// the step's other bf16 GEMMs do (Dnnl.h; AMP_CPU_GEMM=openblas keeps them
+// on OpenBLAS); otherwise f16/bf16 operands are widened exactly to f32 and
+// multiplied by OpenBLAS's sgemm. The two differ only in the order of the
+// f32 sums.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/Attention.h"
+#include "Scratch.h"
+#include "amp/Runtime/AttentionWorkspace.h"
 #include "amp/Runtime/Blas.h"
 #include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/CpuRuntime.h"
+#include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
-#include "Scratch.h"
+
+#include <omp.h>
 
 #include <algorithm>
-#include <immintrin.h>
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 using namespace amp;
 using namespace amp::runtime;
@@ -39,11 +50,6 @@ using namespace amp::runtime;
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-/// Queries and keys per block: a block's scores, probabilities and their
-/// gradient (3 x 64 x 128 floats) stay in the L2 cache with the operand rows.
-constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kKeyBlock = 128;
 
 /// c (m x n, leading dimension ldc) = op(a) op(b) + beta c, on the calling
 /// thread (inside the kernels' parallel region OpenBLAS's OpenMP build runs
@@ -57,6 +63,40 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
                   transposeB ? CblasTrans : CblasNoTrans, blasint(m),
                   blasint(n), blasint(k), 1.0f, a, blasint(lda), b,
                   blasint(ldb), beta, c, blasint(ldc));
+}
+
+/// A bf16 value's bits.
+using BFloat = uint16_t;
+
+/// The f32 value of bf16 bits (exact: bf16 is f32's upper half).
+inline float widen(BFloat b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// The same product of bf16 blocks, each dense (leading dimension its row
+/// length), through oneDNN's bf16 matmul with f32 accumulation; where
+/// oneDNN has no kernel for the shape, on exact f32 copies.
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          const BFloat *a, int64_t lda, const BFloat *b, int64_t ldb,
+          float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  bool dense = lda == (transposeA ? m : k) && ldb == (transposeB ? k : n) &&
+               ldc == n && (beta == 0.0f || beta == 1.0f);
+  if (dense && runDnnlMatmul(a, b, c, /*bf16=*/true, beta != 0.0f, 1, m, n, k,
+                             transposeA, transposeB))
+    return;
+  int64_t rowsA = transposeA ? k : m, rowsB = transposeB ? n : k;
+  Scratch wa = scratch(rowsA * lda), wb = scratch(rowsB * ldb);
+  for (int64_t i = 0; i < rowsA * lda; ++i)
+    wa[i] = widen(a[i]);
+  for (int64_t i = 0; i < rowsB * ldb; ++i)
+    wb[i] = widen(b[i]);
+  gemm(transposeA, transposeB, m, n, k, wa.get(), lda, wb.get(), ldb, beta, c,
+       ldc);
 }
 
 // The element-wise work of the kernels, one row at a time, in functions
@@ -106,11 +146,22 @@ AMP_VECTOR_CLONES void expShifted(float *row, int64_t cols, float l) {
     row[c] = vectorExp(row[c] - l);
 }
 
-/// The largest of `cols` values (-inf for none).
+/// The largest of `cols` values and `m` (-inf for none). Sixteen running
+/// maxima, one per lane, element-wise (a loop GCC vectorizes, where a
+/// max reduction, `omp simd` or not, stayed scalar), then combined.
 AMP_VECTOR_CLONES float rowMaximum(const float *row, int64_t cols, float m) {
-#pragma omp simd reduction(max : m)
-  for (int64_t c = 0; c < cols; ++c)
+  constexpr int64_t kLanes = 16;
+  float lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l)
+    lanes[l] = m;
+  int64_t c = 0;
+  for (; c + kLanes <= cols; c += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      lanes[l] = row[c + l] > lanes[l] ? row[c + l] : lanes[l];
+  for (; c < cols; ++c)
     m = std::max(m, row[c]);
+  for (int64_t l = 0; l < kLanes; ++l)
+    m = std::max(m, lanes[l]);
   return m;
 }
 
@@ -149,6 +200,25 @@ AMP_VECTOR_CLONES float dot(const float *a, const float *b, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
     sum += a[i] * b[i];
   return sum;
+}
+
+/// sum(a[i] * b[i]) of bf16 values, in f32.
+AMP_VECTOR_CLONES float dot(const BFloat *a, const BFloat *b, int64_t count) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < count; ++i)
+    sum += widen(a[i]) * widen(b[i]);
+  return sum;
+}
+
+/// x rounded to bf16 (to nearest, ties to even), into `out`; NaN stays NaN.
+AMP_VECTOR_CLONES void toBFloat(const float *x, BFloat *out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], sizeof(bits));
+    uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    out[i] = BFloat(x[i] != x[i] ? (bits >> 16) | 0x40u : rounded);
+  }
 }
 
 /// Rounds `count` floats to bf16 (to nearest, ties to even) and back, in
@@ -193,6 +263,27 @@ void roundToType(float *x, int64_t count, RuntimeDType dtype) {
     roundToBFloat(x, count);
 }
 
+/// `count` f32 values (probabilities, or the scores' gradient) as a product's
+/// operand of the kernel's element type: rounded in place to the operands'
+/// type for f32 operands; into `out`, as bf16, for bf16 ones.
+const float *asOperand(float *x, int64_t count, RuntimeDType dtype, float *) {
+  roundToType(x, count, dtype);
+  return x;
+}
+const BFloat *asOperand(float *x, int64_t count, RuntimeDType, BFloat *out) {
+  toBFloat(x, out, count);
+  return out;
+}
+
+/// Scratch for `count` block operands of type T that the kernel rounds:
+/// bf16 ones; none for f32 (rounded in place).
+template <typename T> Scratch operandScratch(int64_t count) {
+  return scratch(std::is_same_v<T, BFloat> ? (count + 1) / 2 : 0);
+}
+template <typename T> T *operandBuffer(const Scratch &s) {
+  return reinterpret_cast<T *>(s.get());
+}
+
 /// The scores of query rows [i0, i0 + rows) against key columns
 /// [j0, j0 + cols) of one batch entry, scaled, masked and causally cut, into
 /// `s` (rows x cols).
@@ -201,8 +292,9 @@ struct ScoreBlock {
   const float *mask; // this batch entry's mask, or null
   float scale;
 
-  void compute(const float *q, const float *k, int64_t i0, int64_t rows,
-               int64_t j0, int64_t cols, float *s) const {
+  template <typename T>
+  void compute(const T *q, const T *k, int64_t i0, int64_t rows, int64_t j0,
+               int64_t cols, float *s) const {
     int64_t d = shape.headDim;
     gemm(false, true, rows, cols, d, q + i0 * d, d, k + j0 * d, d, 0.0f, s,
          cols);
@@ -247,18 +339,32 @@ int64_t AttentionShape::batchSize() const {
   return batch[0] * batch[1] * batch[2] * batch[3];
 }
 
-void amp::runtime::attentionForward(const AttentionShape &shape,
-                                    RuntimeDType dtype, const float *q,
-                                    const float *k, const float *v,
-                                    const float *mask, float *out, float *lse) {
+namespace {
+
+/// The forward kernel on operands of type T (f32, or bf16 bits multiplied
+/// natively); `dtype` is the operands' type, to which probabilities are
+/// rounded before the second product.
+template <typename T>
+void forwardKernel(const AttentionShape &shape, RuntimeDType dtype, const T *q,
+                   const T *k, const T *v, const float *mask, float *out,
+                   float *lse) {
   int64_t sq = shape.queryLen, sk = shape.keyLen, d = shape.headDim,
           dv = shape.valueDim;
+  constexpr bool bf16 = std::is_same_v<T, BFloat>;
+  constexpr int64_t kQueryBlock =
+      bf16 ? kAttentionQueryBlockBf16 : kAttentionQueryBlockF32;
+  constexpr int64_t kKeyBlock =
+      bf16 ? kAttentionKeyBlockBf16 : kAttentionKeyBlockF32;
   int64_t queryBlocks = (sq + kQueryBlock - 1) / kQueryBlock;
   int64_t tasks = shape.batchSize() * queryBlocks;
   syncBlasThreads();
 #pragma omp parallel
   {
+    // Each thread's block products run on it alone (oneDNN's plans for one
+    // thread; OpenBLAS runs on the caller inside a parallel region anyway).
+    omp_set_num_threads(1);
     Scratch s = scratch(kQueryBlock * kKeyBlock);
+    Scratch sBits = operandScratch<T>(kQueryBlock * kKeyBlock);
     Scratch rowMax = scratch(kQueryBlock), rowSum = scratch(kQueryBlock);
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
@@ -266,8 +372,7 @@ void amp::runtime::attentionForward(const AttentionShape &shape,
       int64_t i0 = (task % queryBlocks) * kQueryBlock;
       int64_t rows = std::min(kQueryBlock, sq - i0);
       ScoreBlock block{shape, maskOf(shape, mask, n), shape.scale};
-      const float *qn = q + n * sq * d, *kn = k + n * sk * d,
-                  *vn = v + n * sk * dv;
+      const T *qn = q + n * sq * d, *kn = k + n * sk * d, *vn = v + n * sk * dv;
       float *o = out + (n * sq + i0) * dv;
       std::fill(o, o + rows * dv, 0.0f);
       std::fill(rowMax.get(), rowMax.get() + rows, kNegInf);
@@ -293,9 +398,9 @@ void amp::runtime::attentionForward(const AttentionShape &shape,
           if (correction != 1.0f)
             scaleRow(o + r * dv, dv, correction);
         }
-        roundToType(sb, rows * cols, dtype);
-        gemm(false, false, rows, dv, cols, sb, cols, vn + j0 * dv, dv, 1.0f, o,
-             dv);
+        gemm(false, false, rows, dv, cols,
+             asOperand(sb, rows * cols, dtype, operandBuffer<T>(sBits)), cols,
+             vn + j0 * dv, dv, 1.0f, o, dv);
       }
       // A fully masked query gets zeros and a log-sum-exp of -inf.
       for (int64_t r = 0; r < rows; ++r) {
@@ -307,14 +412,20 @@ void amp::runtime::attentionForward(const AttentionShape &shape,
   }
 }
 
-void amp::runtime::attentionBackward(const AttentionShape &shape,
-                                     RuntimeDType dtype, const float *dout,
-                                     const float *q, const float *k,
-                                     const float *v, const float *out,
-                                     const float *lse, const float *mask,
-                                     float *dq, float *dk, float *dv) {
+/// The backward kernel on operands of type T: dq, dk, dv (f32) from dout,
+/// the operands, the forward output and its log-sum-exp.
+template <typename T>
+void backwardKernel(const AttentionShape &shape, RuntimeDType dtype,
+                    const T *dout, const T *q, const T *k, const T *v,
+                    const T *out, const float *lse, const float *mask,
+                    float *dq, float *dk, float *dv) {
   int64_t sq = shape.queryLen, sk = shape.keyLen, d = shape.headDim,
           dvDim = shape.valueDim;
+  constexpr bool bf16 = std::is_same_v<T, BFloat>;
+  constexpr int64_t kQueryBlock =
+      bf16 ? kAttentionQueryBlockBf16 : kAttentionQueryBlockF32;
+  constexpr int64_t kKeyBlock =
+      bf16 ? kAttentionKeyBlockBf16 : kAttentionKeyBlockF32;
   int64_t batch = shape.batchSize();
   syncBlasThreads();
   // One task per batch entry: the key blocks' dK and dV are complete after
@@ -322,15 +433,19 @@ void amp::runtime::attentionBackward(const AttentionShape &shape,
   // another thread writing it.
 #pragma omp parallel
   {
+    omp_set_num_threads(1);
     Scratch p = scratch(kQueryBlock * kKeyBlock);
     Scratch dp = scratch(kQueryBlock * kKeyBlock);
+    Scratch pBits = operandScratch<T>(kQueryBlock * kKeyBlock);
+    Scratch dpBits = operandScratch<T>(kQueryBlock * kKeyBlock);
     Scratch delta = scratch(sq);
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < batch; ++n) {
       ScoreBlock block{shape, maskOf(shape, mask, n), shape.scale};
-      const float *qn = q + n * sq * d, *kn = k + n * sk * d,
-                  *vn = v + n * sk * dvDim, *don = dout + n * sq * dvDim,
-                  *on = out + n * sq * dvDim, *ln = lse + n * sq;
+      const T *qn = q + n * sq * d, *kn = k + n * sk * d,
+              *vn = v + n * sk * dvDim, *don = dout + n * sq * dvDim,
+              *on = out + n * sq * dvDim;
+      const float *ln = lse + n * sq;
       float *dqn = dq + n * sq * d, *dkn = dk + n * sk * d,
             *dvn = dv + n * sk * dvDim;
       std::fill(dqn, dqn + sq * d, 0.0f);
@@ -364,21 +479,47 @@ void amp::runtime::attentionBackward(const AttentionShape &shape,
             softmaxGradRow(dpb + r * cols, pb + r * cols, cols,
                            delta[i0 + r]);
           // dV_j += P^T dO_i with P as the forward product saw it.
-          roundToType(pb, rows * cols, dtype);
-          gemm(true, false, cols, dvDim, rows, pb, cols, don + i0 * dvDim,
+          const T *pOperand =
+              asOperand(pb, rows * cols, dtype, operandBuffer<T>(pBits));
+          gemm(true, false, cols, dvDim, rows, pOperand, cols, don + i0 * dvDim,
                dvDim, 1.0f, dvn + j0 * dvDim, dvDim);
-          roundToType(dpb, rows * cols, dtype);
+          const T *dsOperand =
+              asOperand(dpb, rows * cols, dtype, operandBuffer<T>(dpBits));
           // dQ_i += dS K_j, dK_j += dS^T Q_i (times the scale below).
-          gemm(false, false, rows, d, cols, dpb, cols, kn + j0 * d, d, 1.0f,
-               dqn + i0 * d, d);
-          gemm(true, false, cols, d, rows, dpb, cols, qn + i0 * d, d, 1.0f,
-               dkn + j0 * d, d);
+          gemm(false, false, rows, d, cols, dsOperand, cols, kn + j0 * d, d,
+               1.0f, dqn + i0 * d, d);
+          gemm(true, false, cols, d, rows, dsOperand, cols, qn + i0 * d, d,
+               1.0f, dkn + j0 * d, d);
         }
       }
       scaleRow(dqn, sq * d, shape.scale);
       scaleRow(dkn, sk * d, shape.scale);
     }
   }
+}
+
+/// Whether bf16 operands are multiplied as they are (oneDNN's bf16 matmul)
+/// rather than widened for OpenBLAS.
+bool nativeBf16Products() {
+  return dnnlNativeBf16() && chooseGemmPath() == GemmPath::OneDnn;
+}
+
+} // namespace
+
+void amp::runtime::attentionForward(const AttentionShape &shape,
+                                    RuntimeDType dtype, const float *q,
+                                    const float *k, const float *v,
+                                    const float *mask, float *out, float *lse) {
+  forwardKernel(shape, dtype, q, k, v, mask, out, lse);
+}
+
+void amp::runtime::attentionBackward(const AttentionShape &shape,
+                                     RuntimeDType dtype, const float *dout,
+                                     const float *q, const float *k,
+                                     const float *v, const float *out,
+                                     const float *lse, const float *mask,
+                                     float *dq, float *dk, float *dv) {
+  backwardKernel(shape, dtype, dout, q, k, v, out, lse, mask, dq, dk, dv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -422,12 +563,19 @@ void forward(intptr_t q, intptr_t k, intptr_t v, intptr_t mask,
              intptr_t out, intptr_t lse, int64_t dtype,
              const AttentionShape &shape, int64_t maskDtype) {
   int64_t batch = shape.batchSize();
-  FloatOperand qf(q, dtype, batch * shape.queryLen * shape.headDim);
-  FloatOperand kf(k, dtype, batch * shape.keyLen * shape.headDim);
-  FloatOperand vf(v, dtype, batch * shape.keyLen * shape.valueDim);
   std::optional<FloatOperand> mf;
   if (mask)
     mf.emplace(mask, maskDtype, maskExtent(shape));
+  if (RuntimeDType(dtype) == RuntimeDType::BF16 && nativeBf16Products()) {
+    auto bits = [](intptr_t p) { return reinterpret_cast<const BFloat *>(p); };
+    forwardKernel(shape, RuntimeDType::BF16, bits(q), bits(k), bits(v),
+                  mf ? mf->get() : nullptr, reinterpret_cast<float *>(out),
+                  reinterpret_cast<float *>(lse));
+    return;
+  }
+  FloatOperand qf(q, dtype, batch * shape.queryLen * shape.headDim);
+  FloatOperand kf(k, dtype, batch * shape.keyLen * shape.headDim);
+  FloatOperand vf(v, dtype, batch * shape.keyLen * shape.valueDim);
   attentionForward(shape, RuntimeDType(dtype), qf.get(), kf.get(), vf.get(),
                    mf ? mf->get() : nullptr, reinterpret_cast<float *>(out),
                    reinterpret_cast<float *>(lse));
@@ -439,14 +587,22 @@ void backward(intptr_t dout, intptr_t q, intptr_t k, intptr_t v, intptr_t out,
               int64_t maskDtype) {
   int64_t batch = shape.batchSize();
   int64_t outputs = batch * shape.queryLen * shape.valueDim;
+  std::optional<FloatOperand> mf;
+  if (mask)
+    mf.emplace(mask, maskDtype, maskExtent(shape));
+  if (RuntimeDType(dtype) == RuntimeDType::BF16 && nativeBf16Products()) {
+    auto bits = [](intptr_t p) { return reinterpret_cast<const BFloat *>(p); };
+    auto f32 = [](intptr_t p) { return reinterpret_cast<float *>(p); };
+    backwardKernel(shape, RuntimeDType::BF16, bits(dout), bits(q), bits(k),
+                   bits(v), bits(out), reinterpret_cast<const float *>(lse),
+                   mf ? mf->get() : nullptr, f32(dq), f32(dk), f32(dv));
+    return;
+  }
   FloatOperand dof(dout, dtype, outputs);
   FloatOperand qf(q, dtype, batch * shape.queryLen * shape.headDim);
   FloatOperand kf(k, dtype, batch * shape.keyLen * shape.headDim);
   FloatOperand vf(v, dtype, batch * shape.keyLen * shape.valueDim);
   FloatOperand of(out, dtype, outputs);
-  std::optional<FloatOperand> mf;
-  if (mask)
-    mf.emplace(mask, maskDtype, maskExtent(shape));
   attentionBackward(shape, RuntimeDType(dtype), dof.get(), qf.get(), kf.get(),
                     vf.get(), of.get(), reinterpret_cast<const float *>(lse),
                     mf ? mf->get() : nullptr, reinterpret_cast<float *>(dq),

@@ -9,21 +9,25 @@
 // dtype codes (0 f32, 1 f16, 2 bf16), the sizes, one declaration per callee,
 // the single rounding of the f32 result, and what bufferization makes of it.
 
-// A linear layer at O1: f16 operands and bias, f32 accumulator rounded once.
-// CHECK: func.func private @amp_cpu_gemm_bias(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// A linear layer at O1: f16 operands and bias, the f32 accumulator rounded
+// once by the runtime to the f16 result (amp_cpu_gemm_bias_round: the
+// result's type after the bias's). Its scratch: the f32 accumulator (48
+// bytes), the bias's f32 row and the operands widened to f32, each 64
+// aligned: 64 + 64 + 128 + 128.
+// CHECK: func.func private @amp_cpu_gemm_bias_round(index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
 // CHECK-LABEL: func.func @linear
-// CHECK: %[[ACC:.*]] = train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [1, 1, 1, 1, 4, 3, 8, 0, 0] : (tensor<4x8xf16>, tensor<8x3xf16>, tensor<3xf16>) -> tensor<4x3xf32>
-// CHECK: linalg.generic {{.*}} ins(%[[ACC]] : tensor<4x3xf32>) outs(%{{.*}} : tensor<4x3xf16>)
-// CHECK: arith.truncf
+// CHECK: %[[Y:.*]] = train.runtime_call @amp_cpu_gemm_bias_round(%arg0, %arg1, %arg2) [1, 1, 1, 1, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 384 : i64} : (tensor<4x8xf16>, tensor<8x3xf16>, tensor<3xf16>) -> tensor<4x3xf16>
+// CHECK-NOT: linalg.generic
 // CHECK-NOT: train.matmul
+// CHECK: return %[[Y]]
 // BUF-LABEL: func.func @linear
 // BUF-SAME: (%[[A:.*]]: memref<4x8xf16>, %[[W:.*]]: memref<8x3xf16>, %[[B:.*]]: memref<3xf16>)
 // BUF-DAG: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
 // BUF-DAG: %[[PW:.*]] = memref.extract_aligned_pointer_as_index %[[W]]
 // BUF-DAG: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
-// BUF: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+// BUF: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x3xf16>
 // BUF: %[[PO:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
-// BUF: call @amp_cpu_gemm_bias(%[[PA]], %[[PW]], %[[PB]], %[[PO]], %{{.*}}) : (index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
+// BUF: call @amp_cpu_gemm_bias_round(%[[PA]], %[[PW]], %[[PB]], %[[PO]], %{{.*}}) {amp.workspace_bytes = 384 : i64} : (index, index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
 // BUF-NOT: memref.copy
 func.func @linear(%x: tensor<4x8xf16>, %w: tensor<8x3xf16>, %b: tensor<3xf16>) -> tensor<4x3xf16> {
   %0 = train.matmul %x, %w, %b accumulate f32 : tensor<4x8xf16>, tensor<8x3xf16>, tensor<3xf16> -> tensor<4x3xf16>
@@ -49,15 +53,17 @@ func.func @transposes(%a: tensor<4x8xf32>, %b: tensor<4x3xf32>, %c: tensor<5x8xf
 
 // -----
 
-// bf16 batch_matmul: batch, m, n, k.
+// bf16 batch_matmul: the types (operands, result), batch, m, n, k. Its
+// scratch: the f32 accumulator (480 bytes) and the operands widened (672
+// and 840 bytes), each 64 aligned.
 // CHECK-LABEL: func.func @batched
-// CHECK: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] : (tensor<6x4x7xbf16>, tensor<6x5x7xbf16>) -> tensor<6x4x5xf32>
+// CHECK: train.runtime_call @amp_cpu_gemm_round(%arg0, %arg1) [2, 2, 2, 6, 4, 5, 7, 0, 1] {amp.workspace_bytes = 2112 : i64} : (tensor<6x4x7xbf16>, tensor<6x5x7xbf16>) -> tensor<6x4x5xbf16>
 // Where the target multiplies bf16 natively, oneDNN's matmul takes the
-// operands as they are: the plan reserves its scratchpad, bounded by the
-// operands' size in f32, 4 x 6 x 7 x (4 + 5) bytes (or 4 MiB; without the
-// attribute, amp-plan-memory reserves f32 copies of 16-bit operands).
+// operands as they are and writes the bf16 result: the plan reserves its
+// scratchpad, bounded by the operands' size in f32, 4 x 6 x 7 x (4 + 5)
+// bytes (or 4 MiB).
 // NATIVE-LABEL: func.func @batched
-// NATIVE: train.runtime_call @amp_cpu_gemm(%arg0, %arg1) [2, 2, 6, 4, 5, 7, 0, 1] {amp.workspace_bytes = 1512 : i64}
+// NATIVE: train.runtime_call @amp_cpu_gemm_round(%arg0, %arg1) [2, 2, 2, 6, 4, 5, 7, 0, 1] {amp.workspace_bytes = 1512 : i64}
 func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4x5xbf16> {
   %0 = train.batch_matmul %q, %k transpose_rhs accumulate f32 : tensor<6x4x7xbf16>, tensor<6x5x7xbf16> -> tensor<6x4x5xbf16>
   return %0 : tensor<6x4x5xbf16>
@@ -248,11 +254,13 @@ func.func @convs_bf16(%x: tensor<2x3x9x9xbf16>, %w: tensor<4x3x3x3xbf16>, %dy: t
 // -----
 
 // A bf16 linear layer on such a target: the bias's f32 row of n = 3 (12
-// bytes, 64 aligned) and the scratchpad's bound, 4 x 8 x (4 + 3) bytes.
+// bytes, 64 aligned) and the scratchpad's bound, 4 x 8 x (4 + 3) bytes; no
+// f32 accumulator. Elsewhere: the accumulator, the row and the widened
+// operands (64 + 64 + 128 + 128).
 // CHECK-LABEL: func.func @linear_bf16
-// CHECK: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] : (tensor<4x8xbf16>
+// CHECK: train.runtime_call @amp_cpu_gemm_bias_round(%arg0, %arg1, %arg2) [2, 2, 2, 2, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 384 : i64} : (tensor<4x8xbf16>
 // NATIVE-LABEL: func.func @linear_bf16
-// NATIVE: train.runtime_call @amp_cpu_gemm_bias(%arg0, %arg1, %arg2) [2, 2, 2, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 288 : i64}
+// NATIVE: train.runtime_call @amp_cpu_gemm_bias_round(%arg0, %arg1, %arg2) [2, 2, 2, 2, 1, 4, 3, 8, 0, 0] {amp.workspace_bytes = 288 : i64}
 func.func @linear_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x3xbf16>, %b: tensor<3xbf16>) -> tensor<4x3xbf16> {
   %y = train.matmul %x, %w, %b accumulate f32 : tensor<4x8xbf16>, tensor<8x3xbf16>, tensor<3xbf16> -> tensor<4x3xbf16>
   return %y : tensor<4x3xbf16>

@@ -143,6 +143,63 @@ TEST_P(Gemm, MatchesF64Reference) {
       }
 }
 
+// amp_cpu_gemm[_bias]_round: the f32 result (bias included) rounded once
+// to an f16 or bf16 result, to nearest even, as compiled code rounds it.
+// Two bf16 operands into a bf16 result on the oneDNN path are rounded by
+// oneDNN as it writes, from sums in an order of its own: within one bf16
+// ulp of the rounded f32 result there; bit for bit on every other path.
+TEST_P(Gemm, RoundedResultIsTheF32ResultRoundedOnce) {
+  auto [dtype, path] = GetParam();
+  ForcedGemmPath forced(path);
+  std::mt19937 rng(5);
+  const int64_t batch = 2, m = 19, n = 21, k = 70;
+  auto t = static_cast<int64_t>(dtype);
+  for (RuntimeDType out : {RuntimeDType::F16, RuntimeDType::BF16})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int withBias = 0; withBias < 2; ++withBias) {
+          Operand a = randomOperand(batch * m * k, dtype, rng);
+          Operand b = randomOperand(batch * k * n, dtype, rng);
+          Operand bias = randomOperand(n, dtype, rng);
+          std::vector<float> f32(batch * m * n);
+          std::vector<uint16_t> got(batch * m * n, 0xFFFF);
+          auto f32Out = reinterpret_cast<intptr_t>(f32.data()),
+               gotOut = reinterpret_cast<intptr_t>(got.data());
+          auto o = static_cast<int64_t>(out);
+          if (withBias) {
+            amp_cpu_gemm_bias(a.address(dtype), b.address(dtype),
+                              bias.address(dtype), f32Out, t, t, t, batch, m, n,
+                              k, ta, tb);
+            amp_cpu_gemm_bias_round(a.address(dtype), b.address(dtype),
+                                    bias.address(dtype), gotOut, t, t, t, o,
+                                    batch, m, n, k, ta, tb);
+          } else {
+            amp_cpu_gemm(a.address(dtype), b.address(dtype), f32Out, t, t,
+                         batch, m, n, k, ta, tb);
+            amp_cpu_gemm_round(a.address(dtype), b.address(dtype), gotOut, t, t,
+                               o, batch, m, n, k, ta, tb);
+          }
+          bool oneDnnRounds = dtype == RuntimeDType::BF16 &&
+                              out == RuntimeDType::BF16 &&
+                              path == GemmPath::OneDnn && dnnlNativeBf16();
+          for (size_t i = 0; i < f32.size(); ++i) {
+            uint16_t want = out == RuntimeDType::F16 ? floatToHalf(f32[i])
+                                                     : floatToBFloat(f32[i]);
+            if (oneDnnRounds) {
+              float g = bfloatToFloat(got[i]), w = bfloatToFloat(want);
+              ASSERT_LE(std::abs(g - w), std::abs(w) * 0x1p-7f)
+                  << "element " << i << " ta " << ta << " tb " << tb << " bias "
+                  << withBias;
+            } else {
+              ASSERT_EQ(got[i], want)
+                  << "element " << i << " ta " << ta << " tb " << tb << " bias "
+                  << withBias << " to "
+                  << (out == RuntimeDType::F16 ? "f16" : "bf16");
+            }
+          }
+        }
+}
+
 /// "bf16_onednn": the operands' type and the path of bf16 GEMMs (f32 and
 /// f16 ones are OpenBLAS's either way).
 std::string gemmTestName(

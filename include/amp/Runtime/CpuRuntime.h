@@ -80,6 +80,22 @@ void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
                        int64_t batch, int64_t m, int64_t n, int64_t k,
                        int64_t transposeA, int64_t transposeB);
 
+/// amp_cpu_gemm and amp_cpu_gemm_bias with a result `c` of element type
+/// `dtypeC` (f32, f16 or bf16): the f32 accumulator (plus the bias) rounded
+/// once to it, to nearest even, as compiled code rounds an f32 result. Two
+/// bf16 operands into a bf16 result on a CPU that multiplies bf16 natively
+/// go to oneDNN, which rounds as it writes (no f32 result exists);
+/// otherwise the f32 result lives in scratch until it is rounded.
+void amp_cpu_gemm_round(intptr_t a, intptr_t b, intptr_t c, int64_t dtypeA,
+                        int64_t dtypeB, int64_t dtypeC, int64_t batch,
+                        int64_t m, int64_t n, int64_t k, int64_t transposeA,
+                        int64_t transposeB);
+void amp_cpu_gemm_bias_round(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
+                             int64_t dtypeA, int64_t dtypeB, int64_t dtypeBias,
+                             int64_t dtypeC, int64_t batch, int64_t m,
+                             int64_t n, int64_t k, int64_t transposeA,
+                             int64_t transposeB);
+
 /// The embedding gradient as a scatter-add: table[clamp(ids[p]), :] +=
 /// dy[p, :] for each of `positions` rows of `dim` values, into a zeroed f32
 /// `vocab` x `dim` table (positions x dim additions, not vocab x dim x

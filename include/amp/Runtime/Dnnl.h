@@ -80,6 +80,14 @@ bool runDnnlMatmul(const void *a, const void *b, float *c, bool bf16,
                    bool accumulate, int64_t batch, int64_t m, int64_t n,
                    int64_t k, bool transposeA, bool transposeB);
 
+/// c[i] = op(a[i]) x op(b[i]) (+ bias, n f32 values broadcast over the
+/// rows, where not null) of bf16 a and b, the f32 sums rounded once to the
+/// bf16 c (to nearest even), through oneDNN's matmul: no f32 result is
+/// written. False, having touched nothing, where oneDNN has no kernel.
+bool runDnnlMatmulBf16Out(const void *a, const void *b, const float *bias,
+                          void *c, int64_t batch, int64_t m, int64_t n,
+                          int64_t k, bool transposeA, bool transposeB);
+
 /// Whether bf16 operands go to oneDNN as they are: the CPU has AVX-512
 /// BF16 or AMX-BF16.
 bool dnnlNativeBf16();

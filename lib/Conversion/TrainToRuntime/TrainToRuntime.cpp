@@ -5,9 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Each GEMM-like op becomes a `train.runtime_call` of the target's runtime on
-// its operand tensors. On the CPU it produces the f32 accumulator, followed by
-// the shared rounding to the op's result type; cuBLASLt writes the op's type
-// itself:
+// its operand tensors. On the CPU a convolution produces the f32
+// accumulator, followed by the shared rounding to the op's result type; a
+// GEMM's runtime call rounds to a 16-bit result type itself
+// (amp_cpu_gemm_round), and cuBLASLt writes the op's type itself:
 //
 //   %acc = train.runtime_call @amp_cpu_gemm_bias(%x, %w, %b) [<dtypes>,
 //       <sizes>] : (...) -> tensor<128x256xf32>
@@ -507,25 +508,55 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
       inputs.push_back(bias);
       params.insert(params.begin() + 2, *runtimeDTypeOf(bias));
     }
+    // A 16-bit result is rounded by the runtime (amp_cpu_gemm[_bias]_round,
+    // its type after the operands'): oneDNN writes bf16 as it finishes each
+    // tile where it multiplies bf16 natively, and no f32 result is
+    // written, stored and read again; an f32 result is the accumulator.
+    bool rounded = !type.getElementType().isF32();
+    if (rounded)
+      params.insert(params.begin() + (bias ? 3 : 2),
+                    *runtimeDTypeOf(op.getResult()));
+    std::string callee = bias ? "amp_cpu_gemm_bias" : "amp_cpu_gemm";
+    if (rounded)
+      callee += "_round";
     Operation *call = createRuntimeCall(
-        rewriter, op, bias ? "amp_cpu_gemm_bias" : "amp_cpu_gemm",
-        TypeRange{type.clone(rewriter.getF32Type())}, inputs, params);
-    // Two bf16 operands on a target that multiplies them natively go to
-    // oneDNN's matmul as they are, with no f32 copies (the plan's default
-    // for 16-bit operands): the scratch is a 16-bit bias's f32 row and
-    // oneDNN's scratchpad, its per-thread packing buffers. Those were at
-    // most the operands' size in f32 for small GEMMs and 0.7 MiB for the
-    // benchmark models' largest (2 threads): reserved as the smaller of the
-    // two with 4 MiB; beyond, the runtime takes the heap.
+        rewriter, op, callee,
+        TypeRange{rounded ? type : type.clone(rewriter.getF32Type())}, inputs,
+        params);
+    // The call's scratch. Two bf16 operands on a target that multiplies
+    // them natively go to oneDNN's matmul as they are, with no f32 copies
+    // (the plan's default for 16-bit operands): the scratch is a 16-bit
+    // bias's f32 row and oneDNN's scratchpad, its per-thread packing
+    // buffers. Those were at most the operands' size in f32 for small GEMMs
+    // and 0.7 MiB for the benchmark models' largest (2 threads): reserved
+    // as the smaller of the two with 4 MiB; beyond, the runtime takes the
+    // heap. A rounded result oneDNN does not write itself (a 16-bit result
+    // of other operands, or f16) is summed in an f32 copy first.
     int64_t bf16 = int64_t(RuntimeDType::BF16);
-    if (nativeBf16 && lhsType == bf16 && rhsType == bf16) {
-      bool narrowBias =
-          bias && *runtimeDTypeOf(bias) != int64_t(RuntimeDType::F32);
+    bool narrowBias =
+        bias && *runtimeDTypeOf(bias) != int64_t(RuntimeDType::F32);
+    int64_t biasRow = llvm::alignTo(narrowBias ? n * 4 : 0, 64);
+    bool native = nativeBf16 && lhsType == bf16 && rhsType == bf16;
+    bool nativeOut = native && type.getElementType().isBF16();
+    int64_t accumulator =
+        rounded && !nativeOut ? llvm::alignTo(4 * batch * m * n, 64) : 0;
+    if (native) {
       int64_t operands = 4 * batch * k * (m + n);
       int64_t scratchpad = std::min<int64_t>(operands, int64_t(4) << 20);
-      call->setAttr(kWorkspaceBytesAttrName,
-                    rewriter.getI64IntegerAttr(
-                        llvm::alignTo(narrowBias ? n * 4 : 0, 64) + scratchpad));
+      call->setAttr(
+          kWorkspaceBytesAttrName,
+          rewriter.getI64IntegerAttr(accumulator + biasRow + scratchpad));
+    } else if (rounded) {
+      // The runtime widens each 16-bit operand into an f32 copy.
+      int64_t widened = 0;
+      for (Value operand : {op.getLhs(), op.getRhs()}) {
+        auto t = cast<RankedTensorType>(operand.getType());
+        if (!t.getElementType().isF32())
+          widened += llvm::alignTo(4 * t.getNumElements(), 64);
+      }
+      call->setAttr(
+          kWorkspaceBytesAttrName,
+          rewriter.getI64IntegerAttr(accumulator + biasRow + widened));
     }
     rewriter.replaceOp(
         op, roundTo(rewriter, op.getLoc(), call->getResult(0), type));

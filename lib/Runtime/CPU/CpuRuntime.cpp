@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -274,6 +275,65 @@ extern "C" void amp_cpu_gemm_bias(intptr_t a, intptr_t b, intptr_t bias,
               transposeB);
 }
 
+namespace {
+/// amp_cpu_gemm(_bias) into `c` of type `dtypeC`, rounded once (bias: 0
+/// for none).
+void roundedGemm(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
+                 int64_t dtypeA, int64_t dtypeB, int64_t dtypeBias,
+                 int64_t dtypeC, int64_t batch, int64_t m, int64_t n, int64_t k,
+                 int64_t transposeA, int64_t transposeB) {
+  auto gemm = [&](intptr_t out) {
+    if (bias)
+      amp_cpu_gemm_bias(a, b, bias, out, dtypeA, dtypeB, dtypeBias, batch, m, n,
+                        k, transposeA, transposeB);
+    else
+      amp_cpu_gemm(a, b, out, dtypeA, dtypeB, batch, m, n, k, transposeA,
+                   transposeB);
+  };
+  if (dtypeC == int64_t(RuntimeDType::F32))
+    return gemm(c);
+  if (dtypeC == int64_t(RuntimeDType::BF16) && nativeBf16(dtypeA, dtypeB) &&
+      chooseGemmPath() == GemmPath::OneDnn) {
+    std::optional<FloatOperand> row;
+    if (bias)
+      row.emplace(bias, dtypeBias, n);
+    if (runDnnlMatmulBf16Out(reinterpret_cast<const void *>(a),
+                             reinterpret_cast<const void *>(b),
+                             row ? row->get() : nullptr,
+                             reinterpret_cast<void *>(c), batch, m, n, k,
+                             transposeA, transposeB))
+      return;
+  }
+  int64_t count = batch * m * n;
+  Scratch acc = scratch(count);
+  gemm(reinterpret_cast<intptr_t>(acc.get()));
+  auto *out = reinterpret_cast<uint16_t *>(c);
+  const float *from = acc.get();
+  bool half = dtypeC == int64_t(RuntimeDType::F16);
+#pragma omp parallel for schedule(static) if (count >= (1 << 16))
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = half ? floatToHalf(from[i]) : floatToBFloat(from[i]);
+}
+} // namespace
+
+extern "C" void amp_cpu_gemm_round(intptr_t a, intptr_t b, intptr_t c,
+                                   int64_t dtypeA, int64_t dtypeB,
+                                   int64_t dtypeC, int64_t batch, int64_t m,
+                                   int64_t n, int64_t k, int64_t transposeA,
+                                   int64_t transposeB) {
+  roundedGemm(a, b, 0, c, dtypeA, dtypeB, 0, dtypeC, batch, m, n, k, transposeA,
+              transposeB);
+}
+
+extern "C" void
+amp_cpu_gemm_bias_round(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
+                        int64_t dtypeA, int64_t dtypeB, int64_t dtypeBias,
+                        int64_t dtypeC, int64_t batch, int64_t m, int64_t n,
+                        int64_t k, int64_t transposeA, int64_t transposeB) {
+  roundedGemm(a, b, bias, c, dtypeA, dtypeB, dtypeBias, dtypeC, batch, m, n, k,
+              transposeA, transposeB);
+}
+
 extern "C" void amp_cpu_embedding_grad(intptr_t dy, intptr_t ids,
                                        intptr_t table, int64_t dtypeDy,
                                        int64_t positions, int64_t dim,
@@ -397,6 +457,9 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
   return {
       {"amp_cpu_gemm", reinterpret_cast<void *>(&amp_cpu_gemm)},
       {"amp_cpu_gemm_bias", reinterpret_cast<void *>(&amp_cpu_gemm_bias)},
+      {"amp_cpu_gemm_round", reinterpret_cast<void *>(&amp_cpu_gemm_round)},
+      {"amp_cpu_gemm_bias_round",
+       reinterpret_cast<void *>(&amp_cpu_gemm_bias_round)},
       {"amp_cpu_embedding_grad",
        reinterpret_cast<void *>(&amp_cpu_embedding_grad)},
       {"amp_cpu_conv2d", reinterpret_cast<void *>(&amp_cpu_conv2d)},

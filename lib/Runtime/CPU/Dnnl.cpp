@@ -316,7 +316,7 @@ bool amp::runDnnlConvolution(ConvPass pass, const ConvGeometry &g,
 namespace {
 struct MatmulPlan {
   dnnl::matmul primitive;
-  dnnl::memory::desc a, b, c, scratchpad;
+  dnnl::memory::desc a, b, c, bias, scratchpad;
 };
 
 /// A row-major matrix of `rows` x `cols` per batch entry, stored transposed
@@ -329,10 +329,13 @@ dnnl::memory::desc matrixDesc(int64_t batch, int64_t rows, int64_t cols,
   return dnnl::memory::desc({batch, rows, cols}, type, strides);
 }
 
+/// `out`: the result's type (f32, or bf16 with bf16 operands); `bias`: an
+/// f32 row of n values added before the result is rounded.
 std::unique_ptr<MatmulPlan> makeMatmulPlan(bool bf16, bool accumulate,
                                            int64_t batch, int64_t m, int64_t n,
                                            int64_t k, bool transposeA,
-                                           bool transposeB) {
+                                           bool transposeB, dt out = dt::f32,
+                                           bool bias = false) {
   using namespace dnnl;
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0)
     return nullptr;
@@ -340,7 +343,9 @@ std::unique_ptr<MatmulPlan> makeMatmulPlan(bool bf16, bool accumulate,
   auto plan = std::make_unique<MatmulPlan>();
   plan->a = matrixDesc(batch, m, k, transposeA, in);
   plan->b = matrixDesc(batch, k, n, transposeB, in);
-  plan->c = matrixDesc(batch, m, n, false, dt::f32);
+  plan->c = matrixDesc(batch, m, n, false, out);
+  if (bias)
+    plan->bias = memory::desc({1, 1, n}, dt::f32, memory::dims{n, n, 1});
   primitive_attr attr;
   attr.set_scratchpad_mode(scratchpad_mode::user);
   if (accumulate) {
@@ -349,8 +354,10 @@ std::unique_ptr<MatmulPlan> makeMatmulPlan(bool bf16, bool accumulate,
     attr.set_post_ops(sum);
   }
   try {
-    matmul::primitive_desc pd(matmul::desc(plan->a, plan->b, plan->c), attr,
-                              cpuEngine());
+    matmul::primitive_desc pd(
+        bias ? matmul::desc(plan->a, plan->b, plan->bias, plan->c)
+             : matmul::desc(plan->a, plan->b, plan->c),
+        attr, cpuEngine());
     plan->primitive = matmul(pd);
     plan->scratchpad = pd.scratchpad_desc();
   } catch (const dnnl::error &) {
@@ -384,6 +391,36 @@ bool amp::runDnnlMatmul(const void *a, const void *b, float *c, bool bf16,
        {DNNL_ARG_DST, dnnl::memory(plan->c, engine, c)},
        {DNNL_ARG_SCRATCHPAD,
         dnnl::memory(plan->scratchpad, engine, scratch.data)}});
+  stream.wait();
+  return true;
+}
+
+bool amp::runDnnlMatmulBf16Out(const void *a, const void *b, const float *bias,
+                               void *c, int64_t batch, int64_t m, int64_t n,
+                               int64_t k, bool transposeA, bool transposeB) {
+  static PlanCache<MatmulPlan, 8> plans;
+  const MatmulPlan *plan =
+      plans.get({bias != nullptr, omp_get_max_threads(), batch, m, n, k,
+                 transposeA, transposeB},
+                [&] {
+                  return makeMatmulPlan(true, false, batch, m, n, k, transposeA,
+                                        transposeB, dt::bf16, bias != nullptr);
+                });
+  if (!plan)
+    return false;
+  dnnl::engine &engine = cpuEngine();
+  dnnl::stream stream(engine);
+  CountedBuffer scratch(plan->scratchpad.get_size());
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, dnnl::memory(plan->a, engine, const_cast<void *>(a))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(plan->b, engine, const_cast<void *>(b))},
+      {DNNL_ARG_DST, dnnl::memory(plan->c, engine, c)},
+      {DNNL_ARG_SCRATCHPAD,
+       dnnl::memory(plan->scratchpad, engine, scratch.data)}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS,
+                 dnnl::memory(plan->bias, engine, const_cast<float *>(bias)));
+  plan->primitive.execute(stream, args);
   stream.wait();
   return true;
 }

@@ -137,7 +137,12 @@ def ConvertTrainToCpuRuntimePass
     (lib/Runtime/CPU): the operands are passed as addresses of dense buffers
     (`bufferization.to_buffer read_only` + `memref.extract_aligned_pointer_as_index`)
     with element-type codes (0 f32, 1 f16, 2 bf16) and sizes, and the callee
-    writes a fresh f32 buffer, rounded once to the op's result type.
+    writes a fresh f32 buffer, rounded once to the op's result type. A GEMM
+    with an f16/bf16 result calls `amp_cpu_gemm[_bias]_round` instead, which
+    writes that result itself (oneDNN rounds as it writes bf16 from bf16
+    operands on a target that multiplies them natively); its scratch (the
+    f32 accumulator where one is needed) is recorded in
+    `amp.workspace_bytes`.
 
     The runtime widens f16/bf16 operands exactly to f32 and calls
     `cblas_sgemm` (convolutions through im2col / col2im), so every product is

@@ -7,11 +7,6 @@
 // CHECK-LABEL: func.func @exp_f32
 // CHECK-NOT: math.
 // CHECK: arith.constant 0x4B400000 : f32
-// The polynomial's steps may fuse into FMAs (contract); the range
-// reduction's rounding trick does not carry the flag.
-// CHECK: %[[K:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
-// CHECK: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
-// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
 // CHECK: arith.fptosi
 // CHECK: arith.shrsi
 // CHECK: arith.shli

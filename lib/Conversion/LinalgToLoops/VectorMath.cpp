@@ -17,10 +17,7 @@
 //
 // Only arith ops (bit operations for |x|, 2^k and rounding, mul and add
 // for the polynomials): math.fma, math.absf or math.floor would become libm
-// calls in convert-math-to-libm, which stop the loop's vectorization. The
-// polynomials' multiply-adds carry arith's `contract` flag, so LLVM makes
-// each one FMA instruction on a CPU with FMA (GELU's forward and backward
-// loops: a third less time in the decoder's step; docs/benchmarks.md).
+// calls in convert-math-to-libm, which stop the loop's vectorization.
 //   tanh(x): |x| < 0.625: x + x^3 Q(x^2), Cephes' degree-4 minimax Q;
 //     else sign(x) (1 - 2 / (exp(2|x|) + 1)), |x| capped at 10 (where the
 //     result is 1.0f already).
@@ -86,17 +83,9 @@ struct F32Builder {
   Value div(Value l, Value r) const {
     return arith::DivFOp::create(b, loc, l, r);
   }
-  /// a * x + y, contractible: LLVM fuses it into one FMA instruction where
-  /// the target has one (rounded once; math.fma would become a libm call in
-  /// convert-math-to-libm and stop the loop's vectorization). Only the
-  /// polynomials' own steps carry the flag, so a product of the
-  /// approximation with anything else rounds as before (a loss-scaled step
-  /// stays bit-identical to the unscaled one).
-  Value muladd(Value a, Value x, Value y) const {
-    auto contract = arith::FastMathFlags::contract;
-    return arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, a, x, contract), y, contract);
-  }
+  /// a * x + y, rounded twice (arith: math.fma would become a libm call
+  /// in convert-math-to-libm and stop the loop's vectorization).
+  Value muladd(Value a, Value x, Value y) const { return add(mul(a, x), y); }
   Value cmp(arith::CmpFPredicate p, Value l, Value r) const {
     return arith::CmpFOp::create(b, loc, p, l, r);
   }

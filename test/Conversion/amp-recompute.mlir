@@ -306,3 +306,49 @@ func.func @through_a_slice(%x: tensor<65536xf32>) -> tensor<32768xf32> {
   } -> tensor<32768xf32>
   return %g : tensor<32768xf32>
 }
+
+// -----
+
+// A GEMM that writes its bf16 result itself (amp_cpu_gemm_round) is a value
+// to recompute of its own with recompute-gemms: %c is kept for the late
+// read only; the GEMM runs again there, from the arguments.
+// CHECK-LABEL: func.func @rounded_gemm
+// CHECK-NOT: amp.recomputed
+// GEMM-LABEL: func.func @rounded_gemm
+// GEMM-SAME: amp.recompute = {bytes = 131072 : i64, {{.*}}gemms = 1 : i64{{.*}}values = 1 : i64}
+// GEMM: %[[C:.*]] = train.runtime_call @amp_cpu_gemm_round(%arg0, %arg1)
+// GEMM-NOT: amp.recomputed
+// GEMM: %[[C2:.*]] = train.runtime_call @amp_cpu_gemm_round(%arg0, %arg1) [2, 2, 2, 1, 256, 256, 256, 0, 0] {amp.recomputed}
+// GEMM: linalg.generic {{.*}} ins(%{{.*}}, %[[C2]] : tensor<256x256xf32>, tensor<256x256xbf16>)
+func.func private @amp_cpu_gemm_round(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+#map3 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @rounded_gemm(%a: tensor<256x256xbf16>, %b: tensor<256x256xbf16>) -> tensor<256x256xf32> {
+  %c = train.runtime_call @amp_cpu_gemm_round(%a, %b) [2, 2, 2, 1, 256, 256, 256, 0, 0] : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16>
+  %e1 = tensor.empty() : tensor<256x256xf32>
+  %y = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<256x256xbf16>) outs(%e1 : tensor<256x256xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %f = arith.extf %x : bf16 to f32
+    %r = arith.mulf %f, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e2 = tensor.empty() : tensor<256x256xf32>
+  %z = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<256x256xf32>) outs(%e2 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e3 = tensor.empty() : tensor<256x256xf32>
+  %w = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%z, %y : tensor<256x256xf32>, tensor<256x256xf32>) outs(%e3 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %r = arith.subf %x, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  %e4 = tensor.empty() : tensor<256x256xf32>
+  %g = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%w, %c : tensor<256x256xf32>, tensor<256x256xbf16>) outs(%e4 : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %v: bf16, %o: f32):
+    %f = arith.extf %v : bf16 to f32
+    %r = arith.mulf %x, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<256x256xf32>
+  return %g : tensor<256x256xf32>
+}

@@ -325,7 +325,9 @@ struct Candidate {
   double work = 0;
 };
 
-/// `value` (a result of a clonable linalg op) as a candidate at the current
+/// `value` (a result of a clonable linalg op, or of a GEMM of the runtime
+/// with `gemms`: one with a 16-bit result writes it itself) as a candidate
+/// at the current
 /// liveness: the gap between two of its uses (its views' included) that
 /// holds the peak splits them into early and late uses, and the ops that
 /// make it can all be computed again at the first late use.
@@ -335,7 +337,8 @@ std::optional<Candidate> candidate(Value value, const Liveness &live,
   Operation *root = value.getDefiningOp();
   int64_t bytes = tensorBytes(value);
   if (bytes < std::max<int64_t>(minBytes, 1) || isView(root) ||
-      !isa<linalg::LinalgOp>(root) || !isClonable(root, gemms))
+      !(isa<linalg::LinalgOp>(root) || isGemm(root)) ||
+      !isClonable(root, gemms))
     return std::nullopt;
   SmallVector<Use> uses;
   SmallVector<Operation *> views;
@@ -490,7 +493,7 @@ struct RecomputePass : public amp::impl::RecomputePassBase<RecomputePass> {
       // The best value alive across the peak that can be recomputed.
       std::optional<Candidate> best;
       for (Operation *op : live->order)
-        if (isa<linalg::LinalgOp>(op))
+        if (isa<linalg::LinalgOp>(op) || (recomputeGemms && isGemm(op)))
           for (Value result : op->getResults())
             if (!rejected.contains(result))
               if (auto c = candidate(result, *live, minBytes, recomputeGemms,

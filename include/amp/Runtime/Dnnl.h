@@ -67,6 +67,11 @@ bool runDnnlConvolution(ConvPass pass, const ConvGeometry &g, const void *a,
 /// GEMMs are OpenBLAS's either way).
 GemmPath chooseGemmPath();
 
+/// Whether two bf16 operands are multiplied as they are by oneDNN's matmul
+/// (the CPU multiplies bf16 natively and chooseGemmPath says oneDNN) rather
+/// than widened for OpenBLAS.
+bool bf16GemmsOnOneDnn();
+
 /// Overrides chooseGemmPath for the whole process (none: oneDNN). For
 /// tests and benchmarks.
 void setGemmPathOverride(std::optional<GemmPath> path);

@@ -90,11 +90,9 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
                              transposeA, transposeB))
     return;
   int64_t rowsA = transposeA ? k : m, rowsB = transposeB ? n : k;
-  Scratch wa = scratch(rowsA * lda), wb = scratch(rowsB * ldb);
-  for (int64_t i = 0; i < rowsA * lda; ++i)
-    wa[i] = widen(a[i]);
-  for (int64_t i = 0; i < rowsB * ldb; ++i)
-    wb[i] = widen(b[i]);
+  int64_t bf16 = int64_t(RuntimeDType::BF16);
+  FloatOperand wa(intptr_t(a), bf16, rowsA * lda),
+      wb(intptr_t(b), bf16, rowsB * ldb);
   gemm(transposeA, transposeB, m, n, k, wa.get(), lda, wb.get(), ldb, beta, c,
        ldc);
 }
@@ -284,6 +282,16 @@ template <typename T> T *operandBuffer(const Scratch &s) {
   return reinterpret_cast<T *>(s.get());
 }
 
+/// The block sizes of the kernels on operands of type T
+/// (AttentionWorkspace.h).
+template <typename T> struct Blocks {
+  static constexpr bool bf16 = std::is_same_v<T, BFloat>;
+  static constexpr int64_t queries =
+      bf16 ? kAttentionQueryBlockBf16 : kAttentionQueryBlockF32;
+  static constexpr int64_t keys =
+      bf16 ? kAttentionKeyBlockBf16 : kAttentionKeyBlockF32;
+};
+
 /// The scores of query rows [i0, i0 + rows) against key columns
 /// [j0, j0 + cols) of one batch entry, scaled, masked and causally cut, into
 /// `s` (rows x cols).
@@ -350,11 +358,8 @@ void forwardKernel(const AttentionShape &shape, RuntimeDType dtype, const T *q,
                    float *lse) {
   int64_t sq = shape.queryLen, sk = shape.keyLen, d = shape.headDim,
           dv = shape.valueDim;
-  constexpr bool bf16 = std::is_same_v<T, BFloat>;
-  constexpr int64_t kQueryBlock =
-      bf16 ? kAttentionQueryBlockBf16 : kAttentionQueryBlockF32;
-  constexpr int64_t kKeyBlock =
-      bf16 ? kAttentionKeyBlockBf16 : kAttentionKeyBlockF32;
+  constexpr int64_t kQueryBlock = Blocks<T>::queries,
+                    kKeyBlock = Blocks<T>::keys;
   int64_t queryBlocks = (sq + kQueryBlock - 1) / kQueryBlock;
   int64_t tasks = shape.batchSize() * queryBlocks;
   syncBlasThreads();
@@ -421,11 +426,8 @@ void backwardKernel(const AttentionShape &shape, RuntimeDType dtype,
                     float *dq, float *dk, float *dv) {
   int64_t sq = shape.queryLen, sk = shape.keyLen, d = shape.headDim,
           dvDim = shape.valueDim;
-  constexpr bool bf16 = std::is_same_v<T, BFloat>;
-  constexpr int64_t kQueryBlock =
-      bf16 ? kAttentionQueryBlockBf16 : kAttentionQueryBlockF32;
-  constexpr int64_t kKeyBlock =
-      bf16 ? kAttentionKeyBlockBf16 : kAttentionKeyBlockF32;
+  constexpr int64_t kQueryBlock = Blocks<T>::queries,
+                    kKeyBlock = Blocks<T>::keys;
   int64_t batch = shape.batchSize();
   syncBlasThreads();
   // One task per batch entry: the key blocks' dK and dV are complete after
@@ -498,12 +500,6 @@ void backwardKernel(const AttentionShape &shape, RuntimeDType dtype,
   }
 }
 
-/// Whether bf16 operands are multiplied as they are (oneDNN's bf16 matmul)
-/// rather than widened for OpenBLAS.
-bool nativeBf16Products() {
-  return dnnlNativeBf16() && chooseGemmPath() == GemmPath::OneDnn;
-}
-
 } // namespace
 
 void amp::runtime::attentionForward(const AttentionShape &shape,
@@ -566,7 +562,7 @@ void forward(intptr_t q, intptr_t k, intptr_t v, intptr_t mask,
   std::optional<FloatOperand> mf;
   if (mask)
     mf.emplace(mask, maskDtype, maskExtent(shape));
-  if (RuntimeDType(dtype) == RuntimeDType::BF16 && nativeBf16Products()) {
+  if (RuntimeDType(dtype) == RuntimeDType::BF16 && bf16GemmsOnOneDnn()) {
     auto bits = [](intptr_t p) { return reinterpret_cast<const BFloat *>(p); };
     forwardKernel(shape, RuntimeDType::BF16, bits(q), bits(k), bits(v),
                   mf ? mf->get() : nullptr, reinterpret_cast<float *>(out),
@@ -590,7 +586,7 @@ void backward(intptr_t dout, intptr_t q, intptr_t k, intptr_t v, intptr_t out,
   std::optional<FloatOperand> mf;
   if (mask)
     mf.emplace(mask, maskDtype, maskExtent(shape));
-  if (RuntimeDType(dtype) == RuntimeDType::BF16 && nativeBf16Products()) {
+  if (RuntimeDType(dtype) == RuntimeDType::BF16 && bf16GemmsOnOneDnn()) {
     auto bits = [](intptr_t p) { return reinterpret_cast<const BFloat *>(p); };
     auto f32 = [](intptr_t p) { return reinterpret_cast<float *>(p); };
     backwardKernel(shape, RuntimeDType::BF16, bits(dout), bits(q), bits(k),

@@ -242,7 +242,8 @@ void batchedGemm(intptr_t a, intptr_t b, float *out, float beta, int64_t dtypeA,
   // bf16 operands on a CPU that multiplies them: oneDNN's bf16 matmul
   // (AVX-512 BF16 / AMX), exact products summed in f32, as the widened
   // OpenBLAS path computes them.
-  if (nativeBf16(dtypeA, dtypeB) && chooseGemmPath() == GemmPath::OneDnn &&
+  int64_t bf16 = int64_t(RuntimeDType::BF16);
+  if (dtypeA == bf16 && dtypeB == bf16 && bf16GemmsOnOneDnn() &&
       runDnnlMatmul(reinterpret_cast<const void *>(a),
                     reinterpret_cast<const void *>(b), out, true, beta != 0.0f,
                     batch, m, n, k, transposeA, transposeB))
@@ -292,8 +293,9 @@ void roundedGemm(intptr_t a, intptr_t b, intptr_t bias, intptr_t c,
   };
   if (dtypeC == int64_t(RuntimeDType::F32))
     return gemm(c);
-  if (dtypeC == int64_t(RuntimeDType::BF16) && nativeBf16(dtypeA, dtypeB) &&
-      chooseGemmPath() == GemmPath::OneDnn) {
+  int64_t bf16 = int64_t(RuntimeDType::BF16);
+  if (dtypeA == bf16 && dtypeB == bf16 && dtypeC == bf16 &&
+      bf16GemmsOnOneDnn()) {
     std::optional<FloatOperand> row;
     if (bias)
       row.emplace(bias, dtypeBias, n);

@@ -243,6 +243,10 @@ void amp::setGemmPathOverride(std::optional<GemmPath> path) {
   forcedGemmPath() = path ? int(*path) : -1;
 }
 
+bool amp::bf16GemmsOnOneDnn() {
+  return dnnlNativeBf16() && chooseGemmPath() == GemmPath::OneDnn;
+}
+
 GemmPath amp::chooseGemmPath() {
   int forced = forcedGemmPath();
   return forced >= 0 ? GemmPath(forced) : GemmPath::OneDnn;
@@ -367,6 +371,28 @@ std::unique_ptr<MatmulPlan> makeMatmulPlan(bool bf16, bool accumulate,
 }
 } // namespace
 
+namespace {
+/// Runs a matmul plan on the calling thread's stream, its scratchpad from
+/// the counted scratch (`bias`: where the plan has one).
+void executeMatmul(const MatmulPlan &plan, const void *a, const void *b,
+                   const float *bias, void *c) {
+  dnnl::engine &engine = cpuEngine();
+  dnnl::stream stream(engine);
+  CountedBuffer scratch(plan.scratchpad.get_size());
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, dnnl::memory(plan.a, engine, const_cast<void *>(a))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(plan.b, engine, const_cast<void *>(b))},
+      {DNNL_ARG_DST, dnnl::memory(plan.c, engine, c)},
+      {DNNL_ARG_SCRATCHPAD,
+       dnnl::memory(plan.scratchpad, engine, scratch.data)}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS,
+                 dnnl::memory(plan.bias, engine, const_cast<float *>(bias)));
+  plan.primitive.execute(stream, args);
+  stream.wait();
+}
+} // namespace
+
 bool amp::runDnnlMatmul(const void *a, const void *b, float *c, bool bf16,
                         bool accumulate, int64_t batch, int64_t m, int64_t n,
                         int64_t k, bool transposeA, bool transposeB) {
@@ -380,18 +406,7 @@ bool amp::runDnnlMatmul(const void *a, const void *b, float *c, bool bf16,
       });
   if (!plan)
     return false;
-  dnnl::engine &engine = cpuEngine();
-  dnnl::stream stream(engine);
-  CountedBuffer scratch(plan->scratchpad.get_size());
-  plan->primitive.execute(
-      stream,
-      {{DNNL_ARG_SRC, dnnl::memory(plan->a, engine, const_cast<void *>(a))},
-       {DNNL_ARG_WEIGHTS,
-        dnnl::memory(plan->b, engine, const_cast<void *>(b))},
-       {DNNL_ARG_DST, dnnl::memory(plan->c, engine, c)},
-       {DNNL_ARG_SCRATCHPAD,
-        dnnl::memory(plan->scratchpad, engine, scratch.data)}});
-  stream.wait();
+  executeMatmul(*plan, a, b, nullptr, c);
   return true;
 }
 
@@ -408,20 +423,7 @@ bool amp::runDnnlMatmulBf16Out(const void *a, const void *b, const float *bias,
                 });
   if (!plan)
     return false;
-  dnnl::engine &engine = cpuEngine();
-  dnnl::stream stream(engine);
-  CountedBuffer scratch(plan->scratchpad.get_size());
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, dnnl::memory(plan->a, engine, const_cast<void *>(a))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(plan->b, engine, const_cast<void *>(b))},
-      {DNNL_ARG_DST, dnnl::memory(plan->c, engine, c)},
-      {DNNL_ARG_SCRATCHPAD,
-       dnnl::memory(plan->scratchpad, engine, scratch.data)}};
-  if (bias)
-    args.emplace(DNNL_ARG_BIAS,
-                 dnnl::memory(plan->bias, engine, const_cast<float *>(bias)));
-  plan->primitive.execute(stream, args);
-  stream.wait();
+  executeMatmul(*plan, a, b, bias, c);
   return true;
 }
 

@@ -123,6 +123,8 @@ std::string amp::describeArtifactTarget(const ArtifactOptions &options) {
       " glue-instructions=" + std::to_string(options.glueInstructions);
   if (!options.fusedAttention)
     text += " attention=decomposed";
+  if (!options.fusedLmHead)
+    text += " lm-head=decomposed";
   if (options.memoryBudget < 1.0)
     text += " memory-budget=" + formatPassOptionDouble(options.memoryBudget) +
             (options.recomputeGemms ? " recompute-gemms" : "");
@@ -327,6 +329,7 @@ static llvm::Error forEachPart(std::vector<ModulePart> &parts, unsigned jobs,
 static void buildCpuLowering(PassManager &pm, const ArtifactOptions &options) {
   CpuLoweringOptions lowering;
   lowering.fusedAttention = options.fusedAttention;
+  lowering.fusedLmHead = options.fusedLmHead;
   setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget,
                            options.recomputeGemms);
   buildCpuLoweringPipeline(pm, lowering);

@@ -193,6 +193,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     lowering.convAsGemm = options.convAsGemm;
     lowering.splitReductions = options.splitReductions;
     lowering.fusedAttention = options.fusedAttention;
+    lowering.fusedLmHead = options.fusedLmHead;
     setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget,
                              options.recomputeGemms);
     buildCpuLoweringPipeline(pm, lowering);

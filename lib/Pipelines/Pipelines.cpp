@@ -76,6 +76,9 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
              !options.blas || !options.fusedAttention
                  ? "amp-decompose-attention,"
                  : "") +
+         // The LM head and its loss unfused likewise.
+         (!options.blas || !options.fusedLmHead ? "amp-decompose-lm-head,"
+                                                : "") +
          // GEMMs, convolutions and attention -> runtime calls (the target-
          // specific part).
          (!options.blas
@@ -140,7 +143,8 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
   return
       // Attention unfused (no CUDA kernel yet); GEMMs -> cuBLASLt calls,
       // then the shared middle.
-      std::string("amp-decompose-attention,amp-convert-train-to-cuda-runtime,") +
+      std::string("amp-decompose-attention,amp-decompose-lm-head,"
+                  "amp-convert-train-to-cuda-runtime,") +
       // SyncBatchNorm's sums cross the ranks on NCCL.
       toLinalg("f32", "amp_cuda_all_reduce") +
       kSplitReductions + bufferizePipeline(options.copyBeforeWrite) +

@@ -699,7 +699,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             data_parallel: bool = False, sync_batchnorm: bool = False,
             dp_timeout: float = 300.0, cache: bool = True,
             attention: str = "fused", memory_budget: Optional[float] = None,
-            recompute_gemms: bool = False) -> Step:
+            recompute_gemms: bool = False, lm_head: str = "fused") -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -762,8 +762,17 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     value kept only because the GEMM that made it is not run again: an MLP's
     first GEMM, the query/key/value projection), after every value that
     needs none: less memory again, for the GEMMs' time.
+
+    ``lm_head``: how a bias-free last linear layer whose logits only
+    ``cross_entropy`` reads (a language model's head, tied or not) runs on
+    the CPU: "fused" (one op with its loss: the logits computed a block of
+    rows at a time, forward and again for the gradients, never whole) or
+    "decomposed" (the [rows, vocabulary] logits and their gradient kept as
+    tensors; for comparison). The CUDA backend decomposes it either way.
     """
     _check_precision(opt_level, dtype)
+    if lm_head not in ("fused", "decomposed"):
+        raise ValueError(f"lm_head must be 'fused' or 'decomposed', given {lm_head!r}")
     if attention not in ("fused", "decomposed"):
         raise ValueError(f"attention must be 'fused' or 'decomposed', given {attention!r}")
     if backend not in ("cpu", "cuda"):
@@ -813,6 +822,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         flags.append(f"--clip-norm={float(clip_grad_norm)!r}")
     if attention != "fused":
         flags.append(f"--attention={attention}")
+    if lm_head != "fused":
+        flags.append(f"--lm-head={lm_head}")
     if memory_budget is not None and memory_budget < 1:
         flags.append(f"--memory-budget={float(memory_budget)!r}")
     if recompute_gemms:

@@ -6,7 +6,7 @@
 // so no op is dead before the lowerings reach it.
 //
 // RUN: amp-opt %s --amp-lower-cpu | FileCheck %s --check-prefix=CPU --implicit-check-not=train.
-// RUN: amp-opt %s --amp-lower-cpu="fused-attention=false" | FileCheck %s --check-prefix=DECOMPOSED --implicit-check-not=train.
+// RUN: amp-opt %s --amp-lower-cpu="fused-attention=false fused-lm-head=false" | FileCheck %s --check-prefix=DECOMPOSED --implicit-check-not=train.
 // RUN: %if cuda %{ amp-opt %s --amp-lower-cuda | FileCheck %s --check-prefix=CUDA --implicit-check-not=train. %}
 //
 // Nothing of the train dialect survives (--implicit-check-not), and every
@@ -36,12 +36,20 @@
 // CPU: llvm.call @amp_cpu_attention_grad_mask(
 // CPU: llvm.call @amp_cpu_attention(
 // CPU: llvm.call @amp_cpu_attention_grad(
+// CPU: llvm.func @lm_head(
+// CPU: llvm.call @amp_cpu_linear_cross_entropy(
+// CPU: llvm.call @amp_cpu_linear_cross_entropy_grad(
+// CPU: llvm.call @amp_cpu_linear_cross_entropy(
+// CPU: llvm.call @amp_cpu_linear_cross_entropy_grad(
 //
 // amp-decompose-attention's form for amp-lower-cpu (GEMMs, no attention
 // kernel).
 // DECOMPOSED: llvm.func @attention(
 // DECOMPOSED-NOT: @amp_cpu_attention
 // DECOMPOSED: llvm.call @amp_cpu_gemm(
+// DECOMPOSED: llvm.func @lm_head(
+// DECOMPOSED-NOT: @amp_cpu_linear_cross_entropy
+// DECOMPOSED: llvm.call @amp_cpu_gemm
 // CUDA-NOT: train.
 // CUDA: llvm.func @elementwise(
 // CUDA: gpu.binary @elementwise_kernel
@@ -62,6 +70,7 @@
 // CUDA: llvm.func @logic(
 // CUDA: llvm.func @marked_outputs(
 // CUDA: llvm.func @attention(
+// CUDA: llvm.func @lm_head(
 
 // train.relu train.tanh train.sigmoid train.exp train.log train.sqrt
 // train.gelu train.add train.sub train.mul train.div train.cast
@@ -361,4 +370,22 @@ func.func @attention(%q: tensor<2x3x5x4xbf16>, %k: tensor<2x3x7x4xbf16>, %v: ten
       : tensor<2x3x5x6xbf16>, tensor<2x3x5x4xbf16>, tensor<2x3x7x4xbf16>, tensor<2x3x7x6xbf16>,
         tensor<4x9x8xf32>, tensor<4x9x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>,
         tensor<4x9x8xf32>, tensor<4x9x8xf32>
+}
+
+// train.linear_cross_entropy train.linear_cross_entropy_grad: the runtime's
+// blocked kernels on the CPU; the matmul / cast / cross_entropy they stand
+// for with fused-lm-head=false and on CUDA.
+func.func @lm_head(%h: tensor<6x4xbf16>, %wte: tensor<11x4xbf16>, %labels: tensor<6xi32>,
+                   %hf: tensor<6x4xf32>, %w: tensor<4x11xf32>, %seed: tensor<f32>)
+    -> (tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<f32>, tensor<6x4xf32>, tensor<4x11xf32>) {
+  %l = train.linear_cross_entropy %h, %wte, %labels transpose_weight ignore_index -100
+      : tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<6xi32> -> tensor<f32>
+  %dh, %dw = train.linear_cross_entropy_grad %seed, %h, %wte, %labels transpose_weight ignore_index -100
+      : tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<6xi32>
+  %l2 = train.linear_cross_entropy %hf, %w, %labels label_smoothing 0.1
+      : tensor<6x4xf32>, tensor<4x11xf32>, tensor<6xi32> -> tensor<f32>
+  %dh2, %dw2 = train.linear_cross_entropy_grad %seed, %hf, %w, %labels label_smoothing 0.1
+      : tensor<f32>, tensor<6x4xf32>, tensor<4x11xf32>, tensor<6xi32>
+  return %l, %dh, %dw, %l2, %dh2, %dw2
+      : tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<f32>, tensor<6x4xf32>, tensor<4x11xf32>
 }

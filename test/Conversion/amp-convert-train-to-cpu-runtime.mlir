@@ -265,3 +265,28 @@ func.func @linear_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x3xbf16>, %b: tensor<3x
   %y = train.matmul %x, %w, %b accumulate f32 : tensor<4x8xbf16>, tensor<8x3xbf16>, tensor<3xbf16> -> tensor<4x3xbf16>
   return %y : tensor<4x3xbf16>
 }
+
+// -----
+
+// The fused LM head: params dtype, n, k, v, transpose_weight, ignore_index
+// (whether, which), label smoothing's f64 bits; f32 gradients rounded once.
+// Scratch: the block's f32 logits, plus f32 copies of the operands where
+// bf16 is widened, or (natively) the gradient's bf16 block and oneDNN's
+// scratchpad (LinearCrossEntropyWorkspace.h).
+// CHECK-LABEL: func.func @lm_head_runtime(
+// CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<f32>, %[[H:[a-z0-9]+]]: tensor<6x4xbf16>, %[[W:[a-z0-9]+]]: tensor<11x4xbf16>, %[[L:[a-z0-9]+]]: tensor<6xi32>
+// CHECK: %[[LOSS:.*]] = train.runtime_call @amp_cpu_linear_cross_entropy(%[[H]], %[[W]], %[[L]]) [2, 6, 4, 11, 1, 1, -100, 4591870180066957722] {amp.workspace_bytes = 640 : i64} : (tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<6xi32>) -> tensor<f32>
+// CHECK: %[[G:.*]]:2 = train.runtime_call @amp_cpu_linear_cross_entropy_grad(%[[S]], %[[H]], %[[W]], %[[L]]) [2, 6, 4, 11, 1, 1, -100, 4591870180066957722] {amp.workspace_bytes = 640 : i64} : (tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<6xi32>) -> (tensor<6x4xf32>, tensor<11x4xf32>)
+// CHECK: arith.truncf
+// CHECK: arith.truncf
+// NATIVE-LABEL: func.func @lm_head_runtime(
+// NATIVE: @amp_cpu_linear_cross_entropy({{.*}}) [{{.*}}] {amp.workspace_bytes = 768 : i64}
+// NATIVE: @amp_cpu_linear_cross_entropy_grad({{.*}}) [{{.*}}] {amp.workspace_bytes = 960 : i64}
+func.func @lm_head_runtime(%seed: tensor<f32>, %h: tensor<6x4xbf16>, %w: tensor<11x4xbf16>, %l: tensor<6xi32>)
+    -> (tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>) {
+  %loss = train.linear_cross_entropy %h, %w, %l transpose_weight ignore_index -100 label_smoothing 0.1
+      : tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<6xi32> -> tensor<f32>
+  %dh, %dw = train.linear_cross_entropy_grad %seed, %h, %w, %l transpose_weight ignore_index -100 label_smoothing 0.1
+      : tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>, tensor<6xi32>
+  return %loss, %dh, %dw : tensor<f32>, tensor<6x4xbf16>, tensor<11x4xbf16>
+}

@@ -229,16 +229,21 @@ func.func @forward(%x: tensor<4x8xf32>, %ids: tensor<4x8xi32>, %w: tensor<8x8xf3
 
 // The model's outputs (results marked train.output, two heads here) stay
 // the forward's: the gradient function returns the loss and the gradients
-// only, and the head the loss does not read gets no gradient work.
+// only. Dropped first, they leave the head the loss reads to its loss
+// alone, so the two become one linear_cross_entropy (no [8, 4] logits);
+// the head the loss does not read is not computed at all.
 // CHECK-LABEL: func.func @outputs(
 // CHECK-SAME: -> (tensor<f32>, tensor<8x4xf32> {train.output}, tensor<8x4xf32> {train.output})
+// CHECK: train.matmul
+// CHECK: train.matmul
+// CHECK: train.cross_entropy
 // CHECK-LABEL: func.func @outputs_grad(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<8x16xf32>, %[[L:[a-z0-9]+]]: tensor<8xi32>, %[[W:[a-z0-9]+]]: tensor<16x4xf32>
 // CHECK-SAME: -> (tensor<f32>, tensor<16x4xf32>, tensor<16x4xf32>) attributes
-// CHECK: %[[Y:.*]] = train.matmul
-// CHECK: %[[Z:.*]] = train.matmul
-// CHECK: %[[LOSS:.*]] = train.cross_entropy %[[Y]]
-// CHECK: %[[DY:.*]] = train.cross_entropy_grad
-// CHECK: %[[DW:.*]] = train.matmul {{.*}}%[[DY]] transpose_lhs
+// CHECK-NOT: train.matmul
+// CHECK: %[[LOSS:.*]] = train.linear_cross_entropy %[[X]], %[[W]], %[[L]] : tensor<8x16xf32>, tensor<16x4xf32>, tensor<8xi32> -> tensor<f32>
+// CHECK: %[[DX:.*]], %[[DW:.*]] = train.linear_cross_entropy_grad %{{.*}}, %[[X]], %[[W]], %[[L]] :
+// CHECK-NOT: train.matmul
 // CHECK: %[[ZERO:.*]] = train.constant
 // CHECK: return %[[LOSS]], %[[DW]], %[[ZERO]] : tensor<f32>, tensor<16x4xf32>, tensor<16x4xf32>
 // O1-LABEL: func.func @outputs_grad(

@@ -79,6 +79,14 @@ cl::opt<std::string> attention(
              "(batch_matmul, softmax, batch_matmul: the [Sq, Sk] scores kept "
              "for the backward pass; for comparison)"),
     cl::init("fused"), cl::cat(category));
+cl::opt<std::string> lmHead(
+    "lm-head",
+    cl::desc("How train.linear_cross_entropy (a bias-free head and its "
+             "cross-entropy, fused by autodiff) runs on the CPU: 'fused' (the "
+             "runtime's kernels, the logits a block of rows at a time) or "
+             "'decomposed' (matmul, cast, cross_entropy: the [N, V] logits "
+             "whole; for comparison)"),
+    cl::init("fused"), cl::cat(category));
 cl::alias jobsShort("j", cl::desc("Alias for --jobs (-j N)"),
                     cl::aliasopt(jobs), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("No progress lines on a terminal"),
@@ -270,6 +278,10 @@ int main(int argc, char **argv) {
     return fail("--attention must be fused or decomposed, got '" +
                 attention + "'");
   artifactOptions.fusedAttention = attention == "fused";
+  if (lmHead != "fused" && lmHead != "decomposed")
+    return fail("--lm-head must be fused or decomposed, got '" + lmHead +
+                "'");
+  artifactOptions.fusedLmHead = lmHead == "fused";
   auto budget = readMemoryBudgetFlags(backend == "cpu", "the CPU backend's");
   if (!budget)
     return fail(llvm::toString(budget.takeError()));

@@ -125,6 +125,27 @@ def DecomposeAttentionPass
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 
+def DecomposeLmHeadPass : Pass<"amp-decompose-lm-head", "::mlir::ModuleOp"> {
+  let summary = "Rewrite train.linear_cross_entropy into matmul, cast, cross_entropy";
+  let description = [{
+    The unfused form of `train.linear_cross_entropy` and its gradient, as
+    autocast and autodiff make of a head written out: `matmul(input,
+    weight)` in the operands' type (f32 sums), the logits widened to f32 for
+    `cross_entropy`; the gradient computes the logits again, forms
+    `cross_entropy_grad`, rounds it to the operands' type and multiplies it
+    into the input's and the weight's gradients. The `[N, V]` logits and
+    their gradient are then whole tensors of the step.
+
+    `amp-lower-cuda` runs it first (no fused CUDA kernel yet);
+    `amp-lower-cpu` does with `fused-lm-head=false` or `blas=false`.
+
+    ```
+    amp-opt step.mlir --amp-decompose-lm-head
+    ```
+  }];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def ConvertTrainToCpuRuntimePass
     : Pass<"amp-convert-train-to-cpu-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower GEMMs and convolutions to calls into the CBLAS runtime";

@@ -60,6 +60,9 @@ struct ArtifactOptions {
   /// decomposed (amp-lower-cpu's fused-attention). Part of the target
   /// description, so of the cache key.
   bool fusedAttention = true;
+  /// train.linear_cross_entropy through the runtime's blocked kernels
+  /// (false: amp-decompose-lm-head's unfused head).
+  bool fusedLmHead = true;
   /// amp-lower-cpu's memory-budget (amp-recompute: element-wise values
   /// recomputed in backward until the estimated peak of live tensors is
   /// this fraction of the peak without; 1: none). Part of the cache key.

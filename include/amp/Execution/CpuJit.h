@@ -50,6 +50,8 @@ struct CpuCompileOptions {
   /// train.attention runs the runtime's flash-style kernels; false:
   /// decomposed (amp-decompose-attention).
   bool fusedAttention = true;
+  /// train.linear_cross_entropy through the runtime's blocked kernels.
+  bool fusedLmHead = true;
   /// amp-lower-cpu's memory-budget (1: no recomputation).
   double memoryBudget = 1.0;
   /// amp-lower-cpu's recompute-gemms: under the budget, GEMMs may be

@@ -200,6 +200,12 @@ struct CpuLoweringOptions
                      "kernels (with blas); false: amp-decompose-attention's "
                      "batch_matmul / softmax / batch_matmul"),
       llvm::cl::init(true)};
+  Option<bool> fusedLmHead{
+      *this, "fused-lm-head",
+      llvm::cl::desc("train.linear_cross_entropy calls the runtime's "
+                     "blocked kernels (with blas); false: "
+                     "amp-decompose-lm-head's matmul / cast / cross_entropy"),
+      llvm::cl::init(true)};
   Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Split large loops into tasks for the runtime's thread "

@@ -105,6 +105,31 @@ void amp_cpu_embedding_grad(intptr_t dy, intptr_t ids, intptr_t table,
                             int64_t dtypeDy, int64_t positions, int64_t dim,
                             int64_t vocab);
 
+/// A bias-free head and its mean cross-entropy, fused
+/// (train.linear_cross_entropy): the logits x[n, k] w ([k, v], or [v, k]
+/// when `transposeW`), summed in f32 and rounded once to the operands' type
+/// `dtype`, then the loss in f32 into the rank-0 `loss`, a block of rows at
+/// a time (LinearCrossEntropyWorkspace.h). Labels are i32; rows labelled
+/// `ignoreIndex` (where `hasIgnore`) count for nothing, any other label
+/// outside [0, v) makes the loss NaN, as train.cross_entropy.
+/// `smoothingBits` is label smoothing's f64 bits.
+void amp_cpu_linear_cross_entropy(intptr_t x, intptr_t w, intptr_t labels,
+                                  intptr_t loss, int64_t dtype, int64_t n,
+                                  int64_t k, int64_t v, int64_t transposeW,
+                                  int64_t hasIgnore, int64_t ignoreIndex,
+                                  int64_t smoothingBits);
+
+/// Its gradients from the f32 rank-0 loss gradient `grad`: the logits again
+/// block by block, their gradient rounded to `dtype`, then dx[n, k] and dw
+/// (w's shape), both f32, the weight's summed over every block in f32.
+void amp_cpu_linear_cross_entropy_grad(intptr_t grad, intptr_t x, intptr_t w,
+                                       intptr_t labels, intptr_t dx,
+                                       intptr_t dw, int64_t dtype, int64_t n,
+                                       int64_t k, int64_t v,
+                                       int64_t transposeW, int64_t hasIgnore,
+                                       int64_t ignoreIndex,
+                                       int64_t smoothingBits);
+
 /// The convolution geometry every conv entry point takes, in this order:
 /// n, c, h, w (input), f, kh, kw (filter), oh, ow (output), sh, sw
 /// (strides), ph, pw (padding, both sides), dh, dw (dilation).

@@ -24,6 +24,7 @@
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Runtime/AttentionWorkspace.h"
+#include "amp/Runtime/LinearCrossEntropyWorkspace.h"
 #include "amp/Runtime/Collectives.h"
 #include "amp/Runtime/ConvWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
@@ -343,6 +344,96 @@ struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
   }
 
   /// The target multiplies bf16 natively (the plan's workspace bound).
+  bool nativeBf16;
+};
+
+/// The runtime's params of a fused head and its loss: element type, n, k, v,
+/// the weight's layout, ignore_index (whether, which) and label smoothing's
+/// f64 bits; nothing where the runtime lacks the type.
+template <typename OpT>
+std::optional<SmallVector<int64_t>> linearCrossEntropyParams(OpT op) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  auto weight = cast<RankedTensorType>(op.getWeight().getType());
+  std::optional<int64_t> dtype = runtimeDType(input.getElementType());
+  if (!dtype)
+    return std::nullopt;
+  bool transposed = op.getTransposeWeight();
+  std::optional<int64_t> ignore = op.getIgnoreIndex();
+  return SmallVector<int64_t>{
+      *dtype,
+      input.getDimSize(0),
+      input.getDimSize(1),
+      weight.getDimSize(transposed ? 0 : 1),
+      transposed ? 1 : 0,
+      ignore ? 1 : 0,
+      ignore.value_or(0),
+      llvm::bit_cast<int64_t>(op.getLabelSmoothing().convertToDouble())};
+}
+
+/// Records a fused head call's scratch (LinearCrossEntropyWorkspace.h).
+template <typename OpT>
+void setLinearCrossEntropyWorkspace(OpT op, Operation *call, bool nativeBf16,
+                                    PatternRewriter &rewriter) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  auto weight = cast<RankedTensorType>(op.getWeight().getType());
+  Type element = input.getElementType();
+  call->setAttr(kWorkspaceBytesAttrName,
+                rewriter.getI64IntegerAttr(amp::linearCrossEntropyWorkspaceBytes(
+                    std::is_same_v<OpT, LinearCrossEntropyGradOp>,
+                    input.getDimSize(0), input.getDimSize(1),
+                    weight.getNumElements() / input.getDimSize(1),
+                    element.isF32() ? 4 : 2,
+                    nativeBf16 && element.isBF16())));
+}
+
+/// train.linear_cross_entropy as amp_cpu_linear_cross_entropy: the logits a
+/// block of rows at a time, the f32 loss.
+struct LinearCrossEntropyToRuntime : OpRewritePattern<LinearCrossEntropyOp> {
+  LinearCrossEntropyToRuntime(MLIRContext *ctx, bool nativeBf16)
+      : OpRewritePattern(ctx), nativeBf16(nativeBf16) {}
+  LogicalResult matchAndRewrite(LinearCrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<SmallVector<int64_t>> params = linearCrossEntropyParams(op);
+    if (!params)
+      return rewriter.notifyMatchFailure(op, "not a runtime type");
+    auto call = createRuntimeCall(
+        rewriter, op, "amp_cpu_linear_cross_entropy",
+        TypeRange{op.getResult().getType()},
+        ValueRange{op.getInput(), op.getWeight(), op.getLabels()}, *params);
+    setLinearCrossEntropyWorkspace(op, call, nativeBf16, rewriter);
+    rewriter.replaceOp(op, call->getResults());
+    return success();
+  }
+  bool nativeBf16;
+};
+
+/// train.linear_cross_entropy_grad as amp_cpu_linear_cross_entropy_grad: f32
+/// gradients, each rounded once to its operand's type.
+struct LinearCrossEntropyGradToRuntime
+    : OpRewritePattern<LinearCrossEntropyGradOp> {
+  LinearCrossEntropyGradToRuntime(MLIRContext *ctx, bool nativeBf16)
+      : OpRewritePattern(ctx), nativeBf16(nativeBf16) {}
+  LogicalResult matchAndRewrite(LinearCrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<SmallVector<int64_t>> params = linearCrossEntropyParams(op);
+    if (!params)
+      return rewriter.notifyMatchFailure(op, "not a runtime type");
+    Type f32 = rewriter.getF32Type();
+    SmallVector<Type> types;
+    for (Value v : op->getResults())
+      types.push_back(cast<RankedTensorType>(v.getType()).clone(f32));
+    auto call = createRuntimeCall(
+        rewriter, op, "amp_cpu_linear_cross_entropy_grad", types,
+        ValueRange{op.getGrad(), op.getInput(), op.getWeight(), op.getLabels()},
+        *params);
+    setLinearCrossEntropyWorkspace(op, call, nativeBf16, rewriter);
+    SmallVector<Value> results;
+    for (auto [acc, result] : llvm::zip(call->getResults(), op->getResults()))
+      results.push_back(roundTo(rewriter, op.getLoc(), acc,
+                                cast<RankedTensorType>(result.getType())));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
   bool nativeBf16;
 };
 
@@ -1256,7 +1347,9 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
   populateBatchMatmulToRank3Patterns(patterns);
   patterns.add<EmbeddingGradToRuntime>(ctx, target);
   if (target == RuntimeTarget::Cpu)
-    patterns.add<AttentionToRuntime, AttentionGradToRuntime>(ctx, nativeBf16);
+    patterns.add<AttentionToRuntime, AttentionGradToRuntime,
+                 LinearCrossEntropyToRuntime, LinearCrossEntropyGradToRuntime>(
+        ctx, nativeBf16);
   patterns.add<AllReduceToRuntime>(ctx, target == RuntimeTarget::Cuda
                                              ? "amp_cuda_all_reduce"
                                              : "amp_cpu_all_reduce");

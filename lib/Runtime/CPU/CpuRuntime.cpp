@@ -255,6 +255,15 @@ void batchedGemm(intptr_t a, intptr_t b, float *out, float beta, int64_t dtypeA,
 }
 } // namespace
 
+void amp::runtime::gemmF32(const void *a, int64_t dtypeA, const void *b,
+                           int64_t dtypeB, float *c, bool accumulate,
+                           int64_t m, int64_t n, int64_t k, bool transposeA,
+                           bool transposeB) {
+  batchedGemm(reinterpret_cast<intptr_t>(a), reinterpret_cast<intptr_t>(b), c,
+              accumulate ? 1.0f : 0.0f, dtypeA, dtypeB, 1, m, n, k, transposeA,
+              transposeB);
+}
+
 extern "C" void amp_cpu_gemm(intptr_t a, intptr_t b, intptr_t c, int64_t dtypeA,
                              int64_t dtypeB, int64_t batch, int64_t m,
                              int64_t n, int64_t k, int64_t transposeA,
@@ -478,6 +487,10 @@ std::vector<std::pair<const char *, void *>> amp::getCpuRuntimeSymbols() {
        reinterpret_cast<void *>(&amp_cpu_set_workspace)},
       {"amp_cpu_all_reduce", reinterpret_cast<void *>(&amp_cpu_all_reduce)},
       {"amp_cpu_attention", reinterpret_cast<void *>(&amp_cpu_attention)},
+      {"amp_cpu_linear_cross_entropy",
+       reinterpret_cast<void *>(&amp_cpu_linear_cross_entropy)},
+      {"amp_cpu_linear_cross_entropy_grad",
+       reinterpret_cast<void *>(&amp_cpu_linear_cross_entropy_grad)},
       {"amp_cpu_attention_mask",
        reinterpret_cast<void *>(&amp_cpu_attention_mask)},
       {"amp_cpu_attention_grad",

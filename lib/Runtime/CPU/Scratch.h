@@ -61,6 +61,14 @@ private:
   const float *data = nullptr;
 };
 
+/// c (m x n) = op(a) op(b) (+ c where `accumulate`), the products summed
+/// in f32: amp_cpu_gemm's path for one matrix (bf16 operands on a CPU that
+/// multiplies them natively through oneDNN; others widened into the
+/// counted scratch, then OpenBLAS).
+void gemmF32(const void *a, int64_t dtypeA, const void *b, int64_t dtypeB,
+             float *c, bool accumulate, int64_t m, int64_t n, int64_t k,
+             bool transposeA, bool transposeB);
+
 } // namespace amp::runtime
 
 #endif // AMP_LIB_RUNTIME_CPU_SCRATCH_H

@@ -1700,3 +1700,59 @@ func.func @attention_grad_scale(%q: tensor<2x5x4xf32>, %l: tensor<2x5xf32>) {
   %dq, %dk, %dv = train.attention_grad %q, %q, %q, %q, %q, %l scale -1.0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5xf32>
   return
 }
+
+// -----
+
+func.func @lce_rank(%x: tensor<2x4x8xf32>, %w: tensor<8x10xf32>, %l: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.linear_cross_entropy' op needs a rank-2 input [N, K] and weight [K, V], got [2, 4, 8] and [8, 10]}}
+  %0 = train.linear_cross_entropy %x, %w, %l : tensor<2x4x8xf32>, tensor<8x10xf32>, tensor<8xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @lce_types(%x: tensor<4x8xbf16>, %w: tensor<8x10xf32>, %l: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.linear_cross_entropy' op input element type 'bf16' differs from the weight's 'f32'}}
+  %0 = train.linear_cross_entropy %x, %w, %l : tensor<4x8xbf16>, tensor<8x10xf32>, tensor<4xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @lce_features(%x: tensor<4x8xf32>, %w: tensor<8x10xf32>, %l: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.linear_cross_entropy' op input features 8 do not match the weight's 10 (weight [V, K])}}
+  %0 = train.linear_cross_entropy %x, %w, %l transpose_weight : tensor<4x8xf32>, tensor<8x10xf32>, tensor<4xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @lce_labels(%x: tensor<4x8xf32>, %w: tensor<8x10xf32>, %l: tensor<5xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.linear_cross_entropy' op needs [N] labels for 4 rows, got [5]}}
+  %0 = train.linear_cross_entropy %x, %w, %l : tensor<4x8xf32>, tensor<8x10xf32>, tensor<5xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @lce_smoothing(%x: tensor<4x8xf32>, %w: tensor<8x10xf32>, %l: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'train.linear_cross_entropy' op label_smoothing must be in [0, 1], got -1.000000e-01}}
+  %0 = train.linear_cross_entropy %x, %w, %l label_smoothing -0.1 : tensor<4x8xf32>, tensor<8x10xf32>, tensor<4xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @lce_result(%x: tensor<4x8xbf16>, %w: tensor<8x10xbf16>, %l: tensor<4xi32>) -> tensor<bf16> {
+  // expected-error @+1 {{'train.linear_cross_entropy' op result #0 must be 0D tensor of 32-bit float values, but got 'tensor<bf16>'}}
+  %0 = train.linear_cross_entropy %x, %w, %l : tensor<4x8xbf16>, tensor<8x10xbf16>, tensor<4xi32> -> tensor<bf16>
+  return %0 : tensor<bf16>
+}
+
+// -----
+
+func.func @lce_grad_features(%s: tensor<f32>, %x: tensor<4x8xf32>, %w: tensor<9x10xf32>, %l: tensor<4xi32>) {
+  // expected-error @+1 {{'train.linear_cross_entropy_grad' op input features 8 do not match the weight's 9 (weight [K, V])}}
+  %0, %1 = train.linear_cross_entropy_grad %s, %x, %w, %l : tensor<f32>, tensor<4x8xf32>, tensor<9x10xf32>, tensor<4xi32>
+  return
+}

@@ -770,6 +770,52 @@ LogicalResult CrossEntropyGradOp::verify() {
   return success();
 }
 
+/// The operands of linear_cross_entropy(_grad): [N, K] input, [K, V] weight
+/// ([V, K] transposed) of the input's float type, [N] labels.
+static LogicalResult verifyLinearCrossEntropy(Operation *op, Value inputValue,
+                                              Value weightValue,
+                                              Value labelsValue,
+                                              bool transposed,
+                                              double smoothing) {
+  auto input = cast<RankedTensorType>(inputValue.getType());
+  auto weight = cast<RankedTensorType>(weightValue.getType());
+  auto labels = cast<RankedTensorType>(labelsValue.getType());
+  if (input.getRank() != 2 || weight.getRank() != 2)
+    return op->emitOpError("needs a rank-2 input [N, K] and weight ")
+           << (transposed ? "[V, K]" : "[K, V]") << ", got "
+           << formatShape(input.getShape()) << " and "
+           << formatShape(weight.getShape());
+  if (input.getElementType() != weight.getElementType())
+    return op->emitOpError("input element type ")
+           << input.getElementType() << " differs from the weight's "
+           << weight.getElementType();
+  int64_t k = weight.getDimSize(transposed ? 1 : 0);
+  if (input.getDimSize(1) != k)
+    return op->emitOpError("input features ")
+           << input.getDimSize(1) << " do not match the weight's " << k
+           << (transposed ? " (weight [V, K])" : " (weight [K, V])");
+  if (labels.getRank() != 1 || labels.getDimSize(0) != input.getDimSize(0))
+    return op->emitOpError("needs [N] labels for ")
+           << input.getDimSize(0) << " rows, got "
+           << formatShape(labels.getShape());
+  if (!(smoothing >= 0.0 && smoothing <= 1.0))
+    return op->emitOpError("label_smoothing must be in [0, 1], got ")
+           << smoothing;
+  return success();
+}
+
+LogicalResult LinearCrossEntropyOp::verify() {
+  return verifyLinearCrossEntropy(*this, getInput(), getWeight(), getLabels(),
+                                  getTransposeWeight(),
+                                  getLabelSmoothing().convertToDouble());
+}
+
+LogicalResult LinearCrossEntropyGradOp::verify() {
+  return verifyLinearCrossEntropy(*this, getInput(), getWeight(), getLabels(),
+                                  getTransposeWeight(),
+                                  getLabelSmoothing().convertToDouble());
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

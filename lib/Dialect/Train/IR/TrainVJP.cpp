@@ -330,6 +330,20 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b,
                          });
 }
 
+LogicalResult LinearCrossEntropyOp::buildVJP(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  return singleResultVJP(*this, resultGrads, operandGrads,
+                         [&](Value dy, MutableArrayRef<Value> grads) {
+                           auto grad = LinearCrossEntropyGradOp::create(
+                               b, getLoc(), dy, getInput(), getWeight(),
+                               getLabels(), getTransposeWeightAttr(),
+                               getIgnoreIndexAttr(), getLabelSmoothingAttr());
+                           grads[0] = grad.getInputGrad();
+                           grads[1] = grad.getWeightGrad();
+                         });
+}
+
 LogicalResult MseLossOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   return singleResultVJP(

@@ -58,6 +58,29 @@ struct CreatedOps : public OpBuilder::Listener {
 LogicalResult differentiate(func::FuncOp func) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // The model's outputs first: only evaluation returns them, and a head
+  // whose logits nothing else reads is then one fused op with its loss.
+  SmallVector<Value> kept;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (!func.getResultAttr(i, TrainDialect::kOutputAttrName))
+      kept.push_back(value);
+  if (kept.size() != ret.getNumOperands()) {
+    OpBuilder b(ret);
+    func::ReturnOp old = ret;
+    ret = func::ReturnOp::create(b, old.getLoc(), kept);
+    old.erase();
+    func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                   TypeRange(ValueRange(kept))));
+    func.removeResAttrsAttr();
+  }
+  // What only the outputs read is not computed for the gradients.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty() && isPure(op))
+      op->erase();
+  amp::train::fuseLinearCrossEntropy(func);
   Value loss = ret.getOperand(0);
 
   SmallVector<BlockArgument> params;

@@ -103,6 +103,12 @@ const ListEntry kEntries[] = {
     {"train.gelu_grad", kBackward, "", ""},
     {"train.layer_norm", "fp32: layer_norm", "FP32_FUNCS: layer_norm", ""},
     {"train.layer_norm_grad", kBackward, "", ""},
+    {"train.linear_cross_entropy",
+     "lower_precision_fp: linear; fp32: log_softmax, nll_loss",
+     "FP16_FUNCS: linear; FP32_FUNCS: cross_entropy",
+     "fused by autodiff after autocast: the head's GEMM in its operands' "
+     "type, the loss in f32, the logits a block of rows at a time"},
+    {"train.linear_cross_entropy_grad", kBackward, "", ""},
     {"train.log", "fp32: log", "FP32_FUNCS: log", ""},
     {"train.log_softmax", "fp32_set_opt_dtype: log_softmax",
      "FP32_FUNCS: log_softmax", ""},

@@ -111,6 +111,41 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_LinearCrossEntropyGradOp : Train_Op<"linear_cross_entropy_grad",
+    [Pure, AllTypesMatch<["input", "input_grad"]>,
+     AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "gradients of linear_cross_entropy: input and weight";
+  let description = [{
+    With the logits `L = round(input weight)` of `train.linear_cross_entropy`
+    (same operands and attributes), `dL = round(cross_entropy_grad(grad, L))`
+    (f32, rounded to the operands' type), `input_grad = dL weight^T` and
+    `weight_grad = input^T dL` (`dL^T input` with `transpose_weight`), summed
+    in f32 and rounded once: what autodiff makes of the unfused head. `grad`
+    is the loss's f32 gradient (the seed, or the scaled seed under loss
+    scaling). The runtime recomputes the logits a block of rows at a time,
+    so no `[N, V]` tensor lives in the step.
+
+    ```mlir
+    %dh, %dw = train.linear_cross_entropy_grad %seed, %h, %wte, %labels transpose_weight
+        : tensor<f32>, tensor<4096x768xbf16>, tensor<50257x768xbf16>, tensor<4096xi32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$grad, Train_FloatTensor:$input,
+                       Train_FloatTensor:$weight, Train_IndexTensor:$labels,
+                       UnitAttr:$transpose_weight,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedOptionalAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Train_FloatTensor:$input_grad,
+                      Train_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `,` $labels
+    (`transpose_weight` $transpose_weight^)? (`ignore_index` $ignore_index^)?
+    (`label_smoothing` $label_smoothing^)? attr-dict `:` type($grad) `,`
+    type($input) `,` type($weight) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
 def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure,
     AllTypesMatch<["grad", "output"]>, AllTypesMatch<["query", "query_grad"]>,
     AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>]> {

@@ -43,6 +43,46 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy",
   let hasVerifier = 1;
 }
 
+def Train_LinearCrossEntropyOp : Train_Op<"linear_cross_entropy",
+    [Pure, Train_Loss,
+     DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>]> {
+  let summary = "a language model's head and its cross-entropy, fused";
+  let description = [{
+    `cross_entropy(f32(round(input weight)), labels)`: the logits of a
+    linear layer without bias, `[N, K] x [K, V]` (`[V, K]` with
+    `transpose_weight`, nn.Linear's and a tied embedding's layout), summed in
+    f32 and rounded once to the operands' element type, as `train.matmul`
+    computes them; then the loss in f32 with the attributes of
+    `train.cross_entropy` (mean over the rows not labelled `ignore_index`,
+    `label_smoothing`). The result is f32.
+
+    The `[N, V]` logits are never whole: the CPU runtime computes them a
+    block of rows at a time (the log-sum-exp of each row is all it keeps),
+    and `train.linear_cross_entropy_grad` computes them again, block by
+    block, for the gradients. Autodiff makes the op of a head whose logits
+    only the loss reads (`fuse-lm-head`); where the CPU runtime does not
+    take it (`fused-lm-head=false`, or the CUDA backend), it becomes the
+    `matmul`, `cast` and `cross_entropy` it stands for.
+
+    ```mlir
+    %loss = train.linear_cross_entropy %h, %wte, %labels transpose_weight ignore_index -100
+        : tensor<4096x768xbf16>, tensor<50257x768xbf16>, tensor<4096xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Train_FloatTensor:$input, Train_FloatTensor:$weight,
+                       Train_IndexTensor:$labels, UnitAttr:$transpose_weight,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedOptionalAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $labels (`transpose_weight` $transpose_weight^)?
+    (`ignore_index` $ignore_index^)? (`label_smoothing` $label_smoothing^)?
+    attr-dict `:` type($input) `,` type($weight) `,` type($labels) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Train_MseLossOp : Train_Op<"mse_loss", !listconcat(Train_Fp32,
     [Pure, Train_Loss, InferTypeOpAdaptor, AllTypesMatch<["input", "target"]>,
      DeclareOpInterfaceMethods<Train_DifferentiableOpInterface>])> {

@@ -12,6 +12,10 @@
 
 #include "mlir/Pass/Pass.h"
 
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
 namespace amp {
 namespace train {
 
@@ -20,6 +24,11 @@ namespace train {
 
 #define GEN_PASS_REGISTRATION
 #include "amp/Dialect/Train/Transforms/Passes.h.inc"
+
+/// amp-fuse-lm-head's rewrite on one function: each cross_entropy of a
+/// bias-free head's logits that only it reads becomes one
+/// train.linear_cross_entropy. Returns how many did.
+int64_t fuseLinearCrossEntropy(mlir::func::FuncOp func);
 
 } // namespace train
 } // namespace amp

@@ -262,6 +262,34 @@ def RaiseAttentionPass : Pass<"amp-raise-attention", "::mlir::ModuleOp"> {
   }];
 }
 
+def FuseLmHeadPass : Pass<"amp-fuse-lm-head", "::mlir::ModuleOp"> {
+  let summary = "A bias-free head and its cross-entropy as train.linear_cross_entropy";
+  let description = [{
+    Finds a language model's head and loss,
+
+    ```mlir
+    %l = train.matmul %x, %w transpose_rhs accumulate f32 : ...   // or batch_matmul with a [1, K, V] weight
+    %r = train.reshape %l : ...                                   // optional, the classes kept last
+    %f = train.cast %r : ... to tensor<...xf32>                   // the one widening cast of a 16-bit product
+    %loss = train.cross_entropy %f, %labels : ...
+    ```
+
+    and replaces it by one `train.linear_cross_entropy` when every value
+    between the product and the loss has that one use (logits that are also
+    a result stay), the loss is in f32, the products are summed in f32 and
+    the weight has no bias. The weight is traced back through unit-dimension
+    reshapes, a transpose and its cast, so a tied embedding table is read as
+    it is stored (`transpose_weight`). amp-autodiff applies the same rewrite
+    to each gradient function it builds, once the model's outputs are
+    dropped: the step never holds the [N, V] logits whole, while the
+    forward function (evaluation) keeps its head as written.
+
+    ```
+    amp-opt model.mlir --amp-autocast --amp-fuse-lm-head
+    ```
+  }];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

@@ -21,8 +21,10 @@
 namespace amp {
 
 /// The f32 logits of one block of rows take at most this many bytes (a
-/// block is at least 16 rows, whatever the vocabulary).
-inline constexpr int64_t kHeadBlockBytes = 8 << 20;
+/// block is at least 16 rows, whatever the vocabulary): 64 rows of an
+/// 8192-class head, 16 of GPT-2's 50257, each block product still a GEMM
+/// of full width (the vocabulary) and depth (the features).
+inline constexpr int64_t kHeadBlockBytes = 2 << 20;
 
 /// Rows per block for `rows` rows of `vocab` classes.
 inline int64_t linearCrossEntropyBlockRows(int64_t rows, int64_t vocab) {

@@ -16,7 +16,11 @@ its own.
     python bench/decoder_attention.py [--batch 8] [--seqs 256,512,1024]
         [--steps 5] [--threads 2]
         [--modes fused,decomposed,torch[,torch-compile,fused-budget0.5,fused-budget0.5-gemms]]
-        [--model decoder|gpt2]
+        [--model decoder|gpt2] [--vocab 512]
+
+A mode ending in `-unfused-head` passes lm_head="decomposed" (the [rows,
+vocabulary] logits kept whole, for comparison with the fused LM head);
+`--vocab 50257` is GPT-2's vocabulary, where the head dominates memory.
 
 Prints a markdown table: median step time over the timed steps (after one
 warm-up step), training memory, and the loss of the last step.
@@ -128,12 +132,15 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
     else:
         import amp
         start = time.perf_counter()
+        lm_head = "fused"
+        if mode.endswith("-unfused-head"):
+            mode, lm_head = mode[:-len("-unfused-head")], "decomposed"
         attention, _, budget = mode.partition("-budget")
         budget, gemms, _ = budget.partition("-gemms")
         step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=data[0], optimizer=opt,
                            opt_level="O1", dtype=torch.bfloat16, attention=attention,
                            memory_budget=float(budget) if budget else None,
-                           recompute_gemms=bool(gemms))
+                           recompute_gemms=bool(gemms), lm_head=lm_head)
         amp.set_num_threads(threads)
         reset_peak()
         for batch_data in data:
@@ -154,14 +161,18 @@ def main():
     parser.add_argument("--modes", default="fused,decomposed,torch")
     parser.add_argument("--model", default="decoder", choices=["decoder", "gpt2"],
                         help="the decoder above, or HuggingFace's GPT-2 at its sizes")
+    parser.add_argument("--vocab", type=int, default=VOCAB,
+                        help="the vocabulary (issue 39's decoder: 512; GPT-2: 50257)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global VOCAB
+    VOCAB = args.vocab
     if args.child:
         mode, seq = args.child.split(":")
         print(json.dumps(child(mode, args.batch, int(seq), args.steps, args.threads,
                                args.model)))
         return
-    print(f"{args.model}; CPU: {cpu_name()}, {args.threads} threads, batch {args.batch}, "
+    print(f"{args.model}, vocabulary {args.vocab}; CPU: {cpu_name()}, {args.threads} threads, batch {args.batch}, "
           f"{args.steps} timed steps (median)")
     print("| seq | form | step ms | training memory MiB | last loss |")
     print("|---|---|---|---|---|")
@@ -170,12 +181,15 @@ def main():
             env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
             out = subprocess.run([sys.executable, __file__, "--child", f"{mode}:{seq}",
                                   "--batch", str(args.batch), "--steps", str(args.steps),
-                                  "--threads", str(args.threads), "--model", args.model],
+                                  "--threads", str(args.threads), "--model", args.model,
+                                  "--vocab", str(args.vocab)],
                                  capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 print(f"| {seq} | {mode} | failed: {out.stderr.strip().splitlines()[-1]} | | |")
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
+            unfused_head = mode.endswith("-unfused-head")
+            mode = mode[:-len("-unfused-head")] if unfused_head else mode
             name = {"fused": "amp, fused attention", "decomposed": "amp, decomposed attention",
                     "torch": "PyTorch eager autocast-bf16 (SDPA)",
                     "torch-compile": "PyTorch torch.compile autocast-bf16"}.get(mode)
@@ -184,6 +198,8 @@ def main():
                 budget, gemms, _ = budget.partition("-gemms")
                 name = (f"amp, {attention} attention, memory_budget={budget}"
                         + (", recompute_gemms" if gemms else ""))
+            if unfused_head:
+                name += ", unfused LM head"
             print(f"| {seq} | {name} | {r['median_ms']:.0f} | {r['memory_mib']:.0f} | "
                   f"{r['loss']:.4f} |", flush=True)
 

@@ -70,6 +70,11 @@ def AutodiffPass : Pass<"amp-autodiff", "::mlir::ModuleOp"> {
       cast casts back: f32 parameters get f32 gradients.
     - An op without a gradient rule, or control flow, is an error naming
       the op and its location; no gradient is ever silently wrong.
+    - The model's outputs (results marked `train.output`) are dropped from
+      the gradient function first, with what only they read; a bias-free
+      head whose logits only the loss then reads becomes one
+      `train.linear_cross_entropy` with it (amp-fuse-lm-head's rewrite), so
+      the step never holds the `[rows, vocabulary]` logits whole.
 
     ```
     amp-opt model.mlir --amp-autocast --amp-autodiff

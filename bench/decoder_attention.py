@@ -153,6 +153,7 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
 
 
 def main():
+    global VOCAB
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seqs", default="256,512,1024")
@@ -161,11 +162,10 @@ def main():
     parser.add_argument("--modes", default="fused,decomposed,torch")
     parser.add_argument("--model", default="decoder", choices=["decoder", "gpt2"],
                         help="the decoder above, or HuggingFace's GPT-2 at its sizes")
-    parser.add_argument("--vocab", type=int, default=VOCAB,
+    parser.add_argument("--vocab", type=int, default=512,
                         help="the vocabulary (issue 39's decoder: 512; GPT-2: 50257)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global VOCAB
     VOCAB = args.vocab
     if args.child:
         mode, seq = args.child.split(":")

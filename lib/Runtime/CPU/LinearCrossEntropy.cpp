@@ -16,16 +16,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RowMath.h"
+#include "Scratch.h"
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
 #include "amp/Runtime/LinearCrossEntropyWorkspace.h"
-#include "Scratch.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 
 using namespace amp;
@@ -59,8 +61,7 @@ Head makeHead(int64_t dtype, int64_t n, int64_t k, int64_t v,
 /// unfused product's rounded result reads back.
 void roundInPlace(float *x, int64_t count, RuntimeDType dtype) {
   if (dtype == RuntimeDType::BF16)
-    for (int64_t i = 0; i < count; ++i)
-      x[i] = bfloatToFloat(floatToBFloat(x[i]));
+    roundToBFloat(x, count);
   else if (dtype == RuntimeDType::F16)
     for (int64_t i = 0; i < count; ++i)
       x[i] = halfToFloat(floatToHalf(x[i]));
@@ -79,8 +80,8 @@ struct Operands {
       xRowBytes = h.k * h.elementBytes();
       return;
     }
-    wideX.emplace(x, int64_t(h.dtype), h.n * h.k);
-    wideW.emplace(w, int64_t(h.dtype), h.k * h.v);
+    wideX = std::make_unique<FloatOperand>(x, int64_t(h.dtype), h.n * h.k);
+    wideW = std::make_unique<FloatOperand>(w, int64_t(h.dtype), h.k * h.v);
     this->x = reinterpret_cast<const char *>(wideX->get());
     this->w = wideW->get();
     dtype = int64_t(RuntimeDType::F32);
@@ -89,7 +90,7 @@ struct Operands {
   const void *rows(int64_t first) const { return x + first * xRowBytes; }
 
   bool native;
-  std::optional<FloatOperand> wideX, wideW;
+  std::unique_ptr<FloatOperand> wideX, wideW;
   const char *x;
   const void *w;
   int64_t dtype;
@@ -109,17 +110,12 @@ void blockLogits(const Head &h, const Operands &ops, int64_t first,
   }
 }
 
-/// The row's maximum and log-sum-exp.
-double logSumExp(const float *row, int64_t v) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < v; ++j)
-    m = std::max(m, row[j]);
+/// The row's log-sum-exp (the row is overwritten by exp(row - max)).
+double logSumExp(float *row, int64_t v) {
+  float m = rowMaximum(row, v, -std::numeric_limits<float>::infinity());
   if (std::isinf(m))
     return m; // every logit -inf (or one +inf): the loss is inf or NaN
-  double sum = 0.0;
-  for (int64_t j = 0; j < v; ++j)
-    sum += std::exp(double(row[j] - m));
-  return double(m) + std::log(sum);
+  return double(m) + std::log(double(expAndSum(row, v, m)));
 }
 
 int64_t countedRows(const Head &h, const int32_t *labels) {
@@ -154,16 +150,17 @@ extern "C" void amp_cpu_linear_cross_entropy(
         total += std::numeric_limits<double>::quiet_NaN();
         continue;
       }
-      const float *row = block.get() + r * v;
-      double lse = logSumExp(row, v);
-      double loss = lse - double(row[label]);
+      float *row = block.get() + r * v;
+      double target = row[label], mean = 0.0;
       if (h.smoothing != 0.0) {
-        double mean = 0.0;
         for (int64_t j = 0; j < v; ++j)
           mean += row[j];
         mean /= double(v);
-        loss = (1.0 - h.smoothing) * loss + h.smoothing * (lse - mean);
       }
+      double lse = logSumExp(row, v);
+      double loss = lse - target;
+      if (h.smoothing != 0.0)
+        loss = (1.0 - h.smoothing) * loss + h.smoothing * (lse - mean);
       total += loss;
     }
   }
@@ -209,24 +206,17 @@ extern "C" void amp_cpu_linear_cross_entropy_grad(
       } else if (!h.valid(label)) {
         std::fill_n(row, v, nan);
       } else {
-        float m = -std::numeric_limits<float>::infinity();
+        float m = rowMaximum(row, v, -std::numeric_limits<float>::infinity());
+        float inv = 1.0f / expAndSum(row, v, m);
+        float labelled = row[label] * inv;
         for (int64_t j = 0; j < v; ++j)
-          m = std::max(m, row[j]);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < v; ++j) {
-          row[j] = std::exp(row[j] - m);
-          sum += row[j];
-        }
-        float inv = 1.0f / sum;
-        for (int64_t j = 0; j < v; ++j)
-          row[j] = scale * (row[j] * inv - smooth - (j == label ? keep : 0.0f));
+          row[j] = scale * (row[j] * inv - smooth);
+        row[label] = scale * (labelled - smooth - keep);
       }
-      roundInPlace(row, v, h.dtype);
-      if (block16) {
-        auto *out = static_cast<uint16_t *>(block16->data) + r * v;
-        for (int64_t j = 0; j < v; ++j)
-          out[j] = floatToBFloat(row[j]);
-      }
+      if (block16)
+        toBFloat(row, static_cast<uint16_t *>(block16->data) + r * v, v);
+      else
+        roundInPlace(row, v, h.dtype);
     }
     const void *dl = block16 ? block16->data : static_cast<const void *>(logits);
     // dx rows = dl w^T ([k, v] weight) or dl w ([v, k]).

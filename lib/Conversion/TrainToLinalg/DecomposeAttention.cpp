@@ -31,13 +31,6 @@ using namespace amp::train;
 
 namespace {
 
-Value castTo(OpBuilder &b, Location loc, Value v, Type element) {
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getElementType() == element)
-    return v;
-  return CastOp::create(b, loc, type.clone(element), v);
-}
-
 /// softmax(query key^T * scale + mask) in f32, causal as the op says.
 Value probabilities(OpBuilder &b, Location loc, Value query, Value key,
                     Value mask, bool causal, double scale, TypeAttr acc) {

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Conversion/Passes.h"
+#include "amp/Dialect/Train/IR/ElementwiseBuilders.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -26,13 +27,6 @@ using namespace amp;
 using namespace amp::train;
 
 namespace {
-
-Value castTo(OpBuilder &b, Location loc, Value v, Type element) {
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getElementType() == element)
-    return v;
-  return CastOp::create(b, loc, type.clone(element), v);
-}
 
 /// The products' accumulator attribute: f32 stated for 16-bit operands (as
 /// autocast states it), none for f32 ones.

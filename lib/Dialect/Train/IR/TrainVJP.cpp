@@ -69,6 +69,13 @@ Value amp::train::unbroadcast(OpBuilder &b, Location loc, Value grad,
   return ReshapeOp::create(b, loc, target, sum);
 }
 
+Value amp::train::castTo(OpBuilder &b, Location loc, Value v, Type element) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == element)
+    return v;
+  return CastOp::create(b, loc, type.clone(element), v);
+}
+
 Value amp::train::scaledBy(OpBuilder &b, Location loc, Value x,
                            double factor) {
   return MulOp::create(b, loc, x, scalar(b, loc, elementOf(x), factor));

@@ -29,6 +29,11 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value scalarLike(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value like, double value);
 
+/// `v` as a tensor of element type `element`: `v` itself when it is one,
+/// else a `train.cast` of it.
+mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                   mlir::Type element);
+
 /// `x * factor` with train ops (derivatives).
 mlir::Value scaledBy(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                      double factor);

@@ -142,12 +142,9 @@ LogicalResult differentiate(func::FuncOp func) {
         accumulate(operand, grad);
   }
 
-  // Results: the forward results (but the model's outputs, which only
-  // evaluation returns), then one gradient per parameter.
-  SmallVector<Value> results;
-  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
-    if (!func.getResultAttr(i, TrainDialect::kOutputAttrName))
-      results.push_back(value);
+  // Results: the forward results (the model's outputs were dropped above),
+  // then one gradient per parameter.
+  SmallVector<Value> results(ret.getOperands());
   for (BlockArgument param : params) {
     Value grad = grads.lookup(param);
     if (!grad)

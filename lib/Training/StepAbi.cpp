@@ -62,8 +62,12 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   if (!abi.lr)
     return err("the compiled step has no learning-rate argument");
   abi.numResults = step.getNumResults();
-  unsigned expected = 1 + abi.state.size() + (abi.scaler.empty() ? 0 : 4);
-  if (abi.numResults != expected && abi.numResults != expected + 1)
+  // The loss and the new state; with loss scaling found_inf and the
+  // non-finite source, and with dynamic scaling the scale, tracker and
+  // collapsed before them.
+  unsigned base = 1 + abi.state.size();
+  unsigned expected = base + (abi.scaler.empty() ? 0 : 5);
+  if (abi.numResults != expected && abi.numResults != base + 2)
     return err("unexpected step results: " + llvm::Twine(abi.numResults));
   return abi;
 }

@@ -70,6 +70,8 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
     return err("--bench-steps and --bench-warmup must not be negative");
   if (config.maxConsecutiveSkips < 1)
     return err("--max-consecutive-skips must be at least 1");
+  if (config.warnConsecutiveSkips < 0)
+    return err("--warn-consecutive-skips must not be negative (0: never)");
   if (config.threads < 0)
     return err("--threads must not be negative (0: the cores available)");
   if (!config.initFromPath.empty() && !config.loadPath.empty())
@@ -347,7 +349,52 @@ StepScalars amp::readStepScalars(const StepAbi &abi,
     scalars.skipped = toHost[r++].getAsDouble(0) != 0;
   if (hasScaler)
     scalars.collapsed = toHost[r++].getAsDouble(0) != 0;
+  if (hasFound && r < toHost.size())
+    scalars.nonfinite = int64_t(toHost[r++].getAsDouble(0));
   return scalars;
+}
+
+std::optional<NonfiniteSource>
+amp::describeNonfinite(const StepAbi &abi, llvm::ArrayRef<TensorSpec> args,
+                       int64_t nonfinite) {
+  if (nonfinite < 0)
+    return std::nullopt;
+  auto nameOf = [&](unsigned arg, llvm::StringRef fallback) {
+    for (const auto &[name, i] : abi.names)
+      if (i == arg)
+        return name;
+    for (const auto &[name, i] : abi.persistent)
+      if (i == arg)
+        return name;
+    return fallback.str();
+  };
+  // The float train.state arguments (running statistics), in order: the
+  // persistent "state.k" entries.
+  llvm::SmallVector<unsigned> floatStates;
+  for (const auto &[name, i] : abi.persistent)
+    if (llvm::StringRef(name).starts_with("state.") && i < args.size() &&
+        args[i].kind != ElementKind::I32 && args[i].kind != ElementKind::I1)
+      floatStates.push_back(i);
+  NonfiniteSource source;
+  source.hasRunningStatistics = !floatStates.empty();
+  if (nonfinite == 0) {
+    source.forward = true;
+    source.what = "the loss";
+    return source;
+  }
+  size_t k = size_t(nonfinite - 1);
+  if (k < floatStates.size()) {
+    source.forward = true;
+    source.name = nameOf(floatStates[k], "state");
+    source.what = "running statistic " + source.name;
+    return source;
+  }
+  k -= floatStates.size();
+  if (k >= abi.params.size())
+    return std::nullopt;
+  source.name = nameOf(abi.params[k], "param");
+  source.what = "the gradient of " + source.name;
+  return source;
 }
 
 HostTensor amp::learningRateArgument(const TensorSpec &spec, float lr) {
@@ -897,7 +944,8 @@ int amp::runTraining(const TrainingConfig &config,
   std::mt19937_64 shuffleRng(seed ^ 0x9e3779b97f4a7c15ULL);
   llvm::json::Array stepLog, epochLog;
   std::vector<double> stepTimes;
-  int64_t skipped = 0, consecutiveSkips = 0;
+  int64_t skipped = 0, consecutiveSkips = 0, forwardNonfinite = 0;
+  std::optional<NonfiniteSource> lastSource;
   std::vector<double> plotLosses, plotScales;
   llvm::SmallVector<bool> plotSkipped;
   double epochLoss = 0;
@@ -1022,10 +1070,29 @@ int amp::runTraining(const TrainingConfig &config,
     plotScales.push_back(scale);
     plotSkipped.push_back(wasSkipped);
     consecutiveSkips = wasSkipped ? consecutiveSkips + 1 : 0;
-    stepLog.push_back(llvm::json::Object{{"step", s},
-                                         {"loss", jsonNumber(loss)},
-                                         {"scale", scale},
-                                         {"skipped", wasSkipped}});
+    std::optional<NonfiniteSource> source =
+        describeNonfinite(*abi, specs, scalars.nonfinite);
+    llvm::json::Object entry{{"step", s},
+                             {"loss", jsonNumber(loss)},
+                             {"scale", scale},
+                             {"skipped", wasSkipped}};
+    if (source) {
+      entry["nonfinite"] = source->what;
+      entry["nonfinite_in"] = source->forward ? "forward" : "backward";
+      forwardNonfinite += source->forward;
+    }
+    stepLog.push_back(std::move(entry));
+    if (wasSkipped && source)
+      lastSource = source;
+    if (source && source->forward) {
+      llvm::outs().flush();
+      llvm::errs() << config.tool << ": step " << s << ": the forward made "
+                   << source->what << " inf or NaN; the update is skipped"
+                   << (source->hasRunningStatistics
+                           ? " and the running statistics keep their values"
+                           : "")
+                   << "\n";
+    }
     if (!wasSkipped) {
       epochLoss += loss;
       ++epochSteps;
@@ -1034,13 +1101,27 @@ int amp::runTraining(const TrainingConfig &config,
       return fail("loss scale collapsed at step " + llvm::Twine(s) +
                   ": the gradients are non-finite at every scale (NaN in the "
                   "model or data?)");
+    // Whatever a skip reports: the first non-finite value of the last one.
+    std::string why =
+        lastSource
+            ? "; the first non-finite value: " + lastSource->what +
+                  ", in the " + (lastSource->forward ? "forward" : "backward")
+            : "";
     if (consecutiveSkips >= maxConsecutiveSkips)
       return fail(llvm::Twine(consecutiveSkips) +
-                  " steps in a row were skipped for non-finite gradients "
+                  " steps in a row were skipped for non-finite values "
                   "(last at step " +
                   llvm::Twine(s) + ", loss scale " +
-                  llvm::formatv("{0}", scale).str() +
+                  llvm::formatv("{0}", scale).str() + why +
                   "); stopping (--max-consecutive-skips)");
+    if (config.warnConsecutiveSkips > 0 &&
+        consecutiveSkips == config.warnConsecutiveSkips) {
+      llvm::outs().flush();
+      llvm::errs() << config.tool << ": warning: " << consecutiveSkips
+                   << " steps in a row were skipped (last at step " << s
+                   << ", loss scale " << llvm::formatv("{0}", scale) << why
+                   << ")\n";
+    }
     if (!wasSkipped && !std::isfinite(loss) && !hasFound)
       return fail("the loss is not finite at step " + llvm::Twine(s));
     if (progressBar) {
@@ -1140,28 +1221,29 @@ int amp::runTraining(const TrainingConfig &config,
   }
   if (!metricsPath.empty()) {
     llvm::json::Object metrics{
-        {"config", llvm::json::Object{{"model", modelPath},
-                                      {"opt_level", optLevel},
-                                      {"dtype", dtype},
-                                      {"backend", config.backend},
-                                      {"threads", compiled.getCpuThreads
-                                                      ? compiled.getCpuThreads()
-                                                      : 0},
-                                      {"optimizer", optimizer},
-                                      {"lr", learningRate},
-                                      {"lr_schedule", config.lrSchedule},
-                                      {"warmup_steps", config.warmupSteps},
-                                      {"dataset", dataset},
-                                      {"batch", batch},
-                                      {"ranks", ranks},
-                                      {"steps", totalSteps},
-                                      {"seed", int64_t(seed)},
-                                      {"shuffle", shuffle}}},
+        {"config",
+         llvm::json::Object{
+             {"model", modelPath},
+             {"opt_level", optLevel},
+             {"dtype", dtype},
+             {"backend", config.backend},
+             {"threads", compiled.getCpuThreads ? compiled.getCpuThreads() : 0},
+             {"optimizer", optimizer},
+             {"lr", learningRate},
+             {"lr_schedule", config.lrSchedule},
+             {"warmup_steps", config.warmupSteps},
+             {"dataset", dataset},
+             {"batch", batch},
+             {"ranks", ranks},
+             {"steps", totalSteps},
+             {"seed", int64_t(seed)},
+             {"shuffle", shuffle}}},
         {"steps", std::move(stepLog)},
         {"epochs", std::move(epochLog)},
         {"test_accuracy_percent", 100 * accuracy},
         {"test_loss", jsonNumber(testLoss)},
         {"skipped_steps", skipped},
+        {"forward_nonfinite_steps", forwardNonfinite},
         {"final_scale", hasScaler ? llvm::json::Value(finalScale) : nullptr},
         {"step_time_ms_median", median},
         {"compile_time_s", compileSeconds},

@@ -112,6 +112,11 @@ cl::opt<int64_t>
                         cl::desc("Stop with an error after this many skipped "
                                  "steps in a row (default: 20)"),
                         cl::init(20), cl::cat(trainingCategory));
+cl::opt<int64_t> warnConsecutiveSkips(
+    "warn-consecutive-skips",
+    cl::desc("Warn when this many steps in a row were skipped, naming the "
+             "first non-finite value (default: 5; 0: never)"),
+    cl::init(5), cl::cat(trainingCategory));
 /// --threads. libLLVM registers an int option of this name (ThinLTO's code
 /// generator's thread count, which amp's tools never run); where it is
 /// registered, amp adopts it (describes it and puts it in this category),
@@ -199,6 +204,7 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.stopAt = stopAt;
   config.injectNonfinite.assign(injectNonfinite.begin(), injectNonfinite.end());
   config.maxConsecutiveSkips = maxConsecutiveSkips;
+  config.warnConsecutiveSkips = warnConsecutiveSkips;
   config.logEvery = logEvery;
   config.threads = threadsOption();
   config.benchSteps = benchSteps;

@@ -14,7 +14,7 @@ docs/Python.md is the guide.
 
 from __future__ import annotations
 
-from ._api import (MemoryPlan, Step, StepResult, compile, get_num_threads, get_rank, get_world_size,
+from ._api import (MemoryPlan, NonfiniteSource, Step, StepResult, compile, get_num_threads, get_rank, get_world_size,
                    set_num_threads, to_mlir)
 from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
                       UnsupportedNode)
@@ -31,6 +31,7 @@ __all__ = [
     "Report",
     "MemoryPlan",
     "Step",
+    "NonfiniteSource",
     "StepResult",
     "CompileError",
     "DeviceUnavailableError",

@@ -104,6 +104,19 @@ def get_num_threads() -> int:
     return _native.get_num_threads()
 
 
+class NonfiniteSource(NamedTuple):
+    """What first held an inf or NaN in a loss-scaled step."""
+
+    stage: str
+    """``"forward"`` (the loss or a running statistic: the step keeps its
+    running statistics) or ``"backward"`` (a gradient)."""
+    what: str
+    """``"the loss"``, ``"running statistic bn1.running_var"`` or ``"the
+    gradient of fc.weight"``."""
+    name: str
+    """The tensor's name in the model (``""`` for the loss)."""
+
+
 class StepResult(NamedTuple):
     """What one call of a Step returns."""
 
@@ -114,6 +127,10 @@ class StepResult(NamedTuple):
     scale: float
     """The loss scale after this step (the fixed scale of ``loss_scale=S``;
     1.0 without loss scaling)."""
+    nonfinite: Optional[NonfiniteSource] = None
+    """With loss scaling, why a step was skipped: the first value that held
+    an inf or NaN (the loss, a running statistic, then the gradients in
+    backward's order); None when every one was finite."""
 
 
 class MemoryPlan(NamedTuple):
@@ -501,7 +518,7 @@ class Step:
                 self._native.set(self._native.lr,
                                  np.array(rates if shape else rates[0], dtype=np.float32))
                 self._rates = rates
-        loss, scale, skipped, _collapsed = self._native.step_with(
+        loss, scale, skipped, _collapsed, nonfinite = self._native.step_with(
             [(i, t.data_ptr(), t.element_size()) for i, t in enumerate(tensors)])
         self._calls += 1
         # The step is the optimizer's step: tell torch's LR schedulers so
@@ -509,7 +526,13 @@ class Step:
         self._optimizer._opt_called = True
         if self._static_scale is not None:
             scale = self._static_scale
-        return StepResult(loss, bool(skipped), scale)
+        source = None
+        if nonfinite >= 0:
+            described = self._native.describe_nonfinite(nonfinite)
+            if described is not None:
+                forward, what, name = described
+                source = NonfiniteSource("forward" if forward else "backward", what, name)
+        return StepResult(loss, bool(skipped), scale, source)
 
     def _state_names(self) -> List[Tuple[str, int, str]]:
         """(key, argument index, element type) of everything a step keeps

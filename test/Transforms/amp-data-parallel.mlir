@@ -8,11 +8,12 @@
 // micro-batch: skip(pending)), before unscaling, which divides by the ranks
 // too; clipping's norm is taken after, on the global gradients; found_inf
 // is agreed (max) and the agreed flag is what skips the update, moves the
-// scale and is returned.
+// scale and is returned. What a skip reports reads the summed gradients.
 
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[ACC:.*]]:6 = train.accumulate_grads
 // CHECK-NEXT: %[[AR:.*]]:2 = train.all_reduce sum(%[[ACC]]#4, %[[ACC]]#5) skip(%[[ACC]]#3) ranks 2 : (tensor<3x2xf32>, tensor<2xf32>)
+// CHECK-NEXT: %[[SRC:.*]] = train.first_nonfinite %{{.*}}, %[[AR]]#0, %[[AR]]#1 order [0, 2, 1] :
 // CHECK-NEXT: %[[U:.*]]:3 = train.unscale_grads %{{.*}} grads(%[[AR]]#0, %[[AR]]#1) divisor 2 :
 // CHECK-NEXT: %[[FOUND:.*]] = train.all_reduce max(%[[U]]#2) skip(%[[ACC]]#3) ranks 2 : (tensor<i1>)
 // CHECK-NEXT: %[[CLIP:.*]]:3 = train.clip_grad_norm(%[[U]]#0, %[[U]]#1)
@@ -20,12 +21,13 @@
 // CHECK-NEXT: train.sgd_update {{.*}} grads(%[[CLIP]]#0, %[[CLIP]]#1) skip(%[[SKIP]])
 // CHECK-NEXT: train.update_scale %{{.*}}, %{{.*}}, %[[FOUND]] skip(%[[ACC]]#3)
 // CHECK-NOT: train.all_reduce
-// CHECK: return {{.*}}, %[[FOUND]], %{{.*}} :
+// CHECK: return {{.*}}, %[[FOUND]], %{{.*}}, %[[SRC]] :
 
 // A 16-bit wire: each rank sends its share of the mean, so unscaling does
 // not divide again.
 // WIRE-LABEL: func.func @train_step
 // WIRE: %[[AR:.*]]:2 = train.all_reduce mean({{.*}}) skip({{.*}}) ranks 4 wire f16 : (tensor<3x2xf32>, tensor<2xf32>)
+// WIRE-NEXT: train.first_nonfinite %{{.*}}, %[[AR]]#0, %[[AR]]#1 order
 // WIRE-NEXT: train.unscale_grads %{{.*}} grads(%[[AR]]#0, %[[AR]]#1) :
 // WIRE-NEXT: train.all_reduce max({{.*}}) skip({{.*}}) ranks 4 : (tensor<i1>)
 
@@ -72,6 +74,7 @@ func.func @train_step(%arg0: tensor<4x3xf32>, %arg1: tensor<3x2xf32> {train.para
 // CHECK: %[[DB:.*]] = train.reduce_sum
 // CHECK-NEXT: %[[DW:.*]] = train.matmul
 // CHECK-NEXT: %[[AR:.*]]:2 = train.all_reduce sum(%[[DB]], %[[DW]]) ranks 2 :
+// CHECK-NEXT: train.first_nonfinite %{{.*}}, %[[AR]]#1, %[[AR]]#0 order [0, 2, 1] :
 // CHECK-NEXT: train.unscale_grads %{{.*}} grads(%[[AR]]#1, %[[AR]]#0) divisor 2
 func.func @plain_step(%arg0: tensor<4x3xf32>, %arg1: tensor<3x2xf32> {train.param}, %arg2: tensor<2xf32> {train.param}, %arg6: tensor<f32> {train.lr}) -> (tensor<f32>, tensor<3x2xf32>, tensor<2xf32>) {
   %0 = train.matmul %arg0, %arg1, %arg2 : tensor<4x3xf32>, tensor<3x2xf32>, tensor<2xf32> -> tensor<4x2xf32>

@@ -23,34 +23,39 @@
 // DYN-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {train.lr},
 // DYN-SAME: %[[S:[a-z0-9]+]]: tensor<f32> {train.init = #train.init<constant(6.553600e+04)>, train.scaler_state},
 // DYN-SAME: %[[T:[a-z0-9]+]]: tensor<i32> {train.init = #train.init<zeros>, train.scaler_state})
-// DYN-SAME: -> (tensor<f32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<i1>, tensor<i1>)
+// DYN-SAME: -> (tensor<f32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<i1>, tensor<i1>, tensor<i32>)
 // DYN-NOT: train.loss_seed
 // DYN: train.reshape %[[S]] : tensor<f32> -> tensor<1x1xf32>
 // DYN: %[[ACC:.*]]:4 = train.accumulate_grads
-// DYN: %[[U:.*]]:2 = train.unscale_grads %[[S]] grads(%[[ACC]]#3)
+// DYN-NOT: train.first_nonfinite
+// DYN: %[[SRC:.*]] = train.first_nonfinite %{{.*}}, %[[ACC]]#3 order [0, 1] : tensor<f32>, tensor<3x2xf32>
+// DYN-NEXT: %[[U:.*]]:2 = train.unscale_grads %[[S]] grads(%[[ACC]]#3)
 // DYN: %[[C:.*]]:2 = train.clip_grad_norm(%[[U]]#0)
 // DYN: %[[SKIP:.*]] = train.any %[[U]]#1, %[[ACC]]#2
 // DYN: %[[P:.*]] = train.sgd_update %[[LR]] params(%{{.*}}) grads(%[[C]]#0) skip(%[[SKIP]])
 // DYN: %[[NS:.*]], %[[NT:.*]], %[[COL:.*]] = train.update_scale %[[S]], %[[T]], %[[U]]#1 skip(%[[ACC]]#2) max_scale
-// DYN: return %{{.*}}, %[[P]], %[[ACC]]#0, %[[ACC]]#1, %[[NS]], %[[NT]], %[[U]]#1, %[[COL]]
+// DYN: return %{{.*}}, %[[P]], %[[ACC]]#0, %[[ACC]]#1, %[[NS]], %[[NT]], %[[U]]#1, %[[COL]], %[[SRC]]
 
-// Static: the scale is a constant; the only new result is found_inf. At O2
+// Static: the scale is a constant; the new results are found_inf and what
+// first held an inf or NaN (the loss, then the gradient). At O2
 // the parameters are f16 but the loss (here the returned reduction) is f32,
 // so the scale seeds the backward graph uncast.
 
 // STATIC-LABEL: func.func @train_step(
 // STATIC-SAME: %{{[a-z0-9]+}}: tensor<f32> {train.lr})
-// STATIC-SAME: -> (tensor<f32>, tensor<3x2xf16>, tensor<3x2xf32>, tensor<i1>)
+// STATIC-SAME: -> (tensor<f32>, tensor<3x2xf16>, tensor<3x2xf32>, tensor<i1>, tensor<i32>)
 // STATIC: %[[S:.*]] = train.constant dense<1.280000e+02> : tensor<f32>
 // STATIC-NOT: train.cast %[[S]]
 // STATIC: train.reduce_mean {{.*}} : tensor<4x2xf32> -> tensor<f32>
-// STATIC: %[[U:.*]]:2 = train.unscale_grads %[[S]] grads(%{{.*}}) : tensor<f32>, (tensor<3x2xf32>)
+// STATIC: %[[SRC:.*]] = train.first_nonfinite %{{.*}}, %[[G:.*]] order [0, 1] : tensor<f32>, tensor<3x2xf32>
+// STATIC: %[[U:.*]]:2 = train.unscale_grads %[[S]] grads(%[[G]]) : tensor<f32>, (tensor<3x2xf32>)
 // STATIC: %[[P:.*]] = train.sgd_update %{{.*}} params(%{{.*}}) grads(%[[U]]#0) skip(%[[U]]#1)
-// STATIC: return %{{.*}}, %{{.*}}, %[[P]], %[[U]]#1
+// STATIC: return %{{.*}}, %{{.*}}, %[[P]], %[[U]]#1, %[[SRC]]
 
 // NONE-LABEL: func.func @train_step(
 // NONE-SAME: -> (tensor<f32>, tensor<3x2xf32>)
 // NONE-NOT: unscale_grads
+// NONE-NOT: first_nonfinite
 // NONE: train.loss_seed : tensor<f32>
 
 // OPTS: train.init<constant(1.024000e+03)>

@@ -35,7 +35,8 @@ class Communicator;
 /// (docs/Autodiff.md describes the ABI). Results: the loss, then the new
 /// value of each `state` argument in that order, then (dynamic loss scaling)
 /// the new scale and tracker, then found_inf and collapsed (static scaling:
-/// found_inf only).
+/// found_inf only), then (any loss scaling) the i32 index of what first held
+/// an inf or NaN (amp::describeNonfinite).
 struct StepAbi {
   /// Data arguments: the model's inputs are input..labels-1 (one for the
   /// models amp-run feeds), the labels (targets) come last.

@@ -57,6 +57,9 @@ struct TrainingConfig {
   int64_t stopAt = -1;
   std::vector<int64_t> injectNonfinite;
   int64_t maxConsecutiveSkips = 20;
+  /// Warn once a run has skipped this many steps in a row, naming what was
+  /// non-finite (0: never).
+  int64_t warnConsecutiveSkips = 5;
   int64_t logEvery = 100;
   /// Threads of a CPU step (its loops, copies and BLAS); 0: the cores
   /// available to the process (or OMP_NUM_THREADS).
@@ -170,9 +173,29 @@ HostTensor learningRateArgument(const TensorSpec &spec, float lr);
 struct StepScalars {
   double loss = 0.0, scale = 1.0;
   bool skipped = false, collapsed = false;
+  /// With loss scaling, what first held an inf or NaN (the step's last
+  /// result), for describeNonfinite; -1: nothing did.
+  int64_t nonfinite = -1;
 };
 StepScalars readStepScalars(const StepAbi &abi,
                             llvm::ArrayRef<HostTensor> toHost);
+
+/// What a step's `nonfinite` scalar names, for people: "" for -1; the loss
+/// or a running statistic (the forward: a step that keeps its running
+/// statistics), or the gradient of a parameter (the first non-finite one in
+/// backward's order), each by the model's name where the step carries names
+/// and by its checkpoint name ("param.3") otherwise. `args` are the step's
+/// argument specs.
+struct NonfiniteSource {
+  bool forward = false;
+  std::string what; // "the loss", "running statistic bn.running_var", ...
+  std::string name; // the tensor's name ("" for the loss)
+  /// The step has running statistics (kept on a forward overflow).
+  bool hasRunningStatistics = false;
+};
+std::optional<NonfiniteSource>
+describeNonfinite(const StepAbi &abi, llvm::ArrayRef<TensorSpec> args,
+                  int64_t nonfinite);
 
 /// Benchmark mode: times `config.benchSteps` steps on one random batch (i32
 /// inputs in [0, 10)) held on the device, after `config.benchWarmup`

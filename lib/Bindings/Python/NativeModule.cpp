@@ -173,13 +173,13 @@ public:
     return toNumpy(value);
   }
 
-  /// One step: (loss, scale, skipped, collapsed).
-  std::tuple<double, double, bool, bool> step() {
+  /// One step: (loss, scale, skipped, collapsed, nonfinite).
+  std::tuple<double, double, bool, bool, int64_t> step() {
     ScopedDeadline deadline(joined ? job : nullptr, timeout,
                             callDeadline(timeout));
     std::vector<HostTensor> toHost = take(session->step(routes));
     StepScalars s = readStepScalars(compiled.abi, toHost);
-    return {s.loss, s.scale, s.skipped, s.collapsed};
+    return {s.loss, s.scale, s.skipped, s.collapsed, s.nonfinite};
   }
 
   /// One step on `inputs` (argument index, address, element bytes): the
@@ -188,9 +188,10 @@ public:
   /// address). The step reads it in place where the backend allows (host
   /// code, 64-byte aligned: PyTorch's CPU allocations are), else copies it;
   /// 8-byte integers for an i32 argument (PyTorch's int64 labels) are
-  /// narrowed into a copy. Returns (loss, scale, skipped, collapsed).
-  std::tuple<double, double, bool, bool>
-  stepWith(const std::vector<std::tuple<unsigned, uintptr_t, unsigned>> &inputs) {
+  /// narrowed into a copy. Returns (loss, scale, skipped, collapsed,
+  /// nonfinite).
+  std::tuple<double, double, bool, bool, int64_t> stepWith(
+      const std::vector<std::tuple<unsigned, uintptr_t, unsigned>> &inputs) {
     const auto &specs = manifest().step.arguments;
     std::vector<std::pair<unsigned, HostTensor>> values;
     for (auto [i, address, bytes] : inputs) {
@@ -223,7 +224,16 @@ public:
                             callDeadline(timeout));
     std::vector<HostTensor> toHost = take(session->stepWith(routes, values));
     StepScalars s = readStepScalars(compiled.abi, toHost);
-    return {s.loss, s.scale, s.skipped, s.collapsed};
+    return {s.loss, s.scale, s.skipped, s.collapsed, s.nonfinite};
+  }
+
+  /// A step's `nonfinite` for people: (forward, what, name), or None.
+  nb::object describeNonfinite(int64_t nonfinite) const {
+    std::optional<NonfiniteSource> source =
+        amp::describeNonfinite(abi(), manifest().step.arguments, nonfinite);
+    if (!source)
+      return nb::none();
+    return nb::make_tuple(source->forward, source->what, source->name);
   }
 
   /// The logits function's results on the current arguments.
@@ -349,11 +359,14 @@ NB_MODULE(_native, m) {
       .def("get", &NativeStep::get, nb::arg("index"),
            "Argument `index` as a new NumPy array (bf16 as uint16).")
       .def("step", &NativeStep::step,
-           "Runs one step: (loss, scale, skipped, collapsed).")
+           "Runs one step: (loss, scale, skipped, collapsed, nonfinite).")
+      .def("describe_nonfinite", &NativeStep::describeNonfinite,
+           nb::arg("nonfinite"),
+           "A step's nonfinite index as (forward, what, name), or None.")
       .def("step_with", &NativeStep::stepWith, nb::arg("inputs"),
            "Runs one step on [(argument index, address, element bytes)] of "
            "memory the caller keeps alive, read in place where the backend "
-           "allows: (loss, scale, skipped, collapsed).")
+           "allows: (loss, scale, skipped, collapsed, nonfinite).")
       .def_prop_ro("ranks", &NativeStep::ranks,
                    "The data-parallel ranks the step is compiled for.")
       .def("set_timeout", &NativeStep::setTimeout, nb::arg("seconds"),

@@ -411,6 +411,37 @@ Value isFinite(OpBuilder &b, Location loc, Value x) {
                     std::numeric_limits<double>::infinity()));
 }
 
+/// any(!isfinite(x)) over every element of `x`, as a rank-0 i1 tensor (an
+/// i1 reduction over every dimension). unscale_grads and first_nonfinite
+/// build it alike, so CSE merges the two over the same gradient.
+Value hasNonfinite(OpBuilder &b, Location loc, Value x) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i1 = b.getI1Type();
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  Value falseInit =
+      linalg::FillOp::create(
+          b, loc,
+          Value(arith::ConstantOp::create(b, loc, b.getBoolAttr(false))),
+          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i1)))
+          .getResult(0);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  auto check = linalg::GenericOp::create(
+      b, loc, TypeRange{RankedTensorType::get({}, i1)}, ValueRange{x},
+      ValueRange{falseInit},
+      SmallVector<AffineMap>{identityMap(ctx, rank),
+                             AffineMap::get(rank, 0, {}, ctx)},
+      iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value bad = arith::XOrIOp::create(
+            nb, l, isFinite(nb, l, convertFloat(nb, l, args[0], f32)),
+            arith::ConstantOp::create(nb, l, nb.getBoolAttr(true)));
+        linalg::YieldOp::create(
+            nb, l, arith::OrIOp::create(nb, l, args[1], bad).getResult());
+      });
+  return check.getResult(0);
+}
+
 struct UnscaleGradsToLinalg : OpRewritePattern<UnscaleGradsOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(UnscaleGradsOp op,
@@ -438,29 +469,7 @@ struct UnscaleGradsToLinalg : OpRewritePattern<UnscaleGradsOp> {
     for (Value g : op.getGrads()) {
       auto type = cast<RankedTensorType>(g.getType());
       unsigned rank = type.getRank();
-      // any(!isfinite(g)) as an i1 reduction over every dimension.
-      Value falseInit = linalg::FillOp::create(
-                            rewriter, loc,
-                            Value(arith::ConstantOp::create(
-                                rewriter, loc, rewriter.getBoolAttr(false))),
-                            Value(tensor::EmptyOp::create(
-                                rewriter, loc, ArrayRef<int64_t>{}, i1)))
-                            .getResult(0);
-      SmallVector<utils::IteratorType> iterators(
-          rank, utils::IteratorType::reduction);
-      auto check = linalg::GenericOp::create(
-          rewriter, loc, TypeRange{flagType}, ValueRange{g},
-          ValueRange{falseInit},
-          SmallVector<AffineMap>{identityMap(ctx, rank),
-                                 AffineMap::get(rank, 0, {}, ctx)},
-          iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-            Value bad = arith::XOrIOp::create(
-                b, l, isFinite(b, l, convertFloat(b, l, args[0], f32)),
-                arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
-            linalg::YieldOp::create(
-                b, l, arith::OrIOp::create(b, l, args[1], bad).getResult());
-          });
-      flags.push_back(check.getResult(0));
+      flags.push_back(hasNonfinite(rewriter, loc, g));
       results.push_back(buildElementwise(
           rewriter, loc, type,
           {{g, identityMap(ctx, rank)},
@@ -479,6 +488,39 @@ struct UnscaleGradsToLinalg : OpRewritePattern<UnscaleGradsOp> {
                     })[0];
     results.push_back(found);
     rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// The first operand (in `order`) with an inf or NaN, or -1: one flag per
+/// operand, then a scalar pass over the flags from the last to the first.
+struct FirstNonfiniteToLinalg : OpRewritePattern<FirstNonfiniteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FirstNonfiniteOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> flags;
+    for (Value v : op.getValues())
+      flags.push_back(hasNonfinite(rewriter, loc, v));
+    SmallVector<int64_t> order;
+    if (std::optional<ArrayRef<int64_t>> given = op.getOrder())
+      order.assign(given->begin(), given->end());
+    else
+      for (int64_t i = 0, e = flags.size(); i < e; ++i)
+        order.push_back(i);
+    Value index = buildUpdate(
+        rewriter, loc, flags, {}, {op.getType()},
+        [&](OpBuilder &b, Location l, ValueRange t, ValueRange) {
+          auto c = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(v))
+                .getResult();
+          };
+          Value found = c(-1);
+          for (int64_t i : llvm::reverse(order))
+            found = arith::SelectOp::create(b, l, t[i], c(i), found);
+          return SmallVector<Value>{found};
+        })[0];
+    rewriter.replaceOp(op, index);
     return success();
   }
 };
@@ -582,5 +624,6 @@ struct AnyToLinalg : OpRewritePattern<AnyOp> {
 void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
                AccumulateGradsToLinalg, UnscaleGradsToLinalg,
-               UpdateScaleToLinalg, AnyToLinalg>(patterns.getContext());
+               FirstNonfiniteToLinalg, UpdateScaleToLinalg, AnyToLinalg>(
+      patterns.getContext());
 }

@@ -1525,6 +1525,46 @@ func.func @unscale_divisor_zero(%s: tensor<f32>, %g: tensor<4xf32>) -> tensor<4x
 
 // -----
 
+func.func @first_nonfinite_empty() -> tensor<i32> {
+  // expected-error @+1 {{'train.first_nonfinite' op needs at least one value}}
+  %0 = "train.first_nonfinite"() : () -> tensor<i32>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+func.func @first_nonfinite_order_size(%g: tensor<4xf32>, %h: tensor<2xf16>) -> tensor<i32> {
+  // expected-error @+1 {{'train.first_nonfinite' op order has 1 entries for 2 values}}
+  %0 = train.first_nonfinite %g, %h order [0] : tensor<4xf32>, tensor<2xf16>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+func.func @first_nonfinite_order_twice(%g: tensor<4xf32>, %h: tensor<2xf16>) -> tensor<i32> {
+  // expected-error @+1 {{'train.first_nonfinite' op order must be a permutation of 0..1, got 0 twice}}
+  %0 = train.first_nonfinite %g, %h order [0, 0] : tensor<4xf32>, tensor<2xf16>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+func.func @first_nonfinite_order_range(%g: tensor<4xf32>, %h: tensor<2xf16>) -> tensor<i32> {
+  // expected-error @+1 {{'train.first_nonfinite' op order must be a permutation of 0..1, got 2 out of range}}
+  %0 = train.first_nonfinite %g, %h order [0, 2] : tensor<4xf32>, tensor<2xf16>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+func.func @first_nonfinite_integer(%g: tensor<4xi32>) -> tensor<i32> {
+  // expected-error @+1 {{'train.first_nonfinite' op operand #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<4xi32>'}}
+  %0 = train.first_nonfinite %g : tensor<4xi32>
+  return %0 : tensor<i32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Comparisons, selection, conversions
 //===----------------------------------------------------------------------===//

@@ -340,6 +340,15 @@ func.func @loss_scaling(%scale: tensor<f32>, %tracker: tensor<i32>, %g: tensor<4
   return %s#0, %s#1, %s#2 : tensor<f32>, tensor<i32>, tensor<i1>
 }
 
+// CHECK-LABEL: func.func @first_nonfinite
+func.func @first_nonfinite(%l: tensor<f32>, %g: tensor<4xf32>, %h: tensor<2xf16>) -> (tensor<i32>, tensor<i32>) {
+  // CHECK: train.first_nonfinite %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<4xf32>, tensor<2xf16>
+  %0 = train.first_nonfinite %l, %g, %h : tensor<f32>, tensor<4xf32>, tensor<2xf16>
+  // CHECK: train.first_nonfinite %{{.*}}, %{{.*}} order [1, 0] : tensor<4xf32>, tensor<2xf16>
+  %1 = train.first_nonfinite %g, %h order [1, 0] : tensor<4xf32>, tensor<2xf16>
+  return %0, %1 : tensor<i32>, tensor<i32>
+}
+
 // CHECK: func.func private @amp_cpu_gemm(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
 func.func private @amp_cpu_gemm(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)
 

@@ -210,6 +210,124 @@ TEST_F(LossScaling, UnscaleWithDivisor) {
   EXPECT_EQ((*out)[1].getAsDouble(0), 0.0);
 }
 
+/// A non-finite forward never reaches the state (docs/LossScaling.md): a
+/// batch-norm step whose input holds a NaN keeps its running statistics
+/// and parameters bit for bit and names the loss; a step whose gradients
+/// alone overflow (an infinite scale) updates the statistics exactly as the
+/// step without loss scaling does and names the first gradient backward
+/// made (the last layer's); a clean step reports nothing.
+TEST_F(LossScaling, NonfiniteForwardKeepsRunningStatistics) {
+  const char *model = R"mlir(
+func.func @f(%x: tensor<4x3xf32>, %w1: tensor<3x2xf32> {train.param},
+             %g: tensor<2xf32> {train.param}, %b: tensor<2xf32> {train.param},
+             %m: tensor<2xf32> {train.state}, %v: tensor<2xf32> {train.state},
+             %w2: tensor<2x2xf32> {train.param})
+    -> (tensor<f32>, tensor<2xf32>, tensor<2xf32>) {
+  %h = train.matmul %x, %w1 : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+  %y, %m2, %v2 = train.batch_norm %h, %g, %b, %m, %v : tensor<4x2xf32>, tensor<2xf32>
+  %z = train.matmul %y, %w2 : tensor<4x2xf32>, tensor<2x2xf32> -> tensor<4x2xf32>
+  %l = train.reduce_mean %z axes [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l, %m2, %v2 : tensor<f32>, tensor<2xf32>, tensor<2xf32>
+}
+)mlir";
+  auto build = [&](const char *pipeline) -> std::unique_ptr<CpuFunction> {
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(model, &context);
+    PassManager pm(&context);
+    if (!module || failed(parsePassPipeline(pipeline, pm)) ||
+        failed(pm.run(*module))) {
+      ADD_FAILURE() << pipeline;
+      return nullptr;
+    }
+    auto fn = CpuFunction::compile(*module, "train_step");
+    if (!fn) {
+      ADD_FAILURE() << llvm::toString(fn.takeError());
+      return nullptr;
+    }
+    return std::move(*fn);
+  };
+  auto scaled = build("amp-autodiff,amp-optimizer{optimizer=sgd},"
+                      "amp-loss-scaling{init-scale=1024}");
+  auto plain = build("amp-autodiff,amp-optimizer{optimizer=sgd}");
+  ASSERT_TRUE(scaled && plain);
+  // Arguments: x, w1, g, b, m, v, w2, lr (, scale, tracker). Results: loss,
+  // m', v', w1', g', b', w2' (, scale', tracker', found_inf, collapsed,
+  // nonfinite).
+  auto f = [](std::vector<int64_t> shape, std::vector<float> values) {
+    return HostTensor::fromFloats(ElementKind::F32, shape, values);
+  };
+  auto arguments = [&](float x0, bool withScaler, float scale) {
+    std::vector<HostTensor> a;
+    a.push_back(f({4, 3}, {x0, 0.5f, -1.25f, 2.0f, -0.75f, 0.3f, 0.9f, 1.7f,
+                           -2.2f, -0.4f, 1.1f, 0.6f}));
+    a.push_back(f({3, 2}, {0.3f, -0.2f, 0.7f, 0.1f, -0.5f, 0.4f}));
+    a.push_back(f({2}, {1.1f, 0.9f}));
+    a.push_back(f({2}, {0.1f, -0.1f}));
+    a.push_back(f({2}, {0.25f, -0.5f}));
+    a.push_back(f({2}, {1.5f, 0.75f}));
+    a.push_back(f({2, 2}, {0.6f, -0.3f, 0.2f, 0.8f}));
+    a.push_back(f({}, {0.1f}));
+    if (withScaler) {
+      a.push_back(f({}, {scale}));
+      a.emplace_back(ElementKind::I32, llvm::ArrayRef<int64_t>{});
+    }
+    return a;
+  };
+  auto call = [](CpuFunction &fn, const std::vector<HostTensor> &a) {
+    std::vector<const HostTensor *> p;
+    for (const HostTensor &t : a)
+      p.push_back(&t);
+    auto out = fn.call(p);
+    EXPECT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    return out ? std::move(*out) : std::vector<HostTensor>();
+  };
+  auto same = [](const HostTensor &a, const HostTensor &b) {
+    return a.getSizeInBytes() == b.getSizeInBytes() &&
+           std::memcmp(a.data(), b.data(), a.getSizeInBytes()) == 0;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+
+  // Clean: nothing reported; the statistics are the plain step's.
+  std::vector<HostTensor> a = arguments(1.0f, true, 1024.0f);
+  std::vector<HostTensor> out = call(*scaled, a);
+  std::vector<HostTensor> ref = call(*plain, arguments(1.0f, false, 0));
+  ASSERT_EQ(out.size(), 12u);
+  ASSERT_EQ(ref.size(), 7u);
+  EXPECT_EQ(out[9].getAsDouble(0), 0.0) << "found_inf";
+  EXPECT_EQ(out[11].getAsDouble(0), -1.0) << "nothing non-finite";
+  EXPECT_TRUE(same(out[1], ref[1]) && same(out[2], ref[2]));
+  EXPECT_FALSE(same(out[1], a[4])) << "the running mean moved";
+
+  // A NaN in the forward: the update is skipped, the running statistics
+  // keep their values, and the loss is what a skip reports (index 0).
+  a = arguments(std::nanf(""), true, 1024.0f);
+  out = call(*scaled, a);
+  ASSERT_EQ(out.size(), 12u);
+  EXPECT_NE(out[9].getAsDouble(0), 0.0) << "found_inf";
+  EXPECT_EQ(out[11].getAsDouble(0), 0.0) << "the loss";
+  EXPECT_TRUE(same(out[1], a[4])) << "running mean kept";
+  EXPECT_TRUE(same(out[2], a[5])) << "running variance kept";
+  for (auto [r, arg] : {std::pair{3, 1}, {4, 2}, {5, 3}, {6, 6}})
+    EXPECT_TRUE(same(out[r], a[arg])) << "parameter result " << r;
+  // (Without loss scaling the same step writes NaN into them: PyTorch's.)
+  ref = call(*plain, arguments(std::nanf(""), false, 0));
+  ASSERT_EQ(ref.size(), 7u);
+  EXPECT_TRUE(std::isnan(ref[1].getAsDouble(0)));
+
+  // Only the gradients overflow (an infinite scale): skipped, but the
+  // running statistics update as the plain step's; the first gradient in
+  // backward's order is w2's: operand 3 + 3 (the loss, two statistics,
+  // then w1, g, b, w2).
+  a = arguments(1.0f, true, inf);
+  out = call(*scaled, a);
+  ref = call(*plain, arguments(1.0f, false, 0));
+  ASSERT_EQ(out.size(), 12u);
+  EXPECT_NE(out[9].getAsDouble(0), 0.0) << "found_inf";
+  EXPECT_EQ(out[11].getAsDouble(0), 6.0) << "w2's gradient";
+  EXPECT_TRUE(same(out[1], ref[1]) && same(out[2], ref[2]));
+  for (auto [r, arg] : {std::pair{3, 1}, {4, 2}, {5, 3}, {6, 6}})
+    EXPECT_TRUE(same(out[r], a[arg])) << "parameter result " << r;
+}
+
 /// Fault injection (PyTorch's _run_scaling_case): a poisoned input at the
 /// chosen steps makes every gradient non-finite. Those steps are skipped
 /// (parameters and Adam's state, step count included, bit-identical), the

@@ -1037,6 +1037,33 @@ LogicalResult UnscaleGradsOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult FirstNonfiniteOp::verify() {
+  if (getValues().empty())
+    return emitOpError("needs at least one value");
+  if (std::optional<ArrayRef<int64_t>> order = getOrder()) {
+    int64_t n = static_cast<int64_t>(getValues().size());
+    if (static_cast<int64_t>(order->size()) != n)
+      return emitOpError("order has ")
+             << order->size() << " entries for " << n << " values";
+    SmallVector<bool> seen(n, false);
+    for (int64_t i : *order) {
+      if (i < 0 || i >= n || seen[i])
+        return emitOpError("order must be a permutation of 0..")
+               << n - 1 << ", got " << i
+               << (i >= 0 && i < n ? " twice" : " out of range");
+      seen[i] = true;
+    }
+  }
+  return success();
+}
+
+LogicalResult FirstNonfiniteOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &results) {
+  results.push_back(RankedTensorType::get({}, IntegerType::get(context, 32)));
+  return success();
+}
+
 LogicalResult UpdateScaleOp::verify() {
   double growth = getGrowthFactor().convertToDouble();
   double backoff = getBackoffFactor().convertToDouble();

@@ -205,8 +205,18 @@ DataParallelPass::distribute(FunctionOpInterface func,
       reduced[g.index] = result;
     previous = op;
   }
-  for (auto [operand, value] : llvm::zip(point, reduced))
+  // What a skip reports (amp-loss-scaling's first_nonfinite, right before
+  // unscaling) reads the summed gradients too: the same on every rank, and
+  // no local gradient kept alive past its all-reduce.
+  for (auto [operand, value] : llvm::zip(point, reduced)) {
+    Value local = operand.get();
+    local.replaceUsesWithIf(value, [&](OpOperand &use) {
+      return isa<FirstNonfiniteOp>(use.getOwner()) &&
+             use.getOwner()->getBlock() == &body &&
+             value.getDefiningOp()->isBeforeInBlock(use.getOwner());
+    });
     operand.set(value);
+  }
 
   // SyncBatchNorm: every batch norm of the step (forward and backward) over
   // the shards of all ranks.

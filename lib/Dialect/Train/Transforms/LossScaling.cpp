@@ -14,6 +14,9 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+#include <limits>
+
 namespace amp {
 namespace train {
 #define GEN_PASS_DEF_LOSSSCALINGPASS
@@ -118,6 +121,44 @@ findUnscalePoint(OptimizerUpdateOpInterface update, Operation *&consumer) {
     }
   }
   return point ? *point : update.getGradsMutable();
+}
+
+/// The order backward reaches the `n` gradients (one per train.param
+/// argument, in argument order): the reverse of the order the forward first
+/// uses their parameters (through autocast's casts, which sit at the top),
+/// the later parameter first where one op uses two (a bias before its
+/// weight). Plain reverse argument order where the count differs.
+SmallVector<int64_t> backwardOrder(FunctionOpInterface func, size_t n) {
+  SmallVector<int64_t> order;
+  for (int64_t k = int64_t(n) - 1; k >= 0; --k)
+    order.push_back(k);
+  SmallVector<BlockArgument> params;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttrName))
+      params.push_back(arg);
+  if (params.size() != n)
+    return order;
+  Block &body = func.getFunctionBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = int64_t(i);
+  std::function<int64_t(Value)> firstUse = [&](Value v) {
+    int64_t first = std::numeric_limits<int64_t>::max();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+      if (!user)
+        continue;
+      first = std::min(first, isa<CastOp>(user) ? firstUse(user->getResult(0))
+                                                : position[user]);
+    }
+    return first;
+  };
+  SmallVector<int64_t> key;
+  for (BlockArgument p : params)
+    key.push_back(firstUse(p));
+  llvm::stable_sort(order,
+                    [&](int64_t a, int64_t b) { return key[a] > key[b]; });
+  return order;
 }
 
 LogicalResult
@@ -233,6 +274,61 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
     g.set(unscale.getResult(i));
   Value found = unscale.getResults().back();
 
+  // The terminator, whatever the function op's return is.
+  Operation *ret = func.getFunctionBody().front().getTerminator();
+  SmallVector<Value> results(ret->getOperands());
+
+  // What a skip reports, looked at before unscaling writes the gradients
+  // over (CSE merges its flags with unscale_grads'): the loss, the new float
+  // state (batch norm's running statistics: results 1.. in argument order),
+  // then the gradients in backward's order (the last layer's first).
+  SmallVector<unsigned> floatStates; // result positions
+  unsigned numStates = 0;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName)) {
+      unsigned r = 1 + numStates++;
+      if (r < results.size() && results[r].getType() == arg.getType() &&
+          isa<FloatType>(
+              cast<RankedTensorType>(arg.getType()).getElementType()))
+        floatStates.push_back(r);
+    }
+  SmallVector<Value> forward = {results.front()};
+  for (unsigned r : floatStates)
+    forward.push_back(results[r]);
+  b.setInsertionPoint(unscale);
+  Value forwardCheck;
+  if (!floatStates.empty())
+    forwardCheck = FirstNonfiniteOp::create(b, loc, forward, nullptr);
+  SmallVector<Value> watched(forward);
+  watched.append(scaled);
+  SmallVector<int64_t> order;
+  for (unsigned i = 0; i < forward.size(); ++i)
+    order.push_back(i);
+  SmallVector<int64_t> backward = backwardOrder(func, scaled.size());
+  for (int64_t k : backward)
+    order.push_back(int64_t(forward.size()) + k);
+  auto source =
+      FirstNonfiniteOp::create(b, loc, watched, b.getDenseI64ArrayAttr(order));
+
+  // A non-finite forward never reaches the state: the running statistics
+  // keep their values when the loss or one of them is inf or NaN. (When
+  // only the gradients overflow they update, as PyTorch's do.)
+  if (!floatStates.empty()) {
+    b.setInsertionPoint(ret);
+    auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
+    Value none = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(scalarI32, b.getI32IntegerAttr(-1)));
+    Value bad =
+        CompareOp::create(b, loc, forwardCheck, none, ComparePredicate::ne);
+    unsigned k = 0;
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName)) {
+        unsigned r = 1 + k++;
+        if (llvm::is_contained(floatStates, r))
+          results[r] = SelectOp::create(b, loc, bad, arg, results[r]);
+      }
+  }
+
   // Skip on inf/NaN (and while micro-batches are pending).
   b.setInsertionPoint(update);
   MutableOperandRange skip = update.getSkipMutable();
@@ -241,10 +337,7 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
       pending ? AnyOp::create(b, loc, found, pending).getResult() : found;
   skip.assign(skipFlag);
 
-  // New results: the scaler's state and flags.
-  // The terminator, whatever the function op's return is.
-  Operation *ret = func.getFunctionBody().front().getTerminator();
-  SmallVector<Value> results(ret->getOperands());
+  // New results: the scaler's state and flags, then what a skip reports.
   b.setInsertionPoint(ret);
   if (mode == LossScaleMode::dynamic) {
     auto next = UpdateScaleOp::create(
@@ -259,6 +352,7 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
   } else {
     results.push_back(found);
   }
+  results.push_back(source);
   ret->setOperands(results);
   func.setFunctionTypeAttr(TypeAttr::get(FunctionType::get(
       ctx, func.getArgumentTypes(), TypeRange(ValueRange(results)))));

@@ -51,11 +51,10 @@ const ListEntry kEntries[] = {
     {"train.adam_update", "torch.optim.Adam/AdamW on f32 parameters",
      "FusedAdam on f32 masters", "optimizer: f32 master weights"},
     {"train.add", kPromotion, "CASTS: add", ""},
-    {"train.all_reduce", "DistributedDataParallel: gradient buckets",
-     "", "gradient transform: the gradients' type, or the wire type"},
+    {"train.all_reduce", "DistributedDataParallel: gradient buckets", "",
+     "gradient transform: the gradients' type, or the wire type"},
     {"train.any", "", "", "loss scaling: flags"},
-    {"train.attention",
-     "lower_precision_fp: scaled_dot_product_attention",
+    {"train.attention", "lower_precision_fp: scaled_dot_product_attention",
      "none (apex predates it: its bmm/softmax/bmm pieces are FP16, FP32, "
      "FP16)",
      "fused: the softmax statistics and the log-sum-exp in f32, "
@@ -99,6 +98,8 @@ const ListEntry kEntries[] = {
     {"train.exp", "fp32: exp", "FP32_FUNCS: exp", ""},
     {"train.increment", "", "",
      "an i32 step counter (dropout's step): no float type to choose"},
+    {"train.first_nonfinite", "", "",
+     "loss scaling: which value first held an inf or NaN"},
     {"train.gelu", kNone, "none", ""},
     {"train.gelu_grad", kBackward, "", ""},
     {"train.layer_norm", "fp32: layer_norm", "FP32_FUNCS: layer_norm", ""},

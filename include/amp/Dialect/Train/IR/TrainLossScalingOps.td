@@ -119,4 +119,30 @@ def Train_AnyOp : Train_Op<"any", [Pure, Commutative,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
+def Train_FirstNonfiniteOp : Train_Op<"first_nonfinite", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "which value first holds an inf or NaN";
+  let description = [{
+    The index of the first of `values` with an inf or NaN element, -1 when
+    every element of every value is finite. `order` (a permutation of the
+    operand indices; default: operand order) is the order they are looked
+    at in; the result is always an operand index. amp-loss-scaling uses it
+    to keep a non-finite forward out of the state (the loss and the new
+    running statistics) and to say why a step was skipped (the loss, a
+    running statistic, or the first gradient in backward's order).
+
+    ```mlir
+    %i = train.first_nonfinite %loss, %mean : tensor<f32>, tensor<32xf32>
+    %j = train.first_nonfinite %dw, %db order [1, 0] : tensor<784x256xf16>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$values,
+                       OptionalAttr<DenseI64ArrayAttr>:$order);
+  let results = (outs 0DTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $values (`order` $order^)? attr-dict `:` type($values)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // AMP_DIALECT_TRAIN_IR_TRAINLOSSSCALINGOPS_TD

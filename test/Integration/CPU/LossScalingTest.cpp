@@ -32,6 +32,26 @@ using namespace mlir;
 
 namespace {
 
+/// @train_step of `model` after the pass pipeline `pipeline`, JIT-compiled;
+/// null after a gtest failure saying why.
+std::unique_ptr<CpuFunction> compileStep(test::TestContext &context,
+                                         const char *model,
+                                         const std::string &pipeline) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(model, &context);
+  PassManager pm(&context);
+  if (!module || failed(parsePassPipeline(pipeline, pm)) ||
+      failed(pm.run(*module))) {
+    ADD_FAILURE() << pipeline;
+    return nullptr;
+  }
+  auto fn = CpuFunction::compile(*module, "train_step");
+  if (!fn) {
+    ADD_FAILURE() << llvm::toString(fn.takeError());
+    return nullptr;
+  }
+  return std::move(*fn);
+}
+
 class LossScaling : public ::testing::Test {
 protected:
   /// Compiles @f of `source`.
@@ -230,20 +250,8 @@ func.func @f(%x: tensor<4x3xf32>, %w1: tensor<3x2xf32> {train.param},
   return %l, %m2, %v2 : tensor<f32>, tensor<2xf32>, tensor<2xf32>
 }
 )mlir";
-  auto build = [&](const char *pipeline) -> std::unique_ptr<CpuFunction> {
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(model, &context);
-    PassManager pm(&context);
-    if (!module || failed(parsePassPipeline(pipeline, pm)) ||
-        failed(pm.run(*module))) {
-      ADD_FAILURE() << pipeline;
-      return nullptr;
-    }
-    auto fn = CpuFunction::compile(*module, "train_step");
-    if (!fn) {
-      ADD_FAILURE() << llvm::toString(fn.takeError());
-      return nullptr;
-    }
-    return std::move(*fn);
+  auto build = [&](const char *pipeline) {
+    return compileStep(context, model, pipeline);
   };
   auto scaled = build("amp-autodiff,amp-optimizer{optimizer=sgd},"
                       "amp-loss-scaling{init-scale=1024}");
@@ -353,18 +361,7 @@ func.func @f(%x: tensor<2x4xf32>, %w: tensor<4x3xf32> {train.param}) -> tensor<f
   return %l : tensor<f32>
 }
 )mlir";
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(model, &context);
-    PassManager pm(&context);
-    if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(*module))) {
-      ADD_FAILURE() << pipeline;
-      return nullptr;
-    }
-    auto fn = CpuFunction::compile(*module, "train_step");
-    if (!fn) {
-      ADD_FAILURE() << llvm::toString(fn.takeError());
-      return nullptr;
-    }
-    return std::move(*fn);
+    return compileStep(context, model, pipeline);
   }
   test::TestContext context;
 };

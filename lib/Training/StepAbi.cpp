@@ -66,8 +66,10 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   // non-finite source, and with dynamic scaling the scale, tracker and
   // collapsed before them.
   unsigned base = 1 + abi.state.size();
-  unsigned expected = base + (abi.scaler.empty() ? 0 : 5);
-  if (abi.numResults != expected && abi.numResults != base + 2)
+  bool expected = abi.scaler.size() == 2
+                      ? abi.numResults == base + 5
+                      : abi.numResults == base || abi.numResults == base + 2;
+  if (!expected)
     return err("unexpected step results: " + llvm::Twine(abi.numResults));
   return abi;
 }

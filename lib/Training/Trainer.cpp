@@ -1082,16 +1082,27 @@ int amp::runTraining(const TrainingConfig &config,
       forwardNonfinite += source->forward;
     }
     stepLog.push_back(std::move(entry));
-    if (wasSkipped && source)
+    // What the last skip saw first (a streak of skips ends on a step that
+    // updates).
+    if (wasSkipped)
       lastSource = source;
+    else
+      lastSource.reset();
     if (source && source->forward) {
       llvm::outs().flush();
       llvm::errs() << config.tool << ": step " << s << ": the forward made "
-                   << source->what << " inf or NaN; the update is skipped"
-                   << (source->hasRunningStatistics
-                           ? " and the running statistics keep their values"
-                           : "")
-                   << "\n";
+                   << source->what << " inf or NaN; ";
+      if (wasSkipped)
+        llvm::errs() << "the update is skipped"
+                     << (source->hasRunningStatistics
+                             ? " and the running statistics keep their values"
+                             : "");
+      else
+        llvm::errs() << (source->hasRunningStatistics
+                             ? "the running statistics keep their values, "
+                             : "")
+                     << "the update is applied (its gradients are finite)";
+      llvm::errs() << "\n";
     }
     if (!wasSkipped) {
       epochLoss += loss;

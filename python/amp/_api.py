@@ -128,9 +128,12 @@ class StepResult(NamedTuple):
     """The loss scale after this step (the fixed scale of ``loss_scale=S``;
     1.0 without loss scaling)."""
     nonfinite: Optional[NonfiniteSource] = None
-    """With loss scaling, why a step was skipped: the first value that held
-    an inf or NaN (the loss, a running statistic, then the gradients in
-    backward's order); None when every one was finite."""
+    """With loss scaling, the first value of this step that held an inf or
+    NaN (the loss, a running statistic, then the gradients in backward's
+    order): why it was skipped, or, with ``skipped`` False, a forward value
+    that was not finite although the gradients were (the running statistics
+    keep their values, the update is applied); None when every one was
+    finite."""
 
 
 class MemoryPlan(NamedTuple):

@@ -123,6 +123,17 @@ findUnscalePoint(OptimizerUpdateOpInterface update, Operation *&consumer) {
   return point ? *point : update.getGradsMutable();
 }
 
+/// The argument result `r` (1..: the train.state arguments in order)
+/// updates.
+unsigned stateArgument(FunctionOpInterface func, unsigned r) {
+  unsigned k = 0;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName) &&
+        ++k == r)
+      return arg.getArgNumber();
+  llvm_unreachable("no train.state argument for this result");
+}
+
 /// The order backward reaches the `n` gradients (one per train.param
 /// argument, in argument order): the reverse of the order the forward first
 /// uses their parameters (through autocast's casts, which sit at the top),
@@ -282,6 +293,9 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
   // over (CSE merges its flags with unscale_grads'): the loss, the new float
   // state (batch norm's running statistics: results 1.. in argument order),
   // then the gradients in backward's order (the last layer's first).
+  // A state the step returns unchanged (a frozen parameter or buffer) keeps
+  // its slot, but holds the loss there: never looked at on its own (the
+  // loss comes first) and its check CSE'd with the loss's.
   SmallVector<unsigned> floatStates; // result positions
   unsigned numStates = 0;
   for (BlockArgument arg : func.getArguments())
@@ -292,13 +306,18 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
               cast<RankedTensorType>(arg.getType()).getElementType()))
         floatStates.push_back(r);
     }
-  SmallVector<Value> forward = {results.front()};
-  for (unsigned r : floatStates)
-    forward.push_back(results[r]);
+  Value loss0 = results.front();
+  SmallVector<Value> forward = {loss0}, moving = {loss0};
+  for (unsigned r : floatStates) {
+    bool unchanged = results[r] == func.getArgument(stateArgument(func, r));
+    forward.push_back(unchanged ? loss0 : results[r]);
+    if (!unchanged)
+      moving.push_back(results[r]);
+  }
   b.setInsertionPoint(unscale);
   Value forwardCheck;
-  if (!floatStates.empty())
-    forwardCheck = FirstNonfiniteOp::create(b, loc, forward, nullptr);
+  if (moving.size() > 1)
+    forwardCheck = FirstNonfiniteOp::create(b, loc, moving, nullptr);
   SmallVector<Value> watched(forward);
   watched.append(scaled);
   SmallVector<int64_t> order;
@@ -313,7 +332,7 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
   // A non-finite forward never reaches the state: the running statistics
   // keep their values when the loss or one of them is inf or NaN. (When
   // only the gradients overflow they update, as PyTorch's do.)
-  if (!floatStates.empty()) {
+  if (forwardCheck) {
     b.setInsertionPoint(ret);
     auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
     Value none = ConstantOp::create(
@@ -324,7 +343,7 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
     for (BlockArgument arg : func.getArguments())
       if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName)) {
         unsigned r = 1 + k++;
-        if (llvm::is_contained(floatStates, r))
+        if (llvm::is_contained(floatStates, r) && results[r] != arg)
           results[r] = SelectOp::create(b, loc, bad, arg, results[r]);
       }
   }

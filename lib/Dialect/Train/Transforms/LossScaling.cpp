@@ -123,17 +123,6 @@ findUnscalePoint(OptimizerUpdateOpInterface update, Operation *&consumer) {
   return point ? *point : update.getGradsMutable();
 }
 
-/// The argument result `r` (1..: the train.state arguments in order)
-/// updates.
-unsigned stateArgument(FunctionOpInterface func, unsigned r) {
-  unsigned k = 0;
-  for (BlockArgument arg : func.getArguments())
-    if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName) &&
-        ++k == r)
-      return arg.getArgNumber();
-  llvm_unreachable("no train.state argument for this result");
-}
-
 /// The order backward reaches the `n` gradients (one per train.param
 /// argument, in argument order): the reverse of the order the forward first
 /// uses their parameters (through autocast's casts, which sit at the top),
@@ -296,7 +285,9 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
   // A state the step returns unchanged (a frozen parameter or buffer) keeps
   // its slot, but holds the loss there: never looked at on its own (the
   // loss comes first) and its check CSE'd with the loss's.
-  SmallVector<unsigned> floatStates; // result positions
+  // (result position, argument) of each float train.state: results 1.. are
+  // the train.state arguments' new values, in argument order.
+  SmallVector<std::pair<unsigned, BlockArgument>> floatStates;
   unsigned numStates = 0;
   for (BlockArgument arg : func.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName)) {
@@ -304,12 +295,12 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
       if (r < results.size() && results[r].getType() == arg.getType() &&
           isa<FloatType>(
               cast<RankedTensorType>(arg.getType()).getElementType()))
-        floatStates.push_back(r);
+        floatStates.push_back({r, arg});
     }
   Value loss0 = results.front();
   SmallVector<Value> forward = {loss0}, moving = {loss0};
-  for (unsigned r : floatStates) {
-    bool unchanged = results[r] == func.getArgument(stateArgument(func, r));
+  for (auto [r, arg] : floatStates) {
+    bool unchanged = results[r] == arg;
     forward.push_back(unchanged ? loss0 : results[r]);
     if (!unchanged)
       moving.push_back(results[r]);
@@ -339,13 +330,9 @@ LossScalingPass::scaleStep(FunctionOpInterface func,
         b, loc, DenseElementsAttr::get(scalarI32, b.getI32IntegerAttr(-1)));
     Value bad =
         CompareOp::create(b, loc, forwardCheck, none, ComparePredicate::ne);
-    unsigned k = 0;
-    for (BlockArgument arg : func.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttrName)) {
-        unsigned r = 1 + k++;
-        if (llvm::is_contained(floatStates, r) && results[r] != arg)
-          results[r] = SelectOp::create(b, loc, bad, arg, results[r]);
-      }
+    for (auto [r, arg] : floatStates)
+      if (results[r] != arg)
+        results[r] = SelectOp::create(b, loc, bad, arg, results[r]);
   }
 
   // Skip on inf/NaN (and while micro-batches are pending).

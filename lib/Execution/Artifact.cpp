@@ -9,7 +9,9 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
 #include <dlfcn.h>
+#include <limits>
 
 using namespace amp;
 namespace json = llvm::json;
@@ -90,6 +92,38 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                        {"names", std::move(names)}};
   if (abi.lr)
     abiJson["lr"] = *abi.lr;
+  if (!abi.numerics.empty()) {
+    json::Array sites;
+    for (const NumericsSite &site : abi.numerics) {
+      json::Object o;
+      switch (site.kind) {
+      case NumericsSite::Kind::Argument:
+        o = json::Object{{"kind", "argument"}, {"argument", site.argument}};
+        break;
+      case NumericsSite::Kind::Constant:
+        // JSON has no inf or NaN: a constant holding one is marked.
+        o = json::Object{{"kind", "constant"}};
+        if (std::isfinite(site.magnitude))
+          o["magnitude"] = site.magnitude;
+        else
+          o["nonfinite"] = std::isnan(site.magnitude) ? "nan" : "inf";
+        break;
+      case NumericsSite::Kind::Op:
+        o = json::Object{{"kind", "op"},
+                         {"op", site.op},
+                         {"module", site.module},
+                         {"file", site.file},
+                         {"line", site.line},
+                         {"backward", site.backward},
+                         {"result", site.result},
+                         {"inputs", json::Array(site.inputs)}};
+        break;
+      }
+      o["check"] = site.check;
+      sites.push_back(std::move(o));
+    }
+    abiJson["numerics"] = std::move(sites);
+  }
   bool inPlace = !manifest.step.resultArguments.empty() ||
                  !manifest.logits.resultArguments.empty();
   json::Object root{{"format", inPlace ? kArtifactFormat : kArtifactFormatV1},
@@ -304,6 +338,48 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
   readPairs(persistent, "persistent", m.abi.persistent);
   if (ok)
     readPairs(abi->getArray("names"), "names", m.abi.names);
+  // check-numerics' site table; absent without it (and in older
+  // artifacts).
+  if (const json::Array *sites = ok ? abi->getArray("numerics") : nullptr) {
+    for (size_t i = 0; ok && i < sites->size(); ++i) {
+      const json::Object *o = (*sites)[i].getAsObject();
+      std::optional<llvm::StringRef> kind =
+          o ? o->getString("kind") : std::nullopt;
+      NumericsSite site;
+      if (!kind || (*kind != "argument" && *kind != "constant" &&
+                    *kind != "op")) {
+        ok = r.fail("'numerics' holds a malformed entry");
+        break;
+      }
+      site.kind = *kind == "argument"   ? NumericsSite::Kind::Argument
+                  : *kind == "constant" ? NumericsSite::Kind::Constant
+                                        : NumericsSite::Kind::Op;
+      site.argument = unsigned(o->getInteger("argument").value_or(0));
+      site.magnitude = o->getNumber("magnitude").value_or(0.0);
+      if (std::optional<llvm::StringRef> bad = o->getString("nonfinite"))
+        site.magnitude = *bad == "nan"
+                             ? std::numeric_limits<double>::quiet_NaN()
+                             : std::numeric_limits<double>::infinity();
+      site.op = o->getString("op").value_or("").str();
+      site.module = o->getString("module").value_or("").str();
+      site.file = o->getString("file").value_or("").str();
+      site.line = o->getInteger("line").value_or(0);
+      site.backward = o->getBoolean("backward").value_or(false);
+      site.result = o->getInteger("result").value_or(-1);
+      site.check = o->getInteger("check").value_or(-1);
+      if (const json::Array *inputs = o->getArray("inputs"))
+        for (const json::Value &input : *inputs)
+          site.inputs.push_back(input.getAsInteger().value_or(-1));
+      if (llvm::any_of(site.inputs, [&](int64_t input) {
+            return input < 0 || size_t(input) >= i;
+          })) {
+        ok = r.fail("'numerics' entry " + std::to_string(i) +
+                    " reads an entry that does not come before it");
+        break;
+      }
+      m.abi.numerics.push_back(std::move(site));
+    }
+  }
   if (ok && !inits)
     ok = r.fail("'inits' is missing");
   for (size_t i = 0; ok && i < inits->size(); ++i) {

@@ -244,7 +244,8 @@ ArtifactCache ArtifactCache::open(const ArtifactCacheSettings &settings,
 }
 
 std::string ArtifactCache::computeKey(ModuleOp model,
-                                      llvm::ArrayRef<std::string> parts) {
+                                      llvm::ArrayRef<std::string> parts,
+                                      bool withLocations) {
   llvm::SHA256 hash;
   hash.update(buildId());
   for (const std::string &part : parts) {
@@ -252,10 +253,11 @@ std::string ArtifactCache::computeKey(ModuleOp model,
     hash.update(llvm::StringRef("\0", 1));
   }
   // The module without its locations: editing a comment above the model
-  // (every line below moves) does not change the code.
+  // (every line below moves) does not change the code. A step that names
+  // them in its reports (check-numerics' site table) keeps them.
   std::string text;
   llvm::raw_string_ostream os(text);
-  model->print(os, OpPrintingFlags().enableDebugInfo(false));
+  model->print(os, OpPrintingFlags().enableDebugInfo(withLocations));
   hash.update(text);
   // The names argument locations give (a state_dict's keys) do not enter
   // the code either: the artifact's manifest does not hold them.

@@ -165,7 +165,8 @@ std::optional<std::string> amp::lookupCachedArtifact(
   key.clear();
   if (!cache.isEnabled())
     return std::nullopt;
-  key = ArtifactCache::computeKey(model, cacheKeyParts(name, options, artifact));
+  key = ArtifactCache::computeKey(model, cacheKeyParts(name, options, artifact),
+                                  /*withLocations=*/options.checkNumerics);
   std::optional<std::string> hit = cache.lookup(key);
   if (hit)
     llvm::errs() << tool << ": cache hit " << key.substr(0, 16) << " ("

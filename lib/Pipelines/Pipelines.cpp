@@ -346,6 +346,11 @@ void amp::buildAmpPipeline(OpPassManager &pm,
         {"mode", "init-scale"});
   }
   add(pm.nest<func::FuncOp>(), amp::train::createCastCleanupPass());
+  // Numerics checks see the step's final casts, and each rank checks its
+  // own values (before data parallelism's collectives).
+  // (Without an optimizer there is no step: the pass says so.)
+  if (options.checkNumerics)
+    add(pm, amp::train::createCheckNumericsPass());
   // Data parallelism last: the gradients and flags it reduces are final.
   if (options.optimizer != amp::train::OptimizerKind::none) {
     amp::train::DataParallelPassOptions parallel;

@@ -73,7 +73,7 @@ int amp::runBenchmark(const TrainingConfig &config,
   args.clear();
 
   std::vector<ResultRoute> routes = stepResultRoutes(compiled);
-  bool hasFound = abi.numResults > 1 + abi.state.size();
+  bool hasFound = abi.hasLossScaling();
   std::vector<double> times;
   int64_t skipped = 0;
   double loss = NAN, scale = 1.0;

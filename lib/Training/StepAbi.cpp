@@ -6,6 +6,7 @@
 
 #include "amp/Training/StepAbi.h"
 #include "amp/Dialect/Train/IR/StepRoles.h"
+#include "amp/Dialect/Train/IR/TrainAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -62,10 +63,48 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   if (!abi.lr)
     return err("the compiled step has no learning-rate argument");
   abi.numResults = step.getNumResults();
+  // With check-numerics, the site table of the last result.
+  unsigned checks = 0;
+  if (auto sites = step->getAttrOfType<ArrayAttr>(
+          train::kCheckNumericsAttrName)) {
+    for (Attribute entry : sites) {
+      auto fields = cast<DictionaryAttr>(entry);
+      NumericsSite site;
+      StringRef kind = fields.getAs<StringAttr>("kind").getValue();
+      site.kind = kind == "argument"   ? NumericsSite::Kind::Argument
+                  : kind == "constant" ? NumericsSite::Kind::Constant
+                                       : NumericsSite::Kind::Op;
+      auto integer = [&](StringRef name, int64_t otherwise) {
+        auto value = fields.getAs<IntegerAttr>(name);
+        return value ? value.getInt() : otherwise;
+      };
+      auto text = [&](StringRef name) {
+        auto value = fields.getAs<StringAttr>(name);
+        return value ? value.getValue().str() : std::string();
+      };
+      site.argument = unsigned(integer("argument", 0));
+      if (auto magnitude = fields.getAs<FloatAttr>("magnitude"))
+        site.magnitude = magnitude.getValueAsDouble();
+      site.op = text("op");
+      site.module = text("module");
+      site.file = text("file");
+      site.backward = text("stage") == "backward";
+      site.line = integer("line", 0);
+      site.result = integer("result", -1);
+      site.check = integer("check", -1);
+      if (auto inputs = fields.getAs<DenseI64ArrayAttr>("inputs"))
+        site.inputs.assign(inputs.asArrayRef().begin(),
+                           inputs.asArrayRef().end());
+      checks += site.check >= 0;
+      abi.numerics.push_back(std::move(site));
+    }
+    if (checks == 0)
+      return err("the step's numerics table measures nothing");
+  }
   // The loss and the new state; with loss scaling found_inf and the
   // non-finite source, and with dynamic scaling the scale, tracker and
-  // collapsed before them.
-  unsigned base = 1 + abi.state.size();
+  // collapsed before them; with check-numerics its vector last.
+  unsigned base = 1 + abi.state.size() + (checks ? 1 : 0);
   bool expected = abi.scaler.size() == 2
                       ? abi.numResults == base + 5
                       : abi.numResults == base || abi.numResults == base + 2;

@@ -13,6 +13,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -27,6 +28,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -339,7 +341,7 @@ StateMemory amp::getStateMemory(const CompiledStep &compiled) {
 StepScalars amp::readStepScalars(const StepAbi &abi,
                                  llvm::ArrayRef<HostTensor> toHost) {
   bool hasScaler = abi.scaler.size() == 2;
-  bool hasFound = abi.numResults > 1 + abi.state.size();
+  bool hasFound = abi.hasLossScaling();
   StepScalars scalars;
   scalars.loss = toHost[0].getAsDouble(0);
   unsigned r = 1;
@@ -349,8 +351,14 @@ StepScalars amp::readStepScalars(const StepAbi &abi,
     scalars.skipped = toHost[r++].getAsDouble(0) != 0;
   if (hasScaler)
     scalars.collapsed = toHost[r++].getAsDouble(0) != 0;
-  if (hasFound && r < toHost.size())
+  size_t end = toHost.size() - (abi.numerics.empty() ? 0 : 1);
+  if (hasFound && r < end)
     scalars.nonfinite = int64_t(toHost[r++].getAsDouble(0));
+  if (!abi.numerics.empty() && !toHost.empty()) {
+    const HostTensor &vector = toHost.back();
+    for (int64_t i = 0, e = vector.getNumElements(); i < e; ++i)
+      scalars.magnitudes.push_back(vector.getAsDouble(i));
+  }
   return scalars;
 }
 
@@ -397,6 +405,106 @@ amp::describeNonfinite(const StepAbi &abi, llvm::ArrayRef<TensorSpec> args,
   return source;
 }
 
+std::optional<NumericsReport>
+amp::findNumericsOrigin(const StepAbi &abi, llvm::ArrayRef<double> magnitudes) {
+  auto magnitudeOf = [&](const NumericsSite &site) {
+    if (site.check < 0)
+      return site.magnitude;
+    return size_t(site.check) < magnitudes.size()
+               ? magnitudes[site.check]
+               : std::numeric_limits<double>::quiet_NaN();
+  };
+  auto nameOf = [&](unsigned arg) -> std::string {
+    for (const auto &[name, i] : abi.names)
+      if (i == arg)
+        return name;
+    for (const auto &[name, i] : abi.persistent)
+      if (i == arg)
+        return name;
+    if (arg >= abi.input && arg < abi.labels)
+      return "input #" + std::to_string(arg - abi.input);
+    return "argument #" + std::to_string(arg);
+  };
+  for (const NumericsSite &site : abi.numerics) {
+    double value = magnitudeOf(site);
+    if (std::isfinite(value) || site.kind == NumericsSite::Kind::Constant)
+      continue;
+    NumericsReport report;
+    report.nan = std::isnan(value);
+    if (site.kind == NumericsSite::Kind::Argument) {
+      report.argument = true;
+      report.name = nameOf(site.argument);
+      return report;
+    }
+    bool inputNan = false, inputInf = false;
+    double largest = 0.0;
+    for (int64_t input : site.inputs) {
+      if (input < 0 || size_t(input) >= abi.numerics.size())
+        continue;
+      double m = magnitudeOf(abi.numerics[input]);
+      inputNan |= std::isnan(m);
+      inputInf |= std::isinf(m);
+      if (std::isfinite(m))
+        largest = std::max(largest, m);
+    }
+    // Born here: a NaN from inputs without one, an inf from finite inputs.
+    if (report.nan ? inputNan : (inputNan || inputInf))
+      continue;
+    report.op = site.op;
+    report.module = site.module;
+    report.file = site.file;
+    report.line = site.line;
+    report.result = site.result;
+    report.backward = site.backward;
+    report.inputMagnitude = largest;
+    return report;
+  }
+  return std::nullopt;
+}
+
+std::string NumericsReport::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const char *what = nan ? "a NaN" : "an inf";
+  if (argument) {
+    if (step >= 0)
+      os << "step " << step << ": ";
+    os << name << " held " << what << " when the step began";
+    return text;
+  }
+  if (!file.empty())
+    os << file << ":" << line << ": ";
+  if (step >= 0)
+    os << "step " << step << ": ";
+  os << op;
+  if (result >= 0)
+    os << " (result " << result << ")";
+  os << (backward ? " in the backward" : " in the forward");
+  if (!module.empty())
+    os << (backward ? " (the gradient) of " : " of ") << module;
+  os << " made " << what << " from finite inputs (their largest magnitude "
+     << llvm::format("%.4g", inputMagnitude) << ")";
+  return text;
+}
+
+llvm::json::Object amp::numericsJson(const NumericsReport &report) {
+  llvm::json::Object o{{"value", report.nan ? "NaN" : "inf"},
+                       {"step", report.step}};
+  if (report.argument) {
+    o["argument"] = report.name;
+    return o;
+  }
+  o["op"] = report.op;
+  o["stage"] = report.backward ? "backward" : "forward";
+  o["module"] = report.module;
+  o["file"] = report.file;
+  o["line"] = report.line;
+  if (report.result >= 0)
+    o["result"] = report.result;
+  o["input_magnitude"] = report.inputMagnitude;
+  return o;
+}
+
 HostTensor amp::learningRateArgument(const TensorSpec &spec, float lr) {
   return HostTensor::fromFloats(ElementKind::F32, spec.shape,
                                 std::vector<float>(spec.getNumElements(), lr));
@@ -409,6 +517,9 @@ namespace {
 /// (On the GPU the rank that gives up first aborts NCCL and asks the others
 /// over MPI for up to 3 s: CudaCollectives.cpp.)
 constexpr double kWatchdogBackstopSeconds = 8.0;
+
+/// check-numerics reports printed per run (all of them are in the metrics).
+constexpr int64_t kPrintedNumericsReports = 10;
 
 /// A data-parallel step's last resort: a thread that ends the process when
 /// a step armed with `arm` has not been disarmed within `seconds` plus
@@ -946,13 +1057,14 @@ int amp::runTraining(const TrainingConfig &config,
   std::vector<double> stepTimes;
   int64_t skipped = 0, consecutiveSkips = 0, forwardNonfinite = 0;
   std::optional<NonfiniteSource> lastSource;
+  int64_t numericsReports = 0;
   std::vector<double> plotLosses, plotScales;
   llvm::SmallVector<bool> plotSkipped;
   double epochLoss = 0;
   int64_t epochSteps = 0;
   double accuracy = -1, testLoss = NAN;
   bool hasScaler = abi->scaler.size() == 2;
-  bool hasFound = abi->numResults > 1 + abi->state.size();
+  bool hasFound = abi->hasLossScaling();
   std::vector<ResultRoute> routes = stepResultRoutes(compiled);
   std::string precision = precisionLabel(config);
   llvm::outs() << config.tool << ": " << modelPath << " at " << precision
@@ -1080,6 +1192,21 @@ int amp::runTraining(const TrainingConfig &config,
       entry["nonfinite"] = source->what;
       entry["nonfinite_in"] = source->forward ? "forward" : "backward";
       forwardNonfinite += source->forward;
+    }
+    // check-numerics: where the first inf or NaN of the step was born.
+    if (!abi->numerics.empty()) {
+      if (std::optional<NumericsReport> origin =
+              findNumericsOrigin(*abi, scalars.magnitudes)) {
+        origin->step = s;
+        entry["numerics"] = numericsJson(*origin);
+        if (numericsReports++ < kPrintedNumericsReports) {
+          llvm::outs().flush();
+          llvm::errs() << config.tool << ": " << origin->describe() << "\n";
+          if (numericsReports == kPrintedNumericsReports)
+            llvm::errs() << config.tool
+                         << ": (further reports only in the metrics)\n";
+        }
+      }
     }
     stepLog.push_back(std::move(entry));
     // What the last skip saw first (a streak of skips ends on a step that

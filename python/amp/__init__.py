@@ -14,8 +14,8 @@ docs/Python.md is the guide.
 
 from __future__ import annotations
 
-from ._api import (MemoryPlan, NonfiniteSource, Step, StepResult, compile, get_num_threads, get_rank, get_world_size,
-                   set_num_threads, to_mlir)
+from ._api import (MemoryPlan, NonfiniteSource, NumericsError, NumericsReport, Step, StepResult, compile,
+                   get_num_threads, get_rank, get_world_size, set_num_threads, to_mlir)
 from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
                       UnsupportedNode)
 from ._explain import Report, explain
@@ -32,6 +32,8 @@ __all__ = [
     "MemoryPlan",
     "Step",
     "NonfiniteSource",
+    "NumericsReport",
+    "NumericsError",
     "StepResult",
     "CompileError",
     "DeviceUnavailableError",

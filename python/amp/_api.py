@@ -117,6 +117,51 @@ class NonfiniteSource(NamedTuple):
     """The tensor's name in the model (``""`` for the loss)."""
 
 
+class NumericsReport(NamedTuple):
+    """Where a step's first inf or NaN was born (``check_numerics=True``):
+    the first op, in the step's program order, whose output was not finite
+    while its inputs were, or a float input, parameter or buffer that held
+    one when the step began. ``str()`` gives one located line."""
+
+    stage: str
+    """``"forward"``, ``"backward"`` (an op of the gradient: ``module``
+    and ``line`` are its forward op's) or ``"argument"`` (the step's input
+    held it)."""
+    op: str
+    """The train op (``"train.matmul"``); ``""`` for an argument."""
+    module: str
+    """The module path of the op (``"encoder.ffn.wi"``; ``""`` at the top
+    level or for an argument)."""
+    file: str
+    """The source file of the op's line (``""`` when unknown)."""
+    line: int
+    """The user's source line (0 when unknown)."""
+    value: str
+    """``"inf"`` or ``"NaN"``."""
+    input_magnitude: float
+    """The largest finite magnitude among the op's inputs (how close they
+    came to the low type's range; 65504 for float16)."""
+    step: int
+    """The step (0-based call count) it happened at."""
+    argument: str = ""
+    """For ``stage="argument"``: the input's or parameter's name."""
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class NumericsError(FloatingPointError):
+    """A step compiled with ``check_numerics="raise"`` made an inf or NaN;
+    ``report`` (a :class:`NumericsReport`) says where it was born. The
+    step's result is applied as without the option (a skipped step was
+    skipped)."""
+
+    def __init__(self, report: NumericsReport):
+        self.report = report
+        super().__init__(str(report))
+
+
 class StepResult(NamedTuple):
     """What one call of a Step returns."""
 
@@ -134,6 +179,10 @@ class StepResult(NamedTuple):
     that was not finite although the gradients were (the running statistics
     keep their values, the update is applied); None when every one was
     finite."""
+    numerics: Optional[NumericsReport] = None
+    """With ``check_numerics=True``: where this step's first inf or NaN was
+    born (forward or backward op, module path, source line), None when
+    every checked value was finite."""
 
 
 class MemoryPlan(NamedTuple):
@@ -320,6 +369,7 @@ class Step:
         self._adopt(native, imported)
         self._variants[self._batch_shapes] = (native, imported)
         self._calls = 0
+        self._check_numerics: Union[bool, str] = False
         self.mlir: str = imported.text
         """The imported train-dialect module (the input of amp-compile)."""
         self.cache_hit: bool = cache_hit
@@ -535,7 +585,18 @@ class Step:
             if described is not None:
                 forward, what, name = described
                 source = NonfiniteSource("forward" if forward else "backward", what, name)
-        return StepResult(loss, bool(skipped), scale, source)
+        numerics = None
+        if self._check_numerics:
+            step_index = self._calls - 1
+            found = self._native.numerics_report(step_index)
+            if found is not None:
+                numerics = NumericsReport(
+                    found["stage"], found["op"], found["module"], found["file"], found["line"],
+                    found["value"], found["input_magnitude"], step_index,
+                    found["argument"] or "", found["describe"])
+                if self._check_numerics == "raise":
+                    raise NumericsError(numerics)
+        return StepResult(loss, bool(skipped), scale, source, numerics)
 
     def _state_names(self) -> List[Tuple[str, int, str]]:
         """(key, argument index, element type) of everything a step keeps
@@ -725,7 +786,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             data_parallel: bool = False, sync_batchnorm: bool = False,
             dp_timeout: float = 300.0, cache: bool = True,
             attention: str = "fused", memory_budget: Optional[float] = None,
-            recompute_gemms: bool = False, lm_head: str = "fused") -> Step:
+            recompute_gemms: bool = False, lm_head: str = "fused",
+            check_numerics: Union[bool, str] = False) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -795,6 +857,15 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     rows at a time, forward and again for the gradients, never whole) or
     "decomposed" (the [rows, vocabulary] logits and their gradient kept as
     tensors; for comparison). The CUDA backend decomposes it either way.
+
+    ``check_numerics=True`` compiles a step that measures every value it
+    makes (forward and backward) and says where its first inf or NaN was
+    born: ``StepResult.numerics``, a :class:`NumericsReport` naming the op,
+    its module path and source line, forward or backward, and the largest
+    magnitude of its inputs (None while every value is finite).
+    ``check_numerics="raise"`` raises :class:`NumericsError` instead. The
+    losses and updates are those of the step without the option, bit for
+    bit; it costs step time (docs/Numerics.md gives the figures).
     """
     _check_precision(opt_level, dtype)
     if lm_head not in ("fused", "decomposed"):
@@ -803,6 +874,9 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         raise ValueError(f"attention must be 'fused' or 'decomposed', given {attention!r}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
+    if not (check_numerics is True or check_numerics is False or check_numerics == "raise"):
+        raise ValueError("check_numerics must be False, True or 'raise', "
+                         f"given {check_numerics!r}")
     if memory_budget is not None and (
             isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float))
             or not 0 < memory_budget <= 1):
@@ -854,6 +928,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         flags.append(f"--memory-budget={float(memory_budget)!r}")
     if recompute_gemms:
         flags.append("--recompute-gemms")
+    if check_numerics:
+        flags.append("--check-numerics")
     if data_parallel:
         from . import _native
         try:
@@ -879,6 +955,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     # (drop_last), so another shape stays a ValueError there.
     step = Step(native, imported, model, optimizer, static_scale,
                 None if data_parallel else rebuild, hit)
+    step._check_numerics = check_numerics
     # The set-up's transient (initial values the model's replaced) goes
     # back to the kernel: the runtime keeps freed blocks for the steps.
     from . import _native

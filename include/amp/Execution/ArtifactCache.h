@@ -71,9 +71,11 @@ public:
 
   /// The key (64 hex digits) of `model` compiled with `parts` (every
   /// option and target fact that decides the code, as text), for this
-  /// build of amp. Source locations do not enter it.
+  /// build of amp. Source locations do not enter it, unless
+  /// `withLocations` (a step that reports them: check-numerics).
   static std::string computeKey(mlir::ModuleOp model,
-                                llvm::ArrayRef<std::string> parts);
+                                llvm::ArrayRef<std::string> parts,
+                                bool withLocations = false);
 
   /// The path of the entry for `key` when present and intact (its last use
   /// is then now). An entry whose size or SHA-256 differs from its record

@@ -37,6 +37,29 @@ class Communicator;
 /// the new scale and tracker, then found_inf and collapsed (static scaling:
 /// found_inf only), then (any loss scaling) the i32 index of what first held
 /// an inf or NaN (amp::describeNonfinite).
+/// One entry of a step compiled with check-numerics (amp-check-numerics'
+/// site table, `train.numerics`): a float argument the forward reads, a
+/// constant, or an op's float result; plain data, so an artifact carries it.
+struct NumericsSite {
+  enum class Kind { Argument, Constant, Op };
+  Kind kind = Kind::Op;
+  /// Argument: the step's argument index.
+  unsigned argument = 0;
+  /// Constant: the largest magnitude of its elements.
+  double magnitude = 0.0;
+  /// Op: its name ("train.matmul"), backward or forward, the model's
+  /// module path ("encoder.ffn.wi"; "" when the location has none), the
+  /// source file and line (0: none), the result number among several, and
+  /// the entries its float operands stand for.
+  std::string op, module, file;
+  bool backward = false;
+  int64_t line = 0, result = -1;
+  std::vector<int64_t> inputs;
+  /// Where the step measures this entry: an index into its last result (the
+  /// train.check_numerics vector); -1 for constants.
+  int64_t check = -1;
+};
+
 struct StepAbi {
   /// Data arguments: the model's inputs are input..labels-1 (one for the
   /// models amp-run feeds), the labels (targets) come last.
@@ -55,6 +78,14 @@ struct StepAbi {
   /// The model's own names of parameters and state (`layer1.0.conv1.weight`:
   /// a name location on the argument, as amp.to_mlir writes), where given.
   llvm::SmallVector<std::pair<std::string, unsigned>> names;
+  /// With check-numerics: the site table, in program order (the step's
+  /// last result holds the measured magnitudes); empty otherwise.
+  std::vector<NumericsSite> numerics;
+
+  /// The step scales its loss: found_inf (and the rest) among its results.
+  bool hasLossScaling() const {
+    return numResults > 1 + state.size() + (numerics.empty() ? 0 : 1);
+  }
 };
 
 /// A #train.init attribute resolved for one tensor: the distribution's name

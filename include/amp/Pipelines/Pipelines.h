@@ -138,6 +138,12 @@ struct AmpPipelineOptions
       llvm::cl::desc("Batch norm's statistics over the global batch of all "
                      "ranks (PyTorch's SyncBatchNorm), not each rank's own"),
       llvm::cl::init(false)};
+  Option<bool> checkNumerics{
+      *this, "check-numerics",
+      llvm::cl::desc("The step reports the first op whose output held an inf "
+                     "or NaN from finite inputs (amp-check-numerics; "
+                     "docs/Numerics.md)"),
+      llvm::cl::init(false)};
 };
 
 /// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is

@@ -176,6 +176,9 @@ struct StepScalars {
   /// With loss scaling, what first held an inf or NaN (the step's last
   /// result), for describeNonfinite; -1: nothing did.
   int64_t nonfinite = -1;
+  /// With check-numerics, each checked entry's largest magnitude (inf and
+  /// NaN kept), for findNumericsOrigin.
+  std::vector<double> magnitudes;
 };
 StepScalars readStepScalars(const StepAbi &abi,
                             llvm::ArrayRef<HostTensor> toHost);
@@ -193,6 +196,39 @@ struct NonfiniteSource {
   /// The step has running statistics (kept on a forward overflow).
   bool hasRunningStatistics = false;
 };
+/// Where an inf or NaN was born in a step compiled with check-numerics: the
+/// first entry of the site table, in program order, that is not finite
+/// while its inputs are (a NaN while no input held one; an inf while every
+/// input was finite), or a float argument (data, parameter, state) holding
+/// one. Constants (an attention mask's -inf) are never the origin.
+struct NumericsReport {
+  /// An argument held it: its name (the model's, a checkpoint name, or
+  /// "input #i" for data); the fields below are then empty.
+  bool argument = false;
+  std::string name;
+  /// The op that made it: "train.matmul", backward or forward, its module
+  /// path ("" when the importer recorded none), source file and line (0:
+  /// none), and its result number among several (-1: its only one).
+  std::string op, module, file;
+  bool backward = false;
+  int64_t line = 0, result = -1;
+  /// NaN, else an inf.
+  bool nan = false;
+  /// The largest finite magnitude among its inputs (0 with no input).
+  double inputMagnitude = 0.0;
+  /// The step it happened at (set by the caller; -1: unknown).
+  int64_t step = -1;
+
+  /// One located line: "model.py:42: step 0: train.matmul in the forward
+  /// of encoder.ffn.wi made an inf from finite inputs (largest input
+  /// magnitude 6.1e+04)".
+  std::string describe() const;
+};
+std::optional<NumericsReport>
+findNumericsOrigin(const StepAbi &abi, llvm::ArrayRef<double> magnitudes);
+/// A report as the metrics file's per-step "numerics" object.
+llvm::json::Object numericsJson(const NumericsReport &report);
+
 std::optional<NonfiniteSource>
 describeNonfinite(const StepAbi &abi, llvm::ArrayRef<TensorSpec> args,
                   int64_t nonfinite);

@@ -179,6 +179,7 @@ public:
                             callDeadline(timeout));
     std::vector<HostTensor> toHost = take(session->step(routes));
     StepScalars s = readStepScalars(compiled.abi, toHost);
+    lastMagnitudes = std::move(s.magnitudes);
     return {s.loss, s.scale, s.skipped, s.collapsed, s.nonfinite};
   }
 
@@ -224,8 +225,38 @@ public:
                             callDeadline(timeout));
     std::vector<HostTensor> toHost = take(session->stepWith(routes, values));
     StepScalars s = readStepScalars(compiled.abi, toHost);
+    lastMagnitudes = std::move(s.magnitudes);
     return {s.loss, s.scale, s.skipped, s.collapsed, s.nonfinite};
   }
+
+  /// With check-numerics, where the last step's first inf or NaN was born
+  /// (amp::findNumericsOrigin) as a dict, or None.
+  nb::object numericsReport(int64_t step) const {
+    if (abi().numerics.empty())
+      return nb::none();
+    std::optional<NumericsReport> report =
+        findNumericsOrigin(abi(), lastMagnitudes);
+    if (!report)
+      return nb::none();
+    report->step = step;
+    nb::dict d;
+    d["argument"] = report->argument ? nb::cast(report->name) : nb::none();
+    d["op"] = report->op;
+    d["stage"] = report->argument  ? "argument"
+                 : report->backward ? "backward"
+                                    : "forward";
+    d["module"] = report->module;
+    d["file"] = report->file;
+    d["line"] = report->line;
+    d["result"] = report->result;
+    d["value"] = report->nan ? "NaN" : "inf";
+    d["input_magnitude"] = report->inputMagnitude;
+    d["describe"] = report->describe();
+    return d;
+  }
+
+  /// Whether the step was compiled with check-numerics.
+  bool checksNumerics() const { return !abi().numerics.empty(); }
 
   /// A step's `nonfinite` for people: (forward, what, name), or None.
   nb::object describeNonfinite(int64_t nonfinite) const {
@@ -266,6 +297,8 @@ private:
   CompiledStep compiled;
   std::unique_ptr<StepSession> session;
   std::vector<ResultRoute> routes;
+  /// The last step's check-numerics magnitudes (empty without it).
+  std::vector<double> lastMagnitudes;
 };
 
 /// Argument indices of the step's ABI as a Python list.
@@ -360,6 +393,11 @@ NB_MODULE(_native, m) {
            "Argument `index` as a new NumPy array (bf16 as uint16).")
       .def("step", &NativeStep::step,
            "Runs one step: (loss, scale, skipped, collapsed, nonfinite).")
+      .def("numerics_report", &NativeStep::numericsReport, nb::arg("step"),
+           "With check-numerics, where the last step's first inf or NaN "
+           "was born (a dict), or None.")
+      .def_prop_ro("checks_numerics", &NativeStep::checksNumerics,
+                   "Whether the step was compiled with check-numerics.")
       .def("describe_nonfinite", &NativeStep::describeNonfinite,
            nb::arg("nonfinite"),
            "A step's nonfinite index as (forward, what, name), or None.")

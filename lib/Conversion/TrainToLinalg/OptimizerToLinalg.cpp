@@ -525,6 +525,81 @@ struct FirstNonfiniteToLinalg : OpRewritePattern<FirstNonfiniteOp> {
   }
 };
 
+/// The largest |x| over `x` as a rank-0 f32 tensor, NaN when an element is
+/// NaN and else +inf when one is an inf (maximumf propagates NaN).
+Value largestMagnitude(OpBuilder &b, Location loc, Value x) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  Value zeroInit =
+      linalg::FillOp::create(
+          b, loc, scalarConstant(b, loc, f32, 0.0),
+          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32)))
+          .getResult(0);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  auto reduce = linalg::GenericOp::create(
+      b, loc, TypeRange{RankedTensorType::get({}, f32)}, ValueRange{x},
+      ValueRange{zeroInit},
+      SmallVector<AffineMap>{identityMap(ctx, rank),
+                             AffineMap::get(rank, 0, {}, ctx)},
+      iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value magnitude =
+            math::AbsFOp::create(nb, l, convertFloat(nb, l, args[0], f32));
+        linalg::YieldOp::create(
+            nb, l,
+            arith::MaximumFOp::create(nb, l, args[1], magnitude).getResult());
+      });
+  return reduce.getResult(0);
+}
+
+/// One reduction per operand (largestMagnitude), each right after the
+/// operand's producer, then one parallel op gathering the rank-0 results
+/// into the vector: entry i selects operand i.
+struct CheckNumericsToLinalg : OpRewritePattern<CheckNumericsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CheckNumericsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    // Each reduction right after its value is made, so the check keeps no
+    // activation alive until the end of the step.
+    SmallVector<Value> magnitudes;
+    for (Value v : op.getValues()) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      if (Operation *def = v.getDefiningOp())
+        rewriter.setInsertionPointAfter(def);
+      else
+        rewriter.setInsertionPointToStart(v.getParentBlock());
+      magnitudes.push_back(largestMagnitude(rewriter, loc, v));
+    }
+    auto type = cast<RankedTensorType>(op.getType());
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                         type.getElementType());
+    SmallVector<AffineMap> maps(magnitudes.size(),
+                                AffineMap::get(1, 0, {}, ctx));
+    maps.push_back(identityMap(ctx, 1));
+    auto gather = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, magnitudes, ValueRange{init}, maps,
+        SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value index = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 0));
+          Value picked = args[magnitudes.size() - 1];
+          for (int64_t i = int64_t(magnitudes.size()) - 2; i >= 0; --i) {
+            Value here = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::eq, index,
+                arith::ConstantOp::create(b, l, b.getI64IntegerAttr(i)));
+            picked = arith::SelectOp::create(b, l, here, args[i], picked);
+          }
+          linalg::YieldOp::create(b, l, picked);
+        });
+    rewriter.replaceOp(op, gather.getResult(0));
+    return success();
+  }
+};
+
 struct UpdateScaleToLinalg : OpRewritePattern<UpdateScaleOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(UpdateScaleOp op,
@@ -624,6 +699,7 @@ struct AnyToLinalg : OpRewritePattern<AnyOp> {
 void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
                AccumulateGradsToLinalg, UnscaleGradsToLinalg,
-               FirstNonfiniteToLinalg, UpdateScaleToLinalg, AnyToLinalg>(
+               FirstNonfiniteToLinalg, CheckNumericsToLinalg,
+               UpdateScaleToLinalg, AnyToLinalg>(
       patterns.getContext());
 }

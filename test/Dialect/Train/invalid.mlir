@@ -1557,6 +1557,45 @@ func.func @first_nonfinite_order_range(%g: tensor<4xf32>, %h: tensor<2xf16>) -> 
 
 // -----
 
+func.func @check_numerics_empty() -> tensor<0xf32> {
+  // expected-error @+1 {{'train.check_numerics' op needs at least one value}}
+  %0 = "train.check_numerics"() : () -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
+// -----
+
+func.func @check_numerics_integer(%g: tensor<4xi32>) -> tensor<1xf32> {
+  // expected-error @+1 {{'train.check_numerics' op operand #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<4xi32>'}}
+  %0 = train.check_numerics %g : tensor<4xi32>
+  return %0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @check_numerics_size(%g: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'train.check_numerics' op inferred type(s) 'tensor<1xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{'train.check_numerics' op failed to infer returned types}}
+  %0 = "train.check_numerics"(%g) : (tensor<4xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'train.numerics' is amp-check-numerics' site table on a function: an array of dictionaries}}
+func.func @numerics_not_array() attributes {train.numerics = "all"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'train.numerics' is amp-check-numerics' site table on a function: entry 1 needs a kind ("argument" with its 'argument', "constant" with its 'magnitude', or "op" with 'op', 'stage' and 'inputs')}}
+func.func @numerics_entry(%x: tensor<2xf32>) attributes {train.numerics = [{kind = "argument", argument = 0 : i64, check = 0 : i64}, {kind = "op", op = "train.matmul"}]} {
+  return
+}
+
+// -----
+
 func.func @first_nonfinite_integer(%g: tensor<4xi32>) -> tensor<i32> {
   // expected-error @+1 {{'train.first_nonfinite' op operand #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<4xi32>'}}
   %0 = train.first_nonfinite %g : tensor<4xi32>

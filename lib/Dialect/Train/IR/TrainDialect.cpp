@@ -91,6 +91,33 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == kCheckNumericsAttrName) {
+    auto fail = [&](const Twine &what) {
+      return op->emitError()
+             << "'" << kCheckNumericsAttrName
+             << "' is amp-check-numerics' site table on a function: " << what;
+    };
+    auto sites = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!sites || !isa<FunctionOpInterface>(op))
+      return fail("an array of dictionaries");
+    for (auto [i, site] : llvm::enumerate(sites)) {
+      auto fields = dyn_cast<DictionaryAttr>(site);
+      auto kind = fields ? fields.getAs<StringAttr>("kind") : StringAttr();
+      StringRef k = kind ? kind.getValue() : "";
+      bool ok = k == "argument"   ? bool(fields.getAs<IntegerAttr>("argument"))
+                : k == "constant" ? bool(fields.getAs<FloatAttr>("magnitude"))
+                : k == "op"       ? fields.getAs<StringAttr>("op") &&
+                                  fields.getAs<DenseI64ArrayAttr>("inputs") &&
+                                  fields.getAs<StringAttr>("stage")
+                                  : false;
+      if (!ok)
+        return fail("entry " + Twine(i) +
+                    " needs a kind (\"argument\" with its 'argument', "
+                    "\"constant\" with its 'magnitude', or \"op\" with "
+                    "'op', 'stage' and 'inputs')");
+    }
+    return success();
+  }
   if (name != kPrecisionAttrName)
     return op->emitError() << "unknown train attribute '" << name
                            << "' (expected '" << kPrecisionAttrName << "')";

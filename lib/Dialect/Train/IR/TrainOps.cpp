@@ -1064,6 +1064,22 @@ LogicalResult FirstNonfiniteOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult CheckNumericsOp::verify() {
+  if (getValues().empty())
+    return emitOpError("needs at least one value");
+  return success();
+}
+
+LogicalResult CheckNumericsOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &results) {
+  results.push_back(
+      RankedTensorType::get({static_cast<int64_t>(operands.size())},
+                            Float32Type::get(context)));
+  return success();
+}
+
 LogicalResult UpdateScaleOp::verify() {
   double growth = getGrowthFactor().convertToDouble();
   double backoff = getBackoffFactor().convertToDouble();

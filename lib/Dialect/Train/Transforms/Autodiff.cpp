@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/Locations.h"
 #include "amp/Dialect/Train/IR/TrainAttrNames.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
@@ -156,9 +157,17 @@ LogicalResult differentiate(func::FuncOp func) {
   ret.erase();
   // VJP rules build every operand's gradient; those of values that reach no
   // parameter are unused: no gradient work is left for them.
-  for (Operation *op : llvm::reverse(created.ops))
-    if (op->use_empty() && !isa<func::ReturnOp>(op))
+  // The rest is the backward: its ops keep their forward op's location,
+  // marked (amp::backwardLocation) so that later readers (amp-check-numerics,
+  // the precision report) tell the two apart.
+  for (Operation *op : llvm::reverse(created.ops)) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (op->use_empty())
       op->erase();
+    else
+      op->setLoc(amp::backwardLocation(op->getLoc()));
+  }
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  TypeRange(ValueRange(results))));
   func.removeResAttrsAttr();

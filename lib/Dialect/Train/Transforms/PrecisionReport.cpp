@@ -36,7 +36,9 @@ using namespace amp::train;
 namespace {
 
 /// "file:line:col" of a location, or "?".
-std::string locString(Location loc) { return amp::fileLineCol(loc, "?"); }
+std::string locString(Location loc) {
+  return amp::fileLineCol(amp::forwardLocation(loc), "?");
+}
 
 /// The printed form of a type ("f16", "tensor<4xf32>").
 std::string typeString(Type type) {
@@ -95,7 +97,7 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
   DenseSet<Location> decidedLocs;
   func.walk([&](Operation *op) {
     if (op->hasAttr(kDecisionAttrName))
-      decidedLocs.insert(op->getLoc());
+      decidedLocs.insert(amp::forwardLocation(op->getLoc()));
   });
   func.walk([&](Operation *op) {
     for (Value result : op->getResults()) {
@@ -168,7 +170,7 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
       entry.reason = "no float operands";
     } else {
       entry.reason = !autocastRan ? "autocast not run"
-                     : decidedLocs.contains(op->getLoc())
+                     : decidedLocs.contains(amp::forwardLocation(op->getLoc()))
                          ? "gradient (forward's type)"
                          : "made after autocast";
     }

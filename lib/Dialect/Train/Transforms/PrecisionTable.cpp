@@ -94,6 +94,9 @@ const ListEntry kEntries[] = {
     {"train.dropout", kNone, "none", ""},
     {"train.embedding", kNone, "none", ""},
     {"train.embedding_grad", kBackward, "", ""},
+    {"train.check_numerics", "", "",
+     "amp-check-numerics: each value's largest magnitude, inf and NaN "
+     "kept"},
     {"train.clamp", kNone, "none", "hardtanh, relu6"},
     {"train.exp", "fp32: exp", "FP32_FUNCS: exp", ""},
     {"train.increment", "", "",

@@ -32,6 +32,17 @@ inline constexpr llvm::StringLiteral kDecisionAttrName = "train.decision";
 /// the `_grad` suffix of the name).
 inline constexpr llvm::StringLiteral kGradientOfAttrName = "train.gradient_of";
 
+/// On a training step amp-check-numerics instrumented: the site table, one
+/// dictionary per entry in program order (docs/Numerics.md). `kind` is
+/// "argument" (with `argument`, its index), "constant" (with `magnitude`,
+/// its largest |x|, known at compile time) or "op" (with `op`, its name;
+/// `stage`, "forward" or "backward"; `inputs`, the entries its float
+/// operands stand for; `module`, `file`, `line` where its location has
+/// them; `result` when it has several float results). Entries with `check`
+/// are measured by the step: index `check` of its last result, the
+/// train.check_numerics vector.
+inline constexpr llvm::StringLiteral kCheckNumericsAttrName = "train.numerics";
+
 /// The reasons of a decision, strongest last: the op's default (its list
 /// entry), the opt level, the policy file, a `train.precision` attribute;
 /// and the model's own cast (`train.cast ... user`, the type the model

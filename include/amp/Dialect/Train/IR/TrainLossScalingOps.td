@@ -145,4 +145,30 @@ def Train_FirstNonfiniteOp : Train_Op<"first_nonfinite", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_CheckNumericsOp : Train_Op<"check_numerics", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "the largest magnitude of each value, inf and NaN kept";
+  let description = [{
+    One f32 per operand: the largest |x| over its elements (0 for an empty
+    tensor), NaN when an element is NaN, else +inf when one is an inf. So
+    a value is finite exactly when its entry is; the finite entries say how
+    close the values came to the low type's range. amp-check-numerics puts
+    one after the backward, over the step's arguments and the outputs of
+    the ops that can make a non-finite value from finite inputs, and the
+    host names the first op whose output is not finite while its inputs
+    were (docs/Numerics.md).
+
+    ```mlir
+    %m = train.check_numerics %x, %h : tensor<4x8xf32>, tensor<8xf16>
+    // %m : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Train_FloatTensor>:$values);
+  let results = (outs 1DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $values attr-dict `:` type($values)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // AMP_DIALECT_TRAIN_IR_TRAINLOSSSCALINGOPS_TD

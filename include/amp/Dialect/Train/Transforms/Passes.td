@@ -295,6 +295,31 @@ def FuseLmHeadPass : Pass<"amp-fuse-lm-head", "::mlir::ModuleOp"> {
   }];
 }
 
+def CheckNumericsPass : Pass<"amp-check-numerics", "::mlir::ModuleOp"> {
+  let summary = "Make the training step report where an inf or NaN was born";
+  let description = [{
+    Adds one `train.check_numerics` to each training step (a function with
+    an optimizer update), over the float arguments the forward reads
+    (data, parameters, state) and the float results of every op that can
+    make an inf or NaN from finite inputs, forward and backward (ops that
+    move, select, widen or take maxima of values are looked through). Its
+    vector (each entry's largest magnitude: inf and NaN kept) becomes the
+    step's last result, and the step records what each entry is in
+    `train.numerics`: the op, forward or backward (amp-autodiff marks
+    backward ops' locations), the module path and source line of the
+    location the importer recorded, and which entries its inputs are.
+    The host names the first op, in program order, whose output is not
+    finite while its inputs are (docs/Numerics.md). Runs after
+    amp-loss-scaling, so the backward is checked as it runs: scaled.
+    The update and loss-scaling machinery is not checked.
+
+    ```
+    amp-opt model.mlir --amp-pipeline="check-numerics=true"
+    ```
+  }];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
 def CastCleanupPass : Pass<"amp-cast-cleanup"> {
   let summary = "Fold, merge and hoist casts with exact rewrites only";
   let description = [{

@@ -425,3 +425,34 @@ func.func @outputs(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {train.outp
   %l = train.reduce_sum %x axes [0] : tensor<4xf32> -> tensor<f32>
   return %l, %x : tensor<f32>, tensor<4xf32>
 }
+
+// -----
+
+// train.check_numerics: each value's largest magnitude reduced on its bits
+// (sign cleared, an unsigned maximum: inf above every finite value, NaN
+// above inf) right after the op that makes it, so no activation stays alive
+// for the check; then the rank-0 results gathered into the vector.
+// CHECK-LABEL: func.func @check_numerics(
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x8xf16>)
+// CHECK: arith.maximumf
+// CHECK: %[[RB:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]} ins(%[[R]] : tensor<4x8xf16>) outs(%{{.*}} : tensor<i16>)
+// CHECK: arith.bitcast %{{.*}} : f16 to i16
+// CHECK: arith.andi %{{.*}}, %{{.*}} : i16
+// CHECK: arith.maxui
+// CHECK: %[[RM:.*]] = linalg.generic {{.*}} ins(%[[RB]] : tensor<i16>) outs(%{{.*}} : tensor<f32>)
+// CHECK: arith.bitcast %{{.*}} : i16 to f16
+// CHECK-NEXT: arith.extf
+// CHECK: %[[E:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8xf32>)
+// CHECK: math.exp
+// CHECK: %[[EB:.*]] = linalg.generic {{.*}} ins(%[[E]] : tensor<8xf32>) outs(%{{.*}} : tensor<i32>)
+// CHECK: arith.andi %{{.*}}, %{{.*}} : i32
+// CHECK: %[[EM:.*]] = linalg.generic {{.*}} ins(%[[EB]] : tensor<i32>) outs(%{{.*}} : tensor<f32>)
+// CHECK: linalg.generic {{.*}} ins(%[[RM]], %[[EM]] : tensor<f32>, tensor<f32>) outs(%{{.*}} : tensor<2xf32>)
+// CHECK: linalg.index 0
+// CHECK: arith.select
+func.func @check_numerics(%x: tensor<4x8xf16>, %w: tensor<8xf32>) -> (tensor<4x8xf16>, tensor<2xf32>) {
+  %r = train.relu %x : tensor<4x8xf16>
+  %e = train.exp %w : tensor<8xf32>
+  %m = train.check_numerics %r, %e : tensor<4x8xf16>, tensor<8xf32>
+  return %r, %m : tensor<4x8xf16>, tensor<2xf32>
+}

@@ -526,32 +526,58 @@ struct FirstNonfiniteToLinalg : OpRewritePattern<FirstNonfiniteOp> {
 };
 
 /// The largest |x| over `x` as a rank-0 f32 tensor, NaN when an element is
-/// NaN and else +inf when one is an inf (maximumf propagates NaN).
+/// NaN and else +inf when one is an inf. Reduced on the bits: with the sign
+/// bit cleared, an IEEE value's bits order as its magnitude, inf above
+/// every finite value and NaN above inf; so an unsigned integer maximum
+/// (which LLVM vectorizes, and which reads f16 as 16-bit lanes) finds it,
+/// and one bitcast at the end gives the value back.
 Value largestMagnitude(OpBuilder &b, Location loc, Value x) {
   MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
   auto type = cast<RankedTensorType>(x.getType());
-  unsigned rank = type.getRank();
+  auto element = cast<FloatType>(type.getElementType());
+  unsigned width = element.getWidth(), rank = type.getRank();
+  Type bits = b.getIntegerType(width);
+  auto scalarBits = RankedTensorType::get({}, bits);
   Value zeroInit =
       linalg::FillOp::create(
-          b, loc, scalarConstant(b, loc, f32, 0.0),
-          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32)))
+          b, loc,
+          Value(arith::ConstantOp::create(b, loc, b.getIntegerAttr(bits, 0))),
+          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, bits)))
           .getResult(0);
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::reduction);
   auto reduce = linalg::GenericOp::create(
-      b, loc, TypeRange{RankedTensorType::get({}, f32)}, ValueRange{x},
-      ValueRange{zeroInit},
+      b, loc, TypeRange{scalarBits}, ValueRange{x}, ValueRange{zeroInit},
       SmallVector<AffineMap>{identityMap(ctx, rank),
                              AffineMap::get(rank, 0, {}, ctx)},
       iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value magnitude =
-            math::AbsFOp::create(nb, l, convertFloat(nb, l, args[0], f32));
+        Value raw = arith::BitcastOp::create(nb, l, bits, args[0]);
+        Value magnitude = arith::AndIOp::create(
+            nb, l, raw,
+            arith::ConstantOp::create(
+                nb, l,
+                nb.getIntegerAttr(bits,
+                                  APInt::getSignedMaxValue(width))));
         linalg::YieldOp::create(
             nb, l,
-            arith::MaximumFOp::create(nb, l, args[1], magnitude).getResult());
+            arith::MaxUIOp::create(nb, l, args[1], magnitude).getResult());
       });
-  return reduce.getResult(0);
+  // Back to a float, widened to f32 (inf and NaN stay what they are).
+  Type f32 = b.getF32Type();
+  auto scalarF32 = RankedTensorType::get({}, f32);
+  auto none = AffineMap::get(0, 0, {}, ctx);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{scalarF32}, ValueRange{reduce.getResult(0)},
+             ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                                f32)},
+             SmallVector<AffineMap>{none, none},
+             SmallVector<utils::IteratorType>{},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value value = arith::BitcastOp::create(nb, l, element, args[0]);
+               linalg::YieldOp::create(nb, l,
+                                       convertFloat(nb, l, value, f32));
+             })
+      .getResult(0);
 }
 
 /// One reduction per operand (largestMagnitude), each right after the

@@ -199,6 +199,44 @@ TEST_F(LossScaling, UnscaleAndDetect) {
   }
 }
 
+/// train.check_numerics (check-numerics' measure): each value's largest
+/// magnitude exactly, in f32; +inf when it holds an inf of either sign and
+/// no NaN; NaN when it holds a NaN; 0 for zeros; in f32, f16 and bf16.
+TEST_F(LossScaling, CheckNumericsMagnitudes) {
+  auto fn = compile(
+      "func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, "
+      "%c: tensor<3xbf16>) -> tensor<3xf32> {\n"
+      "  %m = train.check_numerics %a, %b, %c : tensor<2x3xf32>, "
+      "tensor<4xf16>, tensor<3xbf16>\n"
+      "  return %m : tensor<3xf32>\n"
+      "}\n");
+  ASSERT_TRUE(fn);
+  float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  auto run = [&](std::vector<float> av, std::vector<float> bv,
+                 std::vector<float> cv) {
+    HostTensor a = HostTensor::fromFloats(ElementKind::F32, {2, 3}, av);
+    HostTensor b = HostTensor::fromFloats(ElementKind::F16, {4}, bv);
+    HostTensor c = HostTensor::fromFloats(ElementKind::BF16, {3}, cv);
+    auto out = fn->call({&a, &b, &c});
+    EXPECT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    return out ? (*out)[0].toFloats() : std::vector<float>();
+  };
+  std::vector<float> got =
+      run({1.5f, -7e30f, 3, 0, -1e-3f, 2}, {-65504, 1, 0, 2}, {0, 0, 0});
+  EXPECT_EQ(got, (std::vector<float>{7e30f, 65504, 0}));
+  // A -inf counts as an inf; a NaN wins over an inf in the same value.
+  got = run({1, -inf, 2, 3, 4, 5}, {1, inf, nan, -2}, {-3, 1, -inf});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], inf);
+  EXPECT_TRUE(std::isnan(got[1]));
+  EXPECT_EQ(got[2], inf);
+  got = run({nan, 1, 2, 3, 4, 5}, {0, 0, 0, 0}, {nan, 2, 3});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(std::isnan(got[0]));
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_TRUE(std::isnan(got[2]));
+}
+
 /// `divisor 3` (a data-parallel mean over 3 ranks folded into unscaling):
 /// each element times float(1 / (scale * 3)), the factor computed in f64 and
 /// rounded once, which differs from dividing by the scale and then by 3 in

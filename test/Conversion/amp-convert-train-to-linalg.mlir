@@ -456,3 +456,23 @@ func.func @check_numerics(%x: tensor<4x8xf16>, %w: tensor<8xf32>) -> (tensor<4x8
   %m = train.check_numerics %r, %e : tensor<4x8xf16>, tensor<8xf32>
   return %r, %m : tensor<4x8xf16>, tensor<2xf32>
 }
+
+// -----
+
+// A value of 65536 elements or more in two stages, so that the CPU's
+// threads share it: its elements as 64 rows (a parallel dimension), each
+// row's maximum, then the maximum of the 64.
+// CHECK-LABEL: func.func @check_numerics_split(
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1]] : tensor<256x512xf16> into tensor<131072xf16>
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %[[FLAT]] {{\[}}[0, 1]] output_shape [64, 2048] : tensor<131072xf16> into tensor<64x2048xf16>
+// CHECK: %[[PART:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[ROWS]] : tensor<64x2048xf16>) outs(%{{.*}} : tensor<64xi16>)
+// CHECK: arith.bitcast %{{.*}} : f16 to i16
+// CHECK: arith.maxui
+// CHECK: %[[ALL:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%[[PART]] : tensor<64xi16>) outs(%{{.*}} : tensor<i16>)
+// CHECK-NOT: arith.bitcast
+// CHECK: arith.maxui
+// CHECK: linalg.generic {{.*}} ins(%[[ALL]] : tensor<i16>) outs(%{{.*}} : tensor<f32>)
+func.func @check_numerics_split(%x: tensor<256x512xf16>) -> tensor<1xf32> {
+  %m = train.check_numerics %x : tensor<256x512xf16>
+  return %m : tensor<1xf32>
+}

@@ -525,6 +525,9 @@ struct FirstNonfiniteToLinalg : OpRewritePattern<FirstNonfiniteOp> {
   }
 };
 
+/// Values of at least this many elements are reduced in two stages.
+constexpr int64_t kSplitMagnitudeElements = 65536;
+
 /// The largest |x| over `x` as a rank-0 f32 tensor, NaN when an element is
 /// NaN and else +inf when one is an inf. Reduced on the bits: with the sign
 /// bit cleared, an IEEE value's bits order as its magnitude, inf above
@@ -535,39 +538,82 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   auto element = cast<FloatType>(type.getElementType());
-  unsigned width = element.getWidth(), rank = type.getRank();
+  unsigned width = element.getWidth();
   Type bits = b.getIntegerType(width);
-  auto scalarBits = RankedTensorType::get({}, bits);
-  Value zeroInit =
-      linalg::FillOp::create(
-          b, loc,
-          Value(arith::ConstantOp::create(b, loc, b.getIntegerAttr(bits, 0))),
-          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, bits)))
-          .getResult(0);
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::reduction);
-  auto reduce = linalg::GenericOp::create(
-      b, loc, TypeRange{scalarBits}, ValueRange{x}, ValueRange{zeroInit},
-      SmallVector<AffineMap>{identityMap(ctx, rank),
-                             AffineMap::get(rank, 0, {}, ctx)},
-      iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value raw = arith::BitcastOp::create(nb, l, bits, args[0]);
-        Value magnitude = arith::AndIOp::create(
-            nb, l, raw,
-            arith::ConstantOp::create(
-                nb, l,
-                nb.getIntegerAttr(bits,
-                                  APInt::getSignedMaxValue(width))));
-        linalg::YieldOp::create(
-            nb, l,
-            arith::MaxUIOp::create(nb, l, args[1], magnitude).getResult());
-      });
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(bits, 0));
+  // max over the leading `kept` dimensions of `input` kept apart.
+  auto reduceBits = [&](Value input, unsigned kept, bool rawFloats) {
+    auto inputType = cast<RankedTensorType>(input.getType());
+    unsigned rank = inputType.getRank();
+    auto outType = RankedTensorType::get(inputType.getShape().take_front(kept),
+                                         bits);
+    Value init =
+        linalg::FillOp::create(
+            b, loc, zero,
+            Value(tensor::EmptyOp::create(b, loc, outType.getShape(), bits)))
+            .getResult(0);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    SmallVector<AffineExpr> outDims;
+    for (unsigned d = 0; d < kept; ++d) {
+      iterators[d] = utils::IteratorType::parallel;
+      outDims.push_back(getAffineDimExpr(d, ctx));
+    }
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{outType}, ValueRange{input},
+               ValueRange{init},
+               SmallVector<AffineMap>{identityMap(ctx, rank),
+                                      AffineMap::get(rank, 0, outDims, ctx)},
+               iterators,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value magnitude = args[0];
+                 if (rawFloats)
+                   magnitude = arith::AndIOp::create(
+                       nb, l,
+                       arith::BitcastOp::create(nb, l, bits, args[0]),
+                       arith::ConstantOp::create(
+                           nb, l,
+                           nb.getIntegerAttr(bits,
+                                             APInt::getSignedMaxValue(width))));
+                 linalg::YieldOp::create(
+                     nb, l,
+                     arith::MaxUIOp::create(nb, l, args[1], magnitude)
+                         .getResult());
+               })
+        .getResult(0);
+  };
+  // A large value in two stages, so that the CPU's threads share the first
+  // (amp-parallelize-loops splits its parallel dimension; a maximum is
+  // exact in any order): its elements as [parts, n / parts] rows, each
+  // row's maximum, then the maximum of those.
+  int64_t n = type.getNumElements(), parts = 1;
+  if (n >= kSplitMagnitudeElements)
+    for (int64_t p = 64; p >= 4 && parts == 1; --p)
+      if (n % p == 0)
+        parts = p;
+  Value reduced;
+  if (parts == 1) {
+    reduced = reduceBits(x, 0, /*rawFloats=*/true);
+  } else {
+    Value flat = x;
+    if (type.getRank() != 1) {
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all[0].push_back(d);
+      flat = tensor::CollapseShapeOp::create(b, loc, x, all);
+    }
+    Value rows = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({parts, n / parts}, element), flat,
+        SmallVector<ReassociationIndices>{{0, 1}});
+    reduced = reduceBits(reduceBits(rows, 1, /*rawFloats=*/true), 0,
+                         /*rawFloats=*/false);
+  }
   // Back to a float, widened to f32 (inf and NaN stay what they are).
   Type f32 = b.getF32Type();
   auto scalarF32 = RankedTensorType::get({}, f32);
   auto none = AffineMap::get(0, 0, {}, ctx);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{scalarF32}, ValueRange{reduce.getResult(0)},
+             b, loc, TypeRange{scalarF32}, ValueRange{reduced},
              ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
                                                 f32)},
              SmallVector<AffineMap>{none, none},

@@ -56,8 +56,9 @@ bool passesFiniteThrough(Operation *op) {
     // Widening (f16/bf16 -> f32) is exact; narrowing can overflow.
     return to.getWidth() > from.getWidth() || from == to;
   }
+  // (relu_grad selects its incoming gradient or 0.)
   return isa<ReshapeOp, TransposeOp, BroadcastOp, ConcatOp, SliceOp, SelectOp,
-             ReluOp, MaxPool2dOp>(op);
+             ReluOp, ReluGradOp, MaxPool2dOp>(op);
 }
 
 /// The loss-scaling and update machinery (and everything computed from
@@ -198,6 +199,12 @@ struct CheckNumericsPass
       if (isa<LossSeedOp>(op))
         continue;
       SmallVector<int64_t> inputs = inputsOf(&op);
+      // relu_grad passes its incoming gradient on; the forward value only
+      // says where.
+      if (auto reluGrad = dyn_cast<ReluGradOp>(op)) {
+        auto it = entries.find(reluGrad->getOperand(0));
+        inputs = it == entries.end() ? SmallVector<int64_t>() : it->second;
+      }
       if (passesFiniteThrough(&op)) {
         for (Value result : op.getResults())
           if (isFloatTensor(result))

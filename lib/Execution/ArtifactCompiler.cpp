@@ -146,13 +146,21 @@ cacheKeyParts(llvm::StringRef name, const AmpPipelineOptions &options,
   // The manifest's model name is in the artifact's bytes.
   std::vector<std::string> parts = {describeArtifactTarget(artifact),
                                     "model=" + name.str()};
+  // (The calibration by its content alone, below: amp.compile writes it to
+  // a new temporary file each time.)
   for (auto &[option, value] : getReadableOptions(options))
-    parts.push_back(option + "=" + value);
-  if (!options.policy.empty()) {
-    auto policy = llvm::MemoryBuffer::getFile(options.policy);
+    if (option != "calibration")
+      parts.push_back(option + "=" + value);
+  // The files the options name decide the code by their contents.
+  for (auto [option, path] :
+       {std::pair<const char *, const std::string &>{"policy", options.policy},
+        {"calibration", options.calibration}}) {
+    if (path.empty())
+      continue;
+    auto file = llvm::MemoryBuffer::getFile(path);
     llvm::SHA256 hash;
-    hash.update(policy ? (*policy)->getBuffer() : "<unreadable>");
-    parts.push_back("policy-content=" +
+    hash.update(file ? (*file)->getBuffer() : "<unreadable>");
+    parts.push_back(std::string(option) + "-content=" +
                     llvm::toHex(hash.final(), /*LowerCase=*/true));
   }
   return parts;

@@ -319,6 +319,8 @@ void amp::buildAmpPipeline(OpPassManager &pm,
   autocast.optLevel = options.optLevel;
   autocast.dtype = options.dtype;
   autocast.policyFile = options.policy;
+  autocast.calibration = options.calibration;
+  autocast.calibrationMargin = options.calibrationMargin;
   add(pm, amp::train::createAutocastPass(autocast));
   if (options.optimizer != amp::train::OptimizerKind::none) {
     add(pm, amp::train::createAutodiffPass());

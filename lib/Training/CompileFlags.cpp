@@ -77,6 +77,13 @@ cl::opt<bool> recomputeGemms(
              "time (amp-recompute's recompute-gemms)"),
     cl::init(false), cl::cat(compileCategory));
 
+cl::opt<std::string> autocastMode(
+    "autocast",
+    cl::desc("default (PyTorch's autocast lists) or calibrated (also keep in "
+             "f32 the ops whose measured range, --calibration=FILE from "
+             "amp.calibrate, does not fit the low type) (default: default)"),
+    cl::init("default"), cl::cat(compileCategory));
+
 cl::opt<bool> printOpOnError(
     "print-op-on-error",
     cl::desc("After a compile error, print the op it is about (a function: "
@@ -351,6 +358,14 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
                   "--momentum=M, M > 0), as torch.optim.SGD");
     if (pipeline->optimizer == Kind::adamw && !given.count("weight-decay"))
       pipeline->weightDecay = 0.01;
+    if (autocastMode != "default" && autocastMode != "calibrated")
+      return fail("--autocast must be default or calibrated, got '" +
+                  autocastMode + "'");
+    if (autocastMode == "calibrated" && pipeline->calibration.empty())
+      return fail("--autocast=calibrated needs --calibration=FILE (the "
+                  "ranges amp.calibrate measured; docs/Numerics.md)");
+    if (autocastMode == "default" && !pipeline->calibration.empty())
+      return fail("--calibration=FILE is used with --autocast=calibrated");
   }
   return true;
 }

@@ -18,6 +18,7 @@ from ._api import (MemoryPlan, NonfiniteSource, NumericsError, NumericsReport, S
                    get_num_threads, get_rank, get_world_size, set_num_threads, to_mlir)
 from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
                       UnsupportedNode)
+from ._calibration import CalibratedOp, Calibration, calibrate
 from ._explain import Report, explain
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
     "get_rank",
     "get_world_size",
     "explain",
+    "calibrate",
+    "Calibration",
+    "CalibratedOp",
     "Report",
     "MemoryPlan",
     "Step",

@@ -787,7 +787,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             dp_timeout: float = 300.0, cache: bool = True,
             attention: str = "fused", memory_budget: Optional[float] = None,
             recompute_gemms: bool = False, lm_head: str = "fused",
-            check_numerics: Union[bool, str] = False) -> Step:
+            check_numerics: Union[bool, str] = False, autocast: str = "default",
+            calibration: Optional["Calibration"] = None) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -866,6 +867,13 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     ``check_numerics="raise"`` raises :class:`NumericsError` instead. The
     losses and updates are those of the step without the option, bit for
     bit; it costs step time (docs/Numerics.md gives the figures).
+
+    ``autocast="calibrated"`` with ``calibration=amp.calibrate(...)`` (or
+    ``amp.Calibration.load(path)``) also keeps in f32 every op whose
+    measured range, times a margin of 2, does not fit ``dtype`` (a ``lower``
+    op by its inputs too): the decision ``fp32/calibrated``, which
+    ``amp.explain`` shows with the magnitude. A calibration of another
+    model is a :class:`CompileError` naming the op it does not find.
     """
     _check_precision(opt_level, dtype)
     if lm_head not in ("fused", "decomposed"):
@@ -874,6 +882,13 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         raise ValueError(f"attention must be 'fused' or 'decomposed', given {attention!r}")
     if backend not in ("cpu", "cuda"):
         raise ValueError(f"backend must be 'cpu' or 'cuda', given {backend!r}")
+    if autocast not in ("default", "calibrated"):
+        raise ValueError(f"autocast must be 'default' or 'calibrated', given {autocast!r}")
+    if autocast == "calibrated" and calibration is None:
+        raise ValueError("autocast='calibrated' needs calibration=amp.calibrate(model, "
+                         "loss_fn, batches) (or amp.Calibration.load(path))")
+    if calibration is not None and autocast != "calibrated":
+        raise ValueError("calibration= is used with autocast='calibrated'")
     if not (check_numerics is True or check_numerics is False or check_numerics == "raise"):
         raise ValueError("check_numerics must be False, True or 'raise', "
                          f"given {check_numerics!r}")
@@ -930,6 +945,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         flags.append("--recompute-gemms")
     if check_numerics:
         flags.append("--check-numerics")
+    if calibration is not None:
+        flags += ["--autocast=calibrated", f"--calibration={calibration._file()}"]
     if data_parallel:
         from . import _native
         try:

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import subprocess
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -145,13 +145,16 @@ def _verify(text: str, opt_level: str,
         "", "", "amp-compile", 0, run.stderr.strip() or f"exited {run.returncode}")], None
 
 
-def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict]:
+def _precisions(text: str, opt_level: str, dtype: str,
+                calibration: Optional[str] = None) -> Tuple[List[dict], dict]:
     """amp-autocast + amp-precision-report's JSON for the forward: its ops
     (program order) and the whole function entry."""
+    calibrated = f" calibration={{{calibration}}}" if calibration else ""
     with _module_file(text, "amp-explain-") as (directory, source):
         report = os.path.join(directory, "report.json")
         run = subprocess.run(
-            [_amp_opt(), source, f"--amp-autocast=opt-level={opt_level} dtype={dtype}",
+            [_amp_opt(), source,
+             f"--amp-autocast=opt-level={opt_level} dtype={dtype}{calibrated}",
              f"--amp-precision-report=format=json output={report}", "-o", os.devnull],
             capture_output=True, text=True)
         if run.returncode != 0:
@@ -163,13 +166,16 @@ def _precisions(text: str, opt_level: str, dtype: str) -> Tuple[List[dict], dict
 
 def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
             example_inputs: Tuple[torch.Tensor, ...], *, opt_level: str = "O1",
-            dtype: torch.dtype = torch.float16) -> Report:
+            dtype: torch.dtype = torch.float16, calibration: Optional[Any] = None) -> Report:
     """What amp makes of ``loss_fn(model(*inputs), target)``: every node of
     the captured graph with its module path and source line, the train ops
     it maps to and the precision each gets at ``opt_level`` / ``dtype``
     (amp-autocast's decision and its reason), and every node that blocks
     compilation with the reason; where it compiles, the CPU step's memory
     plan (``report.memory_plan``; the step is lowered, no code generated).
+    With ``calibration`` (:func:`amp.calibrate`'s), the precisions are
+    calibrated autocast's: an op kept in f32 for its range says
+    ``calibrated (measured 1.2e+05)``.
     Never raises for an unsupported model (the report lists why); the model
     is not run or changed."""
     _check_precision(opt_level, dtype)
@@ -179,7 +185,9 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
     blocking = list(imported.problems)
     plan = None
     if not blocking:
-        decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype])
+        decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype],
+                                        calibration._file() if calibration is not None
+                                        else None)
         blocking, plan = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype])
     # The report lists the forward's train ops in program order, which is
     # the order the importer emitted them in (autocast adds only casts,

@@ -48,6 +48,17 @@ struct AmpPipelineOptions
       *this, "policy",
       llvm::cl::desc("JSON file moving op names between autocast categories"),
       llvm::cl::init("")};
+  Option<std::string> calibration{
+      *this, "calibration",
+      llvm::cl::desc("JSON file of measured magnitudes per op instance "
+                     "(amp.calibrate): ops that do not fit the low type run "
+                     "in fp32 (amp-autocast)"),
+      llvm::cl::init("")};
+  Option<double> calibrationMargin{
+      *this, "calibration-margin",
+      llvm::cl::desc("An op runs in fp32 when its measured magnitude times "
+                     "this exceeds the low type's largest value"),
+      llvm::cl::init(2.0)};
   // amp-optimizer.
   Option<OptimizerKind> optimizer{
       *this, "optimizer",

@@ -255,6 +255,34 @@ public:
     return d;
   }
 
+  /// With check-numerics, the step's site table (amp-check-numerics'
+  /// train.numerics): one dict per entry, in program order.
+  nb::list numericsSites() const {
+    nb::list sites;
+    for (const NumericsSite &site : abi().numerics) {
+      nb::dict d;
+      d["kind"] = site.kind == NumericsSite::Kind::Argument ? "argument"
+                  : site.kind == NumericsSite::Kind::Constant ? "constant"
+                                                              : "op";
+      d["argument"] = site.argument;
+      d["magnitude"] = site.magnitude;
+      d["op"] = site.op;
+      d["module"] = site.module;
+      d["file"] = site.file;
+      d["line"] = site.line;
+      d["stage"] = site.backward ? "backward" : "forward";
+      d["result"] = site.result;
+      d["inputs"] = site.inputs;
+      d["check"] = site.check;
+      sites.append(d);
+    }
+    return sites;
+  }
+
+  /// The last step's check-numerics vector (each entry's largest
+  /// magnitude, inf and NaN kept); empty without it.
+  std::vector<double> numericsMagnitudes() const { return lastMagnitudes; }
+
   /// Whether the step was compiled with check-numerics.
   bool checksNumerics() const { return !abi().numerics.empty(); }
 
@@ -396,6 +424,10 @@ NB_MODULE(_native, m) {
       .def("numerics_report", &NativeStep::numericsReport, nb::arg("step"),
            "With check-numerics, where the last step's first inf or NaN "
            "was born (a dict), or None.")
+      .def("numerics_sites", &NativeStep::numericsSites,
+           "With check-numerics, the site table: one dict per entry.")
+      .def("numerics_magnitudes", &NativeStep::numericsMagnitudes,
+           "The last step's check-numerics vector.")
       .def_prop_ro("checks_numerics", &NativeStep::checksNumerics,
                    "Whether the step was compiled with check-numerics.")
       .def("describe_nonfinite", &NativeStep::describeNonfinite,

@@ -91,6 +91,18 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == kCalibratedMagnitudeAttrName) {
+    auto decision = op->getAttrOfType<StringAttr>(kDecisionAttrName);
+    if (!isa<FloatAttr>(attr.getValue()) || !decision ||
+        !decision.getValue().ends_with("/calibrated"))
+      return op->emitError()
+             << "'" << kCalibratedMagnitudeAttrName
+             << "' is the measured magnitude (a float) of an op amp-autocast "
+                "decided for its calibration ('"
+             << kDecisionAttrName << "' = \".../calibrated\"), got "
+             << attr.getValue();
+    return success();
+  }
   if (name == kCheckNumericsAttrName) {
     auto fail = [&](const Twine &what) {
       return op->emitError()

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/Locations.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "amp/Dialect/Train/Transforms/PrecisionPolicy.h"
@@ -20,6 +21,13 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <tuple>
 
 namespace amp {
 namespace train {
@@ -77,6 +85,69 @@ private:
   DenseMap<std::pair<Value, Type>, Value> casts;
 };
 
+/// A calibration (amp.calibrate's JSON): the largest magnitude measured for
+/// each op instance of the forward, at O0 over a few batches, keyed by the
+/// op's module path, its name and its index among the ops of that name in
+/// that module (program order).
+struct Calibration {
+  struct Entry {
+    double output = 0.0, inputs = 0.0;
+    std::string file;
+    int64_t line = 0;
+    bool used = false;
+  };
+  using Key = std::tuple<std::string, std::string, int64_t>;
+  std::map<Key, Entry> entries;
+
+  /// Reads `path`; on error returns nullopt and sets `error`.
+  static std::optional<Calibration> load(StringRef path, std::string &error) {
+    std::string message;
+    std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &message);
+    if (!file) {
+      error = "cannot read the calibration '" + path.str() + "': " + message;
+      return std::nullopt;
+    }
+    auto bad = [&](const Twine &what) {
+      error = ("the calibration '" + path + "' " + what).str();
+      return std::nullopt;
+    };
+    llvm::Expected<llvm::json::Value> json =
+        llvm::json::parse(file->getBuffer());
+    if (!json)
+      return bad("is not JSON: " + llvm::toString(json.takeError()));
+    const llvm::json::Object *root = json->getAsObject();
+    std::optional<StringRef> format =
+        root ? root->getString("format") : std::nullopt;
+    if (!format || *format != "amp-calibration-1")
+      return bad("is not an amp calibration (its \"format\" is not "
+                 "\"amp-calibration-1\")");
+    const llvm::json::Array *ops = root->getArray("ops");
+    if (!ops)
+      return bad("has no \"ops\" list");
+    Calibration calibration;
+    for (auto [i, value] : llvm::enumerate(*ops)) {
+      const llvm::json::Object *op = value.getAsObject();
+      std::optional<StringRef> module =
+          op ? op->getString("module") : std::nullopt;
+      std::optional<StringRef> name = op ? op->getString("op") : std::nullopt;
+      std::optional<int64_t> index =
+          op ? op->getInteger("index") : std::nullopt;
+      std::optional<double> output =
+          op ? op->getNumber("output") : std::nullopt;
+      if (!module || !name || !index || !output)
+        return bad("entry " + Twine(i) +
+                   " needs \"module\", \"op\", \"index\" and \"output\"");
+      Entry entry;
+      entry.output = *output;
+      entry.inputs = op->getNumber("inputs").value_or(0.0);
+      entry.file = op->getString("file").value_or("").str();
+      entry.line = op->getInteger("line").value_or(0);
+      calibration.entries[{module->str(), name->str(), *index}] = entry;
+    }
+    return calibration;
+  }
+};
+
 struct AutocastPass : public amp::train::impl::AutocastPassBase<AutocastPass> {
   using AutocastPassBase::AutocastPassBase;
 
@@ -87,9 +158,15 @@ private:
   LogicalResult autocastFunction(func::FuncOp func);
   void updateCallSites();
   LogicalResult autocastOp(PrecisionPolicyOpInterface op, bool afterModelOutput,
-                           CastCache &casts, DenseMap<Value, Type> &original);
+                           CastCache &casts, DenseMap<Value, Type> &original,
+                           std::optional<double> calibrated);
+  /// With a calibration, the magnitude that keeps `op` in fp32 (its entry
+  /// `index` among its module's ops of its name), or nullopt.
+  std::optional<double> calibratedMagnitude(PrecisionPolicyOpInterface op,
+                                            int64_t index);
 
   std::optional<PrecisionPolicy> policy;
+  std::optional<Calibration> measured;
   FloatType low;
 };
 
@@ -104,7 +181,36 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
   policy = PrecisionPolicy::fromOptions(optLevel, policyFile, context, error);
   if (!policy)
     return fail(error);
+  if (!(calibrationMargin >= 1.0) || !std::isfinite(calibrationMargin))
+    return fail("calibration-margin must be at least 1");
+  if (!calibration.empty()) {
+    measured = Calibration::load(calibration, error);
+    if (!measured)
+      return fail(error);
+  }
   return success();
+}
+
+std::optional<double>
+AutocastPass::calibratedMagnitude(PrecisionPolicyOpInterface op,
+                                  int64_t index) {
+  if (!measured)
+    return std::nullopt;
+  auto it = measured->entries.find({amp::modulePath(op->getLoc()),
+                                    op->getName().getStringRef().str(),
+                                    index});
+  if (it == measured->entries.end())
+    return std::nullopt;
+  it->second.used = true;
+  // Its inputs count too: a `lower` op would take them in the low type
+  // (an f32 producer feeding a GEMM whose input would overflow keeps the
+  // GEMM in f32); the others compute in f32 from such an input anyway.
+  double magnitude = std::max(it->second.output, it->second.inputs);
+  double largest =
+      llvm::APFloat::getLargest(low.getFloatSemantics()).convertToDouble();
+  if (std::isnan(magnitude) || magnitude * calibrationMargin > largest)
+    return magnitude;
+  return std::nullopt;
 }
 
 void AutocastPass::runOnOperation() {
@@ -116,13 +222,41 @@ void AutocastPass::runOnOperation() {
                      b.getStringAttr(stringifyOptLevel(optLevel)))};
   if (!policyFile.empty())
     config.push_back(b.getNamedAttr("policy", b.getStringAttr(policyFile)));
+  if (!calibration.empty())
+    config.push_back(
+        b.getNamedAttr("calibration", b.getStringAttr(calibration)));
   getOperation()->setAttr(kAutocastAttrName, b.getDictionaryAttr(config));
   if (policy->getOptLevel() == OptLevel::O0)
     return;
+  for (auto &entry : measured ? measured->entries
+                              : decltype(measured->entries)())
+    entry.second.used = false;
   for (auto func : getOperation().getOps<func::FuncOp>())
     if (!func.isExternal() && failed(autocastFunction(func)))
       return signalPassFailure();
   updateCallSites();
+  // Every entry of the calibration names an op of this model (of a kind
+  // autocast decides): one that does not is a calibration of another model.
+  if (measured)
+    for (auto &[key, entry] : measured->entries) {
+      auto &[module, name, index] = key;
+      std::optional<RegisteredOperationName> registered =
+          RegisteredOperationName::lookup(name, &getContext());
+      if (entry.used || !registered ||
+          !registered->hasInterface<PrecisionPolicyOpInterface>())
+        continue;
+      emitError(getOperation().getLoc())
+          << "amp-autocast: the calibration '" << calibration << "' measured "
+          << name << " #" << index << " of "
+          << (module.empty() ? "the top level" : "module " + module)
+          << (entry.file.empty()
+                  ? std::string()
+                  : " (" + entry.file + ":" + std::to_string(entry.line) +
+                        ")")
+          << ", which this model does not have: is it a calibration of "
+             "another model? (amp.calibrate this one)";
+      return signalPassFailure();
+    }
 }
 
 void AutocastPass::updateCallSites() {
@@ -169,13 +303,24 @@ void AutocastPass::updateCallSites() {
 
 LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
                                        bool afterModelOutput, CastCache &casts,
-                                       DenseMap<Value, Type> &original) {
+                                       DenseMap<Value, Type> &original,
+                                       std::optional<double> calibrated) {
   PrecisionDecision decision = policy->decide(op, afterModelOutput);
+  // A measured range that does not fit the low type overrides the lists
+  // and the policy file; an attribute on the op still wins.
+  if (calibrated && decision.reason < PrecisionReason::Attribute)
+    decision = {PrecisionCategory::fp32, PrecisionReason::Calibrated, true};
+  else
+    calibrated.reset();
   SmallVector<unsigned> governed = getGovernedOperands(op, decision);
   if (governed.empty())
     return success();
   op->setAttr(kDecisionAttrName,
               StringAttr::get(op->getContext(), formatDecision(decision)));
+  if (calibrated)
+    op->setAttr(kCalibratedMagnitudeAttrName,
+                FloatAttr::get(Float64Type::get(op->getContext()),
+                               *calibrated));
 
   // The compute type of the op.
   FloatType target;
@@ -287,9 +432,15 @@ LogicalResult AutocastPass::autocastFunction(func::FuncOp func) {
   func.walk<WalkOrder::PreOrder>(
       [&](PrecisionPolicyOpInterface op) { ops.push_back(op); });
   llvm::DenseSet<Operation *> lossTail = findLossTail(func);
-  for (PrecisionPolicyOpInterface op : ops)
-    if (failed(autocastOp(op, lossTail.contains(op), casts, original)))
+  // Each op's index among its module's ops of its name (a calibration's key).
+  std::map<std::pair<std::string, std::string>, int64_t> seen;
+  for (PrecisionPolicyOpInterface op : ops) {
+    int64_t index = seen[{amp::modulePath(op->getLoc()),
+                          op->getName().getStringRef().str()}]++;
+    if (failed(autocastOp(op, lossTail.contains(op), casts, original,
+                          calibratedMagnitude(op, index))))
       return failure();
+  }
   // The model's own casts keep their type (their users saw it above); the
   // report names them: fp32 for `x.float()`, lower for `x.half()`.
   func.walk([&](CastOp cast) {

@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -163,6 +164,13 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
           (category == PrecisionCategory::promote ||
            category == PrecisionCategory::follow))
         entry.reason += " (" + stringifyPrecisionReason(reason).str() + ")";
+      // The range that decided it: "calibrated (measured 1.2e+05)".
+      if (auto magnitude =
+              op->getAttrOfType<FloatAttr>(kCalibratedMagnitudeAttrName))
+        entry.reason += llvm::formatv(" (measured {0})",
+                                      llvm::format("%.3g",
+                                                   magnitude.getValueAsDouble()))
+                            .str();
     } else if (o0) {
       entry.category = "fp32";
       entry.reason = "opt-level";

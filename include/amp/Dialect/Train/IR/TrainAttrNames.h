@@ -44,11 +44,19 @@ inline constexpr llvm::StringLiteral kGradientOfAttrName = "train.gradient_of";
 inline constexpr llvm::StringLiteral kCheckNumericsAttrName = "train.numerics";
 
 /// The reasons of a decision, strongest last: the op's default (its list
-/// entry), the opt level, the policy file, a `train.precision` attribute;
-/// and the model's own cast (`train.cast ... user`, the type the model
-/// fixed with `x.float()`); in PrecisionReason's order (PrecisionPolicy.h stringifies by index).
+/// entry), the opt level, the policy file, a calibration (the op's measured
+/// range does not fit the low type), a `train.precision` attribute; and
+/// the model's own cast (`train.cast ... user`, the type the model fixed
+/// with `x.float()`); in PrecisionReason's order (PrecisionPolicy.h
+/// stringifies by index).
 inline constexpr llvm::StringLiteral kDecisionReasons[] = {
-    "default", "opt-level", "policy file", "attribute", "user cast"};
+    "default", "opt-level", "policy file", "calibrated", "attribute",
+    "user cast"};
+
+/// On an op amp-autocast kept in fp32 for its calibrated range
+/// (`fp32/calibrated`): the measured magnitude that decided it (f64).
+inline constexpr llvm::StringLiteral kCalibratedMagnitudeAttrName =
+    "train.calibrated_magnitude";
 
 } // namespace train
 } // namespace amp

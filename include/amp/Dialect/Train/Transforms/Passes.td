@@ -33,11 +33,22 @@ def AutocastPass : Pass<"amp-autocast", "::mlir::ModuleOp"> {
       stores the other parameters in the low type; O3 runs everything,
       parameters and state (running statistics) included, in the low type.
     - Overrides, strongest first: `train.precision = "lower" | "fp32" |
-      "promote" | "follow"` on an op, then the `policy` JSON file
-      (`{"fp32": ["train.matmul"]}`), then the opt level's defaults.
+      "promote" | "follow"` on an op, then a `calibration` (below), then the
+      `policy` JSON file (`{"fp32": ["train.matmul"]}`), then the opt
+      level's defaults.
+    - `calibration`: a JSON file of measured magnitudes per op instance
+      (amp.calibrate writes it; docs/Numerics.md), keyed by the op's module
+      path (its location's name), its name and its index among the ops of
+      that name in that module. An op whose measured output or inputs (a
+      `lower` op would take them in the low type) times
+      `calibration-margin` do not fit the low type's largest finite value
+      runs in fp32, decided `fp32/calibrated`, with the magnitude in
+      `train.calibrated_magnitude`. An entry with no op in the module (a
+      calibration of another model) is an error naming it.
 
     ```
     amp-opt model.mlir --amp-autocast="dtype=bf16 opt-level=O1 policy=my.json"
+    amp-opt model.mlir --amp-autocast="calibration=model.calibration.json"
     ```
   }];
   let options = [
@@ -50,6 +61,13 @@ def AutocastPass : Pass<"amp-autocast", "::mlir::ModuleOp"> {
            "AMP_OPT_LEVEL_VALUES">,
     Option<"policyFile", "policy", "std::string", /*default=*/"\"\"",
            "JSON file moving op names between categories">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
+           "JSON file of measured magnitudes per op instance (amp.calibrate); "
+           "ops that do not fit the low type run in fp32">,
+    Option<"calibrationMargin", "calibration-margin", "double",
+           /*default=*/"2.0",
+           "An op runs in fp32 when its measured magnitude times this "
+           "exceeds the low type's largest value (>= 1)">,
   ];
   let dependentDialects = ["::amp::train::TrainDialect"];
 }

@@ -30,9 +30,17 @@ namespace train {
 std::optional<PrecisionCategory> parsePrecisionCategory(llvm::StringRef text);
 
 /// Where an op's category came from, strongest last.
-enum class PrecisionReason { Default, OptLevel, PolicyFile, Attribute, UserCast };
+enum class PrecisionReason {
+  Default,
+  OptLevel,
+  PolicyFile,
+  Calibrated,
+  Attribute,
+  UserCast
+};
 
-/// "default", "opt-level", "policy file", "attribute", "user cast".
+/// "default", "opt-level", "policy file", "calibrated", "attribute", "user
+/// cast".
 llvm::StringRef stringifyPrecisionReason(PrecisionReason reason);
 
 /// The category autocast applies to one op.

@@ -1,0 +1,201 @@
+"""Calibrated autocast: precision decided from the model's measured ranges.
+
+``amp.calibrate`` runs the model's forward and backward in f32 (the O0 step
+compiled with ``check_numerics``, whose vector holds each value's largest
+magnitude) on a few batches, without changing the model, and records each
+op instance's largest output and input magnitude and the largest gradient.
+``amp.compile(..., autocast="calibrated", calibration=c)`` then keeps in f32
+the ops whose range does not fit the low type (amp-autocast's
+``calibration`` option; docs/Numerics.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+
+_FORMAT = "amp-calibration-1"
+# The largest finite values of the low types.
+_LARGEST = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38}
+# Ops the calibration does not key: casts (only the narrowing ones are
+# measured, so their indices would not match autocast's), and what
+# amp-autodiff fuses (the LM head and its loss: it is not an op of the
+# forward autocast sees).
+_UNKEYED = {"train.cast", "train.linear_cross_entropy"}
+# JSON has no inf or NaN: a magnitude that was not finite is written as this.
+_NOT_FINITE = 1e300
+
+
+class CalibratedOp(NamedTuple):
+    """One op instance's measured range."""
+
+    module: str
+    """The module path of the op (``"encoder.ffn.wi"``; ``""`` at the top)."""
+    op: str
+    """The train op (``"train.matmul"``)."""
+    index: int
+    """Its index among the ops of that name in that module (program order)."""
+    file: str
+    line: int
+    output: float
+    """The largest magnitude of its output over the calibration batches."""
+    inputs: float
+    """The largest magnitude of its inputs."""
+
+    def headroom(self, dtype: torch.dtype = torch.float16) -> float:
+        """How many times the larger of ``output`` and ``inputs`` fits in
+        ``dtype``'s largest finite value (below 1: it overflows)."""
+        largest = max(self.output, self.inputs)
+        return _LARGEST[dtype] / largest if largest > 0 else math.inf
+
+
+class Calibration:
+    """The ranges ``amp.calibrate`` measured; ``save``/``load`` as JSON
+    keyed by op instance (module path, op, index), which
+    ``amp.compile(..., autocast="calibrated", calibration=...)`` and
+    ``amp-run --autocast=calibrated --calibration=FILE`` read."""
+
+    def __init__(self, ops: List[CalibratedOp], largest_gradient: float, batches: int,
+                 model: str = ""):
+        self.ops = ops
+        self.largest_gradient = largest_gradient
+        """The largest magnitude of any value of the backward, unscaled."""
+        self.batches = batches
+        self.model = model
+
+    def max_loss_scale(self, dtype: torch.dtype = torch.float16) -> float:
+        """The largest loss scale the measured gradients allow in ``dtype``
+        (its largest value over the largest gradient)."""
+        if self.largest_gradient <= 0:
+            return math.inf
+        return _LARGEST[dtype] / self.largest_gradient
+
+    def overflowing(self, dtype: torch.dtype = torch.float16,
+                    margin: float = 2.0) -> List[CalibratedOp]:
+        """The ops whose range (the larger of output and inputs) times
+        ``margin`` does not fit ``dtype``: those calibrated autocast keeps in
+        f32."""
+        return [op for op in self.ops if op.headroom(dtype) < margin]
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"format": _FORMAT, "model": self.model, "batches": self.batches,
+                "largest_gradient": _finite(self.largest_gradient),
+                "ops": [{"module": o.module, "op": o.op, "index": o.index, "file": o.file,
+                         "line": o.line, "output": _finite(o.output),
+                         "inputs": _finite(o.inputs)} for o in self.ops]}
+
+    def save(self, path: str) -> None:
+        """Writes the calibration as JSON (atomically)."""
+        directory = os.path.dirname(os.path.abspath(path))
+        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False,
+                                         suffix=".tmp") as f:
+            json.dump(self.to_json(), f, indent=1)
+        os.replace(f.name, path)
+
+    @classmethod
+    def load(cls, path: str) -> "Calibration":
+        """Reads a calibration ``save`` wrote; ``ValueError`` if it is not one."""
+        with open(path) as f:
+            record = json.load(f)
+        if not isinstance(record, dict) or record.get("format") != _FORMAT:
+            raise ValueError(f"{path} is not an amp calibration (format {_FORMAT})")
+        ops = [CalibratedOp(o["module"], o["op"], int(o["index"]), o.get("file", ""),
+                            int(o.get("line", 0)), float(o["output"]), float(o.get("inputs", 0)))
+               for o in record["ops"]]
+        return cls(ops, float(record.get("largest_gradient", 0)), int(record.get("batches", 0)),
+                   record.get("model", ""))
+
+    def _file(self) -> str:
+        """The calibration as a file amp-compile reads: content-addressed, so
+        the same calibration is the same file (and the same cache key)."""
+        text = json.dumps(self.to_json(), sort_keys=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+        path = os.path.join(tempfile.gettempdir(), f"amp-calibration-{digest}.json")
+        if not os.path.exists(path):
+            with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False,
+                                             suffix=".tmp") as f:
+                f.write(text)
+            os.replace(f.name, path)
+        return path
+
+    def report(self, dtype: torch.dtype = torch.float16, margin: float = 2.0) -> str:
+        """Each op's range and headroom against ``dtype``, and the largest
+        loss scale the gradients allow."""
+        name = {torch.float16: "float16", torch.bfloat16: "bfloat16"}[dtype]
+        lines = [f"calibration of {self.model or 'the model'} over {self.batches} batch(es), "
+                 f"against {name} (largest {_LARGEST[dtype]:.6g}, margin {margin:g}):",
+                 f"{'module':<28} {'op':<24} {'output':>11} {'inputs':>11} {'headroom':>9}  where"]
+        for o in self.ops:
+            room = o.headroom(dtype)
+            flag = "  -> f32" if room < margin else ""
+            lines.append(f"{(o.module or '<top>'):<28} {o.op + ' #' + str(o.index):<24} "
+                         f"{o.output:>11.4g} {o.inputs:>11.4g} {room:>9.3g}  "
+                         f"{o.file}:{o.line}{flag}")
+        lines.append(f"largest gradient {self.largest_gradient:.4g}: loss scales up to "
+                     f"{self.max_loss_scale(dtype):.4g} keep the gradients in {name}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else _NOT_FINITE
+
+
+def calibrate(model: torch.nn.Module, loss_fn: Optional[Callable],
+              batches: Iterable[Sequence[torch.Tensor]]) -> Calibration:
+    """Measures ``model``'s ranges in f32: the forward and backward of
+    ``loss_fn(model(*inputs), target)`` on each of ``batches`` ((inputs...,
+    target) tuples; a few are enough), as the O0 step with
+    ``check_numerics`` computes them, without an update. Records each op
+    instance's largest output and input magnitude (by module path, op and
+    index) and the largest gradient. The model is not changed."""
+    from . import _api
+    batches = [tuple(b) for b in batches]
+    if not batches:
+        raise ValueError("calibrate needs at least one batch")
+    # An update that changes nothing: plain SGD at learning rate 0.
+    frozen = torch.optim.SGD([p for p in model.parameters()], lr=0.0)
+    step = _api.compile(model, loss_fn, batches[0], optimizer=frozen, opt_level="O0",
+                        check_numerics=True)
+    sites = step._native.numerics_sites()
+    outputs: Dict[Tuple[str, str, int], List[float]] = {}
+    keys: List[Tuple[int, Tuple[str, str, int]]] = []
+    seen: Dict[Tuple[str, str], int] = {}
+    for i, site in enumerate(sites):
+        if site["kind"] != "op" or site["stage"] != "forward" or site["result"] > 0:
+            continue
+        if site["op"] in _UNKEYED:
+            continue
+        index = seen.get((site["module"], site["op"]), 0)
+        seen[(site["module"], site["op"])] = index + 1
+        keys.append((i, (site["module"], site["op"], index)))
+    largest_gradient = 0.0
+    for batch in batches:
+        step(*batch)
+        magnitudes = step._native.numerics_magnitudes()
+
+        def value(k: int) -> float:
+            site = sites[k]
+            m = magnitudes[site["check"]] if site["check"] >= 0 else site["magnitude"]
+            return math.inf if math.isnan(m) else m
+        for i, key in keys:
+            out = value(i)
+            inp = max((value(k) for k in sites[i]["inputs"]), default=0.0)
+            best = outputs.setdefault(key, [0.0, 0.0])
+            best[0], best[1] = max(best[0], out), max(best[1], inp)
+        for k, site in enumerate(sites):
+            if site["kind"] == "op" and site["stage"] == "backward":
+                largest_gradient = max(largest_gradient, value(k))
+    ops = [CalibratedOp(module, op, index, sites[i]["file"], sites[i]["line"],
+                        *outputs[(module, op, index)])
+           for i, (module, op, index) in keys]
+    return Calibration(ops, largest_gradient, len(batches),
+                       f"{type(model).__module__}.{type(model).__qualname__}")

@@ -94,6 +94,8 @@ struct Calibration {
     double output = 0.0, inputs = 0.0;
     std::string file;
     int64_t line = 0;
+    /// Its place in the file (program order).
+    size_t order = 0;
     bool used = false;
   };
   using Key = std::tuple<std::string, std::string, int64_t>;
@@ -142,6 +144,7 @@ struct Calibration {
       entry.inputs = op->getNumber("inputs").value_or(0.0);
       entry.file = op->getString("file").value_or("").str();
       entry.line = op->getInteger("line").value_or(0);
+      entry.order = i;
       calibration.entries[{module->str(), name->str(), *index}] = entry;
     }
     return calibration;
@@ -237,26 +240,32 @@ void AutocastPass::runOnOperation() {
   updateCallSites();
   // Every entry of the calibration names an op of this model (of a kind
   // autocast decides): one that does not is a calibration of another model.
+  // The first such entry in the file's (program) order is named.
+  const Calibration::Key *missing = nullptr;
   if (measured)
     for (auto &[key, entry] : measured->entries) {
-      auto &[module, name, index] = key;
       std::optional<RegisteredOperationName> registered =
-          RegisteredOperationName::lookup(name, &getContext());
+          RegisteredOperationName::lookup(std::get<1>(key), &getContext());
       if (entry.used || !registered ||
           !registered->hasInterface<PrecisionPolicyOpInterface>())
         continue;
-      emitError(getOperation().getLoc())
-          << "amp-autocast: the calibration '" << calibration << "' measured "
-          << name << " #" << index << " of "
-          << (module.empty() ? "the top level" : "module " + module)
-          << (entry.file.empty()
-                  ? std::string()
-                  : " (" + entry.file + ":" + std::to_string(entry.line) +
-                        ")")
-          << ", which this model does not have: is it a calibration of "
-             "another model? (amp.calibrate this one)";
-      return signalPassFailure();
+      if (!missing || entry.order < measured->entries[*missing].order)
+        missing = &key;
     }
+  if (missing) {
+    auto &[module, name, index] = *missing;
+    const Calibration::Entry &entry = measured->entries[*missing];
+    emitError(getOperation().getLoc())
+        << "amp-autocast: the calibration '" << calibration << "' measured "
+        << name << " #" << index << " of "
+        << (module.empty() ? "the top level" : "module " + module)
+        << (entry.file.empty()
+                ? std::string()
+                : " (" + entry.file + ":" + std::to_string(entry.line) + ")")
+        << ", which this model does not have: is it a calibration of "
+           "another model? (amp.calibrate this one)";
+    return signalPassFailure();
+  }
 }
 
 void AutocastPass::updateCallSites() {

@@ -166,7 +166,8 @@ def _precisions(text: str, opt_level: str, dtype: str,
 
 def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
             example_inputs: Tuple[torch.Tensor, ...], *, opt_level: str = "O1",
-            dtype: torch.dtype = torch.float16, calibration: Optional[Any] = None) -> Report:
+            dtype: torch.dtype = torch.float16, calibration: Optional[Any] = None,
+            calibrate: Optional[Any] = None) -> Report:
     """What amp makes of ``loss_fn(model(*inputs), target)``: every node of
     the captured graph with its module path and source line, the train ops
     it maps to and the precision each gets at ``opt_level`` / ``dtype``
@@ -175,7 +176,9 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
     plan (``report.memory_plan``; the step is lowered, no code generated).
     With ``calibration`` (:func:`amp.calibrate`'s), the precisions are
     calibrated autocast's: an op kept in f32 for its range says
-    ``calibrated (measured 1.2e+05)``.
+    ``calibrated (measured 1.2e+05)``; ``calibrate=batches`` measures one
+    first (``amp.calibrate(model, loss_fn, batches)``: this runs the
+    model's step in f32, without changing the model).
     Never raises for an unsupported model (the report lists why); the model
     is not run or changed."""
     _check_precision(opt_level, dtype)
@@ -184,6 +187,9 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
     function: dict = {}
     blocking = list(imported.problems)
     plan = None
+    if not blocking and calibrate is not None and calibration is None:
+        from ._calibration import calibrate as measure
+        calibration = measure(model, loss_fn, calibrate)
     if not blocking:
         decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype],
                                         calibration._file() if calibration is not None

@@ -119,6 +119,9 @@ def test_explain_shows_the_calibrated_decisions(overflow):
     assert set(calibrated) == {("ffn.wi", "train.matmul"), ("ffn", "train.mul")}
     assert calibrated[("ffn.wi", "train.matmul")].precision == "f32"
     assert "measured 4." in calibrated[("ffn.wi", "train.matmul")].reason
+    measured = amp.explain(model, nn.CrossEntropyLoss(), batches[0], calibrate=batches[:4])
+    assert [(n.module, op) for n in measured.nodes for op in n.train_ops] == \
+        [(n.module, op) for n in report.nodes for op in n.train_ops]
     plain = amp.explain(model, nn.CrossEntropyLoss(), batches[0])
     assert not any(op.reason.startswith("calibrated") for n in plain.nodes for op in n.train_ops)
 

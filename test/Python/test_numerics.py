@@ -168,3 +168,34 @@ def test_a_nan_in_the_data_is_named_as_the_input():
     report = step(bad, y).numerics
     assert report is not None
     assert (report.stage, report.argument, report.value) == ("argument", "input #0", "NaN")
+
+
+class SqrtHead(nn.Module):
+    """sqrt of a ReLU: finite forward (sqrt(0) = 0), but the gradient of
+    sqrt at 0 is 1 / (2 sqrt(0)) = inf: a NaN-free forward whose backward
+    makes an inf in f32, no loss scale involved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(32, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.sqrt(torch.relu(self.fc(x)))  # the backward's inf: here
+        return self.head(h.mean(1))
+
+
+def test_a_backward_inf_from_finite_inputs_is_named_at_its_forward_line():
+    x, y = _data()
+    torch.manual_seed(2)
+    model = SqrtHead()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
+                       opt_level="O0", check_numerics=True)
+    result = step(x, y)
+    report = result.numerics
+    assert report is not None, result
+    assert (report.stage, report.value, report.step) == ("backward", "inf", 0)
+    assert report.line == inspect.getsourcelines(SqrtHead.forward)[1] + 1
+    assert report.module == ""  # torch.sqrt at the top level of the model
+    assert "in the backward" in str(report)

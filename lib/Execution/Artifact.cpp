@@ -117,6 +117,8 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                          {"backward", site.backward},
                          {"result", site.result},
                          {"inputs", json::Array(site.inputs)}};
+        if (site.calibrated >= 0)
+          o["calibrated"] = site.calibrated;
         break;
       }
       o["check"] = site.check;
@@ -367,6 +369,7 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
       site.backward = o->getBoolean("backward").value_or(false);
       site.result = o->getInteger("result").value_or(-1);
       site.check = o->getInteger("check").value_or(-1);
+      site.calibrated = o->getNumber("calibrated").value_or(-1.0);
       if (const json::Array *inputs = o->getArray("inputs"))
         for (const json::Value &input : *inputs)
           site.inputs.push_back(input.getAsInteger().value_or(-1));

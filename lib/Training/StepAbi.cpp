@@ -85,6 +85,8 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
       site.argument = unsigned(integer("argument", 0));
       if (auto magnitude = fields.getAs<FloatAttr>("magnitude"))
         site.magnitude = magnitude.getValueAsDouble();
+      if (auto calibrated = fields.getAs<FloatAttr>("calibrated"))
+        site.calibrated = calibrated.getValueAsDouble();
       site.op = text("op");
       site.module = text("module");
       site.file = text("file");

@@ -454,9 +454,20 @@ amp::findNumericsOrigin(const StepAbi &abi, llvm::ArrayRef<double> magnitudes) {
     report.module = site.module;
     report.file = site.file;
     report.line = site.line;
+    // autocast's cast of an argument to the low type: the argument is what
+    // the user knows (the cast's location is the argument's).
+    if (site.op == "train.cast" && site.inputs.size() == 1 &&
+        size_t(site.inputs[0]) < abi.numerics.size() &&
+        abi.numerics[site.inputs[0]].kind == NumericsSite::Kind::Argument) {
+      report.name = nameOf(abi.numerics[site.inputs[0]].argument);
+      report.module.clear();
+      report.file.clear();
+      report.line = 0;
+    }
     report.result = site.result;
     report.backward = site.backward;
     report.inputMagnitude = largest;
+    report.calibrated = site.calibrated;
     return report;
   }
   return std::nullopt;
@@ -476,6 +487,11 @@ std::string NumericsReport::describe() const {
     os << file << ":" << line << ": ";
   if (step >= 0)
     os << "step " << step << ": ";
+  if (!name.empty()) {
+    os << name << " became " << what << " when cast to the low type (its "
+       << "largest magnitude " << llvm::format("%.4g", inputMagnitude) << ")";
+    return text;
+  }
   os << op;
   if (result >= 0)
     os << " (result " << result << ")";
@@ -484,6 +500,10 @@ std::string NumericsReport::describe() const {
     os << (backward ? " (the gradient) of " : " of ") << module;
   os << " made " << what << " from finite inputs (their largest magnitude "
      << llvm::format("%.4g", inputMagnitude) << ")";
+  if (calibrated >= 0)
+    os << "; it measured " << llvm::format("%.4g", calibrated)
+       << " when calibrated: its range outgrew the calibration, calibrate "
+          "again";
   return text;
 }
 
@@ -502,6 +522,8 @@ llvm::json::Object amp::numericsJson(const NumericsReport &report) {
   if (report.result >= 0)
     o["result"] = report.result;
   o["input_magnitude"] = report.inputMagnitude;
+  if (report.calibrated >= 0)
+    o["calibrated"] = report.calibrated;
   return o;
 }
 

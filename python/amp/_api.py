@@ -144,8 +144,13 @@ class NumericsReport(NamedTuple):
     step: int
     """The step (0-based call count) it happened at."""
     argument: str = ""
-    """For ``stage="argument"``: the input's or parameter's name."""
+    """For ``stage="argument"``: the input's or parameter's name; also for
+    ``op="train.cast"`` when autocast's cast of that argument to the low
+    type overflowed."""
     text: str = ""
+    calibrated: Optional[float] = None
+    """With calibrated autocast, the magnitude ``amp.calibrate`` measured for
+    the op: it has outgrown that range (calibrate again); None otherwise."""
 
     def __str__(self) -> str:
         return self.text
@@ -593,7 +598,8 @@ class Step:
                 numerics = NumericsReport(
                     found["stage"], found["op"], found["module"], found["file"], found["line"],
                     found["value"], found["input_magnitude"], step_index,
-                    found["argument"] or "", found["describe"])
+                    found["argument"] or "", found["describe"],
+                    found["calibrated"] if found["calibrated"] >= 0 else None)
                 if self._check_numerics == "raise":
                     raise NumericsError(numerics)
         return StepResult(loss, bool(skipped), scale, source, numerics)

@@ -203,3 +203,41 @@ def test_calibrate_leaves_the_model_unchanged():
     amp.calibrate(model, nn.CrossEntropyLoss(), _batches(2))
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+class TwoLayers(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_an_op_that_outgrows_its_calibration_is_named_to_recalibrate():
+    """Calibrated on the model as it was, fc1 stays in f16; once its weights
+    have grown 100000x (as training can), its outputs overflow, and
+    check_numerics' report says it measured less when calibrated. Inputs
+    beyond f16's range overflow the cast of the input itself, which the
+    report names as such."""
+    torch.manual_seed(0)
+    model = TwoLayers()
+    batches = [(torch.randn(16, 32), torch.randint(0, 4, (16,))) for _ in range(2)]
+    calibration = amp.calibrate(model, nn.CrossEntropyLoss(), batches)
+    assert calibration.overflowing() == []
+    fc1 = next(o for o in calibration.ops if o.module == "fc1")
+    with torch.no_grad():
+        model.fc1.weight.mul_(1e5)
+    assert model.fc1.weight.abs().max() < 65504
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    step = amp.compile(model, nn.CrossEntropyLoss(), batches[0], optimizer=opt,
+                       autocast="calibrated", calibration=calibration, check_numerics=True)
+    report = step(*batches[0]).numerics
+    assert report is not None and (report.module, report.stage) == ("fc1", "forward"), report
+    assert report.calibrated == pytest.approx(max(fc1.output, fc1.inputs), rel=1e-6)
+    assert "when calibrated: its range outgrew the calibration, calibrate again" in str(report)
+    x, y = batches[1]
+    cast = step(x * 1e5, y).numerics
+    assert (cast.op, cast.argument, cast.value, cast.line) == ("train.cast", "input #0", "inf", 0)
+    assert str(cast).startswith("step 1: input #0 became an inf when cast to the low type")

@@ -21,9 +21,9 @@
 // CHECK: train.layer_norm {{.*}}train.decision = "fp32/default"
 // CHECK: train.matmul %{{.*}} {train.calibrated_magnitude = 4.700000e+05 : f64, train.decision = "fp32/calibrated"} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
 // CHECK: train.mul %{{.*}} {train.calibrated_magnitude = 4.700000e+05 : f64, train.decision = "fp32/calibrated"} : tensor<4x16xf32>, tensor<f32>
-// CHECK: train.matmul %{{.*}} {train.decision = "lower/default"} : tensor<4x16xf16>, tensor<16x8xf16> -> tensor<4x8xf16>
+// CHECK: train.matmul %{{.*}} {train.calibrated_magnitude = 2.200000e+00 : f64, train.decision = "lower/default"} : tensor<4x16xf16>, tensor<16x8xf16> -> tensor<4x8xf16>
 // CHECK: train.matmul %{{.*}} {train.calibrated_magnitude = 4.000000e+04 : f64, train.decision = "fp32/calibrated"} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK: train.matmul %{{.*}} accumulate f32 {train.decision = "lower/attribute", train.precision = "lower"} : tensor<4x8xf16>, tensor<8x4xf16> -> tensor<4x4xf16>
+// CHECK: train.matmul %{{.*}} accumulate f32 {train.calibrated_magnitude = 4.000000e+04 : f64, train.decision = "lower/attribute", train.precision = "lower"} : tensor<4x8xf16>, tensor<8x4xf16> -> tensor<4x4xf16>
 
 // With margin 1 (the whole range: 65504) head's first GEMM (40000) fits.
 // MARGIN: train.matmul {{.*}}"fp32/calibrated"{{.*}} -> tensor<4x16xf32>
@@ -32,12 +32,14 @@
 // MARGIN: train.matmul {{.*}}"lower/default"{{.*}} -> tensor<4x8xf16>
 
 // bf16's range (3.4e38) holds every measured value: the lists decide.
-// BF16-NOT: calibrated
+// BF16-NOT: /calibrated
 // BF16: train.matmul {{.*}}"lower/default"{{.*}} -> tensor<4x16xbf16>
-// BF16-NOT: calibrated
+// BF16-NOT: /calibrated
 
-// The precision report says why, with the measured magnitude.
+// The precision report says why, with the measured magnitude (only where
+// it decided).
 // REPORT: train.matmul {{.*}}calibrated (measured 4.7e+05)
+// REPORT-NOT: measured 2.2
 
 // A calibration of another model names the entry it finds no op for.
 // OTHER: error: amp-autocast: the calibration '{{.*}}calibration-other.json' measured train.matmul #0 of module encoder.wq (other.py:3), which this model does not have: is it a calibration of another model? (amp.calibrate this one)

@@ -55,6 +55,9 @@ struct NumericsSite {
   bool backward = false;
   int64_t line = 0, result = -1;
   std::vector<int64_t> inputs;
+  /// The magnitude a calibration measured for the op (calibrated
+  /// autocast); -1: none.
+  double calibrated = -1.0;
   /// Where the step measures this entry: an index into its last result (the
   /// train.check_numerics vector); -1 for constants.
   int64_t check = -1;

@@ -203,7 +203,9 @@ struct NonfiniteSource {
 /// one. Constants (an attention mask's -inf) are never the origin.
 struct NumericsReport {
   /// An argument held it: its name (the model's, a checkpoint name, or
-  /// "input #i" for data); the fields below are then empty.
+  /// "input #i" for data); the fields below are then empty. Also set (with
+  /// `op` "train.cast" and no location) when autocast's cast of an argument
+  /// to the low type made it.
   bool argument = false;
   std::string name;
   /// The op that made it: "train.matmul", backward or forward, its module
@@ -216,6 +218,9 @@ struct NumericsReport {
   bool nan = false;
   /// The largest finite magnitude among its inputs (0 with no input).
   double inputMagnitude = 0.0;
+  /// What a calibration measured for the op (calibrated autocast: it
+  /// outgrew that range, recalibrate); -1: none.
+  double calibrated = -1.0;
   /// The step it happened at (set by the caller; -1: unknown).
   int64_t step = -1;
 

@@ -240,7 +240,7 @@ public:
       return nb::none();
     report->step = step;
     nb::dict d;
-    d["argument"] = report->argument ? nb::cast(report->name) : nb::none();
+    d["argument"] = !report->name.empty() ? nb::cast(report->name) : nb::none();
     d["op"] = report->op;
     d["stage"] = report->argument  ? "argument"
                  : report->backward ? "backward"
@@ -251,6 +251,7 @@ public:
     d["result"] = report->result;
     d["value"] = report->nan ? "NaN" : "inf";
     d["input_magnitude"] = report->inputMagnitude;
+    d["calibrated"] = report->calibrated;
     d["describe"] = report->describe();
     return d;
   }

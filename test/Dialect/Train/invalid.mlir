@@ -1583,15 +1583,15 @@ func.func @check_numerics_size(%g: tensor<4xf32>) -> tensor<2xf32> {
 // -----
 
 func.func @calibrated_magnitude_without_decision(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'train.calibrated_magnitude' is the measured magnitude (a float) of an op amp-autocast decided for its calibration ('train.decision' = ".../calibrated"), got 4.700000e+05 : f64}}
-  %0 = train.matmul %a, %a {train.calibrated_magnitude = 4.7e5 : f64, train.decision = "fp32/default"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  // expected-error @+1 {{'train.calibrated_magnitude' is the measured magnitude (a float) of an op amp-autocast decided with a calibration (it has a 'train.decision'), got 4.700000e+05 : f64}}
+  %0 = train.matmul %a, %a {train.calibrated_magnitude = 4.7e5 : f64} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
 
 // -----
 
 func.func @calibrated_magnitude_not_float(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'train.calibrated_magnitude' is the measured magnitude (a float) of an op amp-autocast decided for its calibration ('train.decision' = ".../calibrated"), got "big"}}
+  // expected-error @+1 {{'train.calibrated_magnitude' is the measured magnitude (a float) of an op amp-autocast decided with a calibration (it has a 'train.decision'), got "big"}}
   %0 = train.matmul %a, %a {train.calibrated_magnitude = "big", train.decision = "fp32/calibrated"} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }

@@ -162,11 +162,12 @@ private:
   void updateCallSites();
   LogicalResult autocastOp(PrecisionPolicyOpInterface op, bool afterModelOutput,
                            CastCache &casts, DenseMap<Value, Type> &original,
-                           std::optional<double> calibrated);
+                           std::optional<double> calibrated, double magnitude);
   /// With a calibration, the magnitude that keeps `op` in fp32 (its entry
   /// `index` among its module's ops of its name), or nullopt.
   std::optional<double> calibratedMagnitude(PrecisionPolicyOpInterface op,
-                                            int64_t index);
+                                            int64_t index,
+                                            double &measuredMagnitude);
 
   std::optional<PrecisionPolicy> policy;
   std::optional<Calibration> measured;
@@ -196,7 +197,8 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
 
 std::optional<double>
 AutocastPass::calibratedMagnitude(PrecisionPolicyOpInterface op,
-                                  int64_t index) {
+                                  int64_t index, double &measuredMagnitude) {
+  measuredMagnitude = -1.0;
   if (!measured)
     return std::nullopt;
   auto it = measured->entries.find({amp::modulePath(op->getLoc()),
@@ -209,6 +211,7 @@ AutocastPass::calibratedMagnitude(PrecisionPolicyOpInterface op,
   // (an f32 producer feeding a GEMM whose input would overflow keeps the
   // GEMM in f32); the others compute in f32 from such an input anyway.
   double magnitude = std::max(it->second.output, it->second.inputs);
+  measuredMagnitude = magnitude;
   double largest =
       llvm::APFloat::getLargest(low.getFloatSemantics()).convertToDouble();
   if (std::isnan(magnitude) || magnitude * calibrationMargin > largest)
@@ -313,7 +316,8 @@ void AutocastPass::updateCallSites() {
 LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
                                        bool afterModelOutput, CastCache &casts,
                                        DenseMap<Value, Type> &original,
-                                       std::optional<double> calibrated) {
+                                       std::optional<double> calibrated,
+                                       double magnitude) {
   PrecisionDecision decision = policy->decide(op, afterModelOutput);
   // A measured range that does not fit the low type overrides the lists
   // and the policy file; an attribute on the op still wins.
@@ -326,10 +330,12 @@ LogicalResult AutocastPass::autocastOp(PrecisionPolicyOpInterface op,
     return success();
   op->setAttr(kDecisionAttrName,
               StringAttr::get(op->getContext(), formatDecision(decision)));
-  if (calibrated)
+  // Every op the calibration measured carries its magnitude (what it
+  // decided for the ops kept in fp32; for the others, what
+  // check-numerics' report compares against when one later overflows).
+  if (magnitude >= 0.0)
     op->setAttr(kCalibratedMagnitudeAttrName,
-                FloatAttr::get(Float64Type::get(op->getContext()),
-                               *calibrated));
+                FloatAttr::get(Float64Type::get(op->getContext()), magnitude));
 
   // The compute type of the op.
   FloatType target;
@@ -446,8 +452,11 @@ LogicalResult AutocastPass::autocastFunction(func::FuncOp func) {
   for (PrecisionPolicyOpInterface op : ops) {
     int64_t index = seen[{amp::modulePath(op->getLoc()),
                           op->getName().getStringRef().str()}]++;
+    double magnitude = -1.0;
+    std::optional<double> calibrated =
+        calibratedMagnitude(op, index, magnitude);
     if (failed(autocastOp(op, lossTail.contains(op), casts, original,
-                          calibratedMagnitude(op, index))))
+                          calibrated, magnitude)))
       return failure();
   }
   // The model's own casts keep their type (their users saw it above); the

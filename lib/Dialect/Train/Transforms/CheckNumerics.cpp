@@ -223,6 +223,12 @@ struct CheckNumericsPass
       std::string module = amp::modulePath(forward);
       if (!module.empty())
         common.push_back(b.getNamedAttr("module", b.getStringAttr(module)));
+      // What a calibration measured for it (calibrated autocast): the
+      // report says to recalibrate an op that outgrew it.
+      if (auto measured =
+              op.getAttrOfType<FloatAttr>(kCalibratedMagnitudeAttrName);
+          measured && !backward)
+        common.push_back(b.getNamedAttr("calibrated", measured));
       if (auto file = forward->findInstanceOf<FileLineColLoc>()) {
         common.push_back(b.getNamedAttr("file", file.getFilename()));
         common.push_back(

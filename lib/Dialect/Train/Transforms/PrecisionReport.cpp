@@ -165,8 +165,9 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
            category == PrecisionCategory::follow))
         entry.reason += " (" + stringifyPrecisionReason(reason).str() + ")";
       // The range that decided it: "calibrated (measured 1.2e+05)".
-      if (auto magnitude =
-              op->getAttrOfType<FloatAttr>(kCalibratedMagnitudeAttrName))
+      auto magnitude =
+          op->getAttrOfType<FloatAttr>(kCalibratedMagnitudeAttrName);
+      if (magnitude && reason == PrecisionReason::Calibrated)
         entry.reason += llvm::formatv(" (measured {0})",
                                       llvm::format("%.3g",
                                                    magnitude.getValueAsDouble()))

@@ -53,8 +53,9 @@ inline constexpr llvm::StringLiteral kDecisionReasons[] = {
     "default", "opt-level", "policy file", "calibrated", "attribute",
     "user cast"};
 
-/// On an op amp-autocast kept in fp32 for its calibrated range
-/// (`fp32/calibrated`): the measured magnitude that decided it (f64).
+/// On each op amp-autocast found in its calibration: the measured magnitude
+/// (f64, the larger of its output's and inputs'); on an op kept in fp32
+/// for it (`fp32/calibrated`), what decided it.
 inline constexpr llvm::StringLiteral kCalibratedMagnitudeAttrName =
     "train.calibrated_magnitude";
 

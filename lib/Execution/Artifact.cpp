@@ -382,6 +382,28 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
       }
       m.abi.numerics.push_back(std::move(site));
     }
+    // Each measured entry has its own place in the step's last result.
+    llvm::SmallVector<bool> taken;
+    for (const NumericsSite &site : m.abi.numerics) {
+      if (!ok || site.check < 0)
+        continue;
+      if (size_t(site.check) >= m.abi.numerics.size()) {
+        ok = r.fail("'numerics' measures an entry at " +
+                    std::to_string(site.check) + ", out of range");
+        break;
+      }
+      taken.resize(std::max(taken.size(), size_t(site.check) + 1), false);
+      if (taken[site.check]) {
+        ok = r.fail("'numerics' measures two entries at " +
+                    std::to_string(site.check));
+        break;
+      }
+      taken[site.check] = true;
+    }
+    if (ok && !m.abi.numerics.empty() && !llvm::all_of(taken, [](bool t) {
+          return t;
+        }))
+      ok = r.fail("'numerics' leaves a place of the step's vector unused");
   }
   if (ok && !inits)
     ok = r.fail("'inits' is missing");

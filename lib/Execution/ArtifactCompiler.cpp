@@ -174,7 +174,10 @@ std::optional<std::string> amp::lookupCachedArtifact(
   if (!cache.isEnabled())
     return std::nullopt;
   key = ArtifactCache::computeKey(model, cacheKeyParts(name, options, artifact),
-                                  /*withLocations=*/options.checkNumerics);
+                                  // (a calibration is keyed by module
+                                  // paths, which locations carry)
+                                  /*withLocations=*/options.checkNumerics ||
+                                      !options.calibration.empty());
   std::optional<std::string> hit = cache.lookup(key);
   if (hit)
     llvm::errs() << tool << ": cache hit " << key.substr(0, 16) << " ("

@@ -514,6 +514,9 @@ llvm::json::Object amp::numericsJson(const NumericsReport &report) {
     o["argument"] = report.name;
     return o;
   }
+  // (autocast's cast of an argument: the argument's name too)
+  if (!report.name.empty())
+    o["argument"] = report.name;
   o["op"] = report.op;
   o["stage"] = report.backward ? "backward" : "forward";
   o["module"] = report.module;

@@ -81,14 +81,21 @@ class Calibration:
         """The ops whose range (the larger of output and inputs) times
         ``margin`` does not fit ``dtype``: those calibrated autocast keeps in
         f32."""
-        return [op for op in self.ops if op.headroom(dtype) < margin]
+        return [op for op in self.ops if op.headroom(dtype) < margin
+                and math.isfinite(max(op.output, op.inputs))]
 
     def to_json(self) -> Dict[str, Any]:
+        def entry(o: CalibratedOp) -> Dict[str, Any]:
+            record = {"module": o.module, "op": o.op, "index": o.index, "file": o.file,
+                      "line": o.line, "output": _finite(o.output), "inputs": _finite(o.inputs)}
+            # Not finite in f32 already (a mask's -inf): amp-autocast keeps
+            # the lists' decision for it.
+            if not (math.isfinite(o.output) and math.isfinite(o.inputs)):
+                record["nonfinite"] = True
+            return record
         return {"format": _FORMAT, "model": self.model, "batches": self.batches,
                 "largest_gradient": _finite(self.largest_gradient),
-                "ops": [{"module": o.module, "op": o.op, "index": o.index, "file": o.file,
-                         "line": o.line, "output": _finite(o.output),
-                         "inputs": _finite(o.inputs)} for o in self.ops]}
+                "ops": [entry(o) for o in self.ops]}
 
     def save(self, path: str) -> None:
         """Writes the calibration as JSON (atomically)."""
@@ -105,8 +112,11 @@ class Calibration:
             record = json.load(f)
         if not isinstance(record, dict) or record.get("format") != _FORMAT:
             raise ValueError(f"{path} is not an amp calibration (format {_FORMAT})")
+        def magnitude(o: Dict[str, Any], key: str) -> float:
+            value = float(o.get(key, 0))
+            return math.inf if o.get("nonfinite") and value >= _NOT_FINITE else value
         ops = [CalibratedOp(o["module"], o["op"], int(o["index"]), o.get("file", ""),
-                            int(o.get("line", 0)), float(o["output"]), float(o.get("inputs", 0)))
+                            int(o.get("line", 0)), magnitude(o, "output"), magnitude(o, "inputs"))
                for o in record["ops"]]
         return cls(ops, float(record.get("largest_gradient", 0)), int(record.get("batches", 0)),
                    record.get("model", ""))
@@ -133,7 +143,9 @@ class Calibration:
                  f"{'module':<28} {'op':<24} {'output':>11} {'inputs':>11} {'headroom':>9}  where"]
         for o in self.ops:
             room = o.headroom(dtype)
-            flag = "  -> f32" if room < margin else ""
+            finite = math.isfinite(max(o.output, o.inputs))
+            flag = ("  (not finite in f32: the lists decide)" if not finite
+                    else "  -> f32" if room < margin else "")
             lines.append(f"{(o.module or '<top>'):<28} {o.op + ' #' + str(o.index):<24} "
                          f"{o.output:>11.4g} {o.inputs:>11.4g} {room:>9.3g}  "
                          f"{o.file}:{o.line}{flag}")
@@ -188,7 +200,11 @@ def calibrate(model: torch.nn.Module, loss_fn: Optional[Callable],
             return math.inf if math.isnan(m) else m
         for i, key in keys:
             out = value(i)
-            inp = max((value(k) for k in sites[i]["inputs"]), default=0.0)
+            # The model's own constants (an attention mask's -inf) are not
+            # ranges to fit; a value not finite already in f32 decides
+            # nothing (its entry is marked).
+            inp = max((value(k) for k in sites[i]["inputs"]
+                       if sites[k]["kind"] != "constant"), default=0.0)
             best = outputs.setdefault(key, [0.0, 0.0])
             best[0], best[1] = max(best[0], out), max(best[1], inp)
         for k, site in enumerate(sites):

@@ -109,8 +109,8 @@ def _amp_opt() -> str:
 _DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
 
 
-def _verify(text: str, opt_level: str,
-            dtype: str) -> Tuple[List[UnsupportedNode], Optional[MemoryPlan]]:
+def _verify(text: str, opt_level: str, dtype: str,
+            calibration: Optional[str] = None) -> Tuple[List[UnsupportedNode], Optional[MemoryPlan]]:
     """amp-compile --verify-only of the imported module (amp-pipeline, the
     verifier, the evaluation function, then the CPU lowering for the memory
     plan; no code): each error it reports, at the user's source line where
@@ -119,6 +119,8 @@ def _verify(text: str, opt_level: str,
     with _module_file(text, "amp-explain-") as (directory, source):
         plan_file = os.path.join(directory, "plan.json")
         flags = [f"--opt-level={opt_level}", f"--dtype={dtype}"]
+        if calibration:
+            flags += ["--autocast=calibrated", f"--calibration={calibration}"]
         run = subprocess.run([_amp_compile(), source, "--verify-only",
                               f"--memory-plan={plan_file}"] + flags,
                              capture_output=True, text=True)
@@ -194,7 +196,8 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
         decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype],
                                         calibration._file() if calibration is not None
                                         else None)
-        blocking, plan = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype])
+        blocking, plan = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype],
+                                 calibration._file() if calibration is not None else None)
     # The report lists the forward's train ops in program order, which is
     # the order the importer emitted them in (autocast adds only casts,
     # listed apart): the k-th op of the report is the k-th emitted.

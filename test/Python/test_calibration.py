@@ -241,3 +241,43 @@ def test_an_op_that_outgrows_its_calibration_is_named_to_recalibrate():
     cast = step(x * 1e5, y).numerics
     assert (cast.op, cast.argument, cast.value, cast.line) == ("train.cast", "input #0", "inf", 0)
     assert str(cast).startswith("step 1: input #0 became an inf when cast to the low type")
+
+
+class Masked(nn.Module):
+    """Causal self-attention written by hand, its mask -inf above the
+    diagonal (a constant of the model)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(32, 32)
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = self.q(x)
+        mask = torch.full((16, 16), float("-inf")).triu(1)
+        p = torch.softmax(q @ q.transpose(1, 2) + mask, -1)
+        return self.head((p @ q).mean(1))
+
+
+def test_a_mask_of_the_model_is_not_an_overflow(tmp_path):
+    """The masked scores hold -inf already in f32: the calibration marks
+    them, keeps nothing in f32 for them, and a saved and loaded calibration
+    says so too; check_numerics reports nothing (the -inf is the model's
+    own constant)."""
+    torch.manual_seed(0)
+    model = Masked()
+    batches = [(torch.randn(8, 16, 32), torch.randint(0, 4, (8,))) for _ in range(2)]
+    calibration = amp.calibrate(model, nn.CrossEntropyLoss(), batches)
+    masked = next(o for o in calibration.ops if o.op == "train.add")
+    assert masked.output == float("inf")
+    assert calibration.overflowing() == []
+    assert "not finite in f32" in calibration.report()
+    path = str(tmp_path / "masked.json")
+    calibration.save(path)
+    assert amp.Calibration.load(path).overflowing() == []
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    step = amp.compile(model, nn.CrossEntropyLoss(), batches[0], optimizer=opt,
+                       autocast="calibrated", calibration=amp.Calibration.load(path),
+                       check_numerics=True)
+    result = step(*batches[0])
+    assert not result.skipped and result.numerics is None

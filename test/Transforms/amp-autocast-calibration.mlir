@@ -2,6 +2,7 @@
 // RUN: amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-ffn.json calibration-margin=1" | FileCheck %s --check-prefix=MARGIN
 // RUN: amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-ffn.json dtype=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-ffn.json" --amp-precision-report 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-nonfinite.json" | FileCheck %s --check-prefix=NONFINITE
 // RUN: not amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-other.json" 2>&1 | FileCheck %s --check-prefix=OTHER
 // RUN: not amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-bad-entry.json" 2>&1 | FileCheck %s --check-prefix=ENTRY
 // RUN: not amp-opt %s --amp-autocast="calibration=%S/Inputs/calibration-bad-format.json" 2>&1 | FileCheck %s --check-prefix=FORMAT
@@ -40,6 +41,11 @@
 // it decided).
 // REPORT: train.matmul {{.*}}calibrated (measured 4.7e+05)
 // REPORT-NOT: measured 2.2
+
+// An entry that was not finite already in f32 (a mask's -inf: amp.calibrate
+// marks it) decides nothing: the lists do.
+// NONFINITE: train.matmul {{.*}}"lower/default"{{.*}} -> tensor<4x16xf16>
+// NONFINITE: train.matmul %{{.*}} accumulate f32 {train.decision = "lower/default"} : tensor<4x16xf16>, tensor<16x8xf16> -> tensor<4x8xf16>
 
 // A calibration of another model names the entry it finds no op for.
 // OTHER: error: amp-autocast: the calibration '{{.*}}calibration-other.json' measured train.matmul #0 of module encoder.wq (other.py:3), which this model does not have: is it a calibration of another model? (amp.calibrate this one)

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 using namespace amp;
 
 namespace {
@@ -145,3 +148,62 @@ TEST(ArtifactManifest, RejectsMalformed) {
 }
 
 } // namespace
+
+/// check-numerics' site table: round-trips (a constant's inf and a
+/// calibration's magnitude included), and each measured entry needs its own
+/// place in the step's vector, read only from earlier entries.
+TEST(ArtifactManifest, NumericsSites) {
+  ArtifactManifest m = sample();
+  NumericsSite argument;
+  argument.kind = NumericsSite::Kind::Argument;
+  argument.argument = 0;
+  argument.check = 0;
+  NumericsSite mask;
+  mask.kind = NumericsSite::Kind::Constant;
+  mask.magnitude = std::numeric_limits<double>::infinity();
+  NumericsSite gemm;
+  gemm.op = "train.matmul";
+  gemm.module = "ffn.wi";
+  gemm.file = "model.py";
+  gemm.line = 28;
+  gemm.backward = true;
+  gemm.inputs = {0, 1};
+  gemm.check = 1;
+  gemm.calibrated = 2.5;
+  m.abi.numerics = {argument, mask, gemm};
+  auto parsed = parseManifest(serializeManifest(m));
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_EQ(parsed->abi.numerics.size(), 3u);
+  EXPECT_EQ(parsed->abi.numerics[0].kind, NumericsSite::Kind::Argument);
+  EXPECT_TRUE(std::isinf(parsed->abi.numerics[1].magnitude));
+  const NumericsSite &got = parsed->abi.numerics[2];
+  EXPECT_EQ(got.op, "train.matmul");
+  EXPECT_EQ(got.module, "ffn.wi");
+  EXPECT_EQ(got.line, 28);
+  EXPECT_TRUE(got.backward);
+  EXPECT_EQ(got.inputs, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(got.check, 1);
+  EXPECT_EQ(got.calibrated, 2.5);
+
+  auto withSites = [&](std::vector<NumericsSite> sites) {
+    ArtifactManifest bad = sample();
+    bad.abi.numerics = std::move(sites);
+    return serializeManifest(bad);
+  };
+  NumericsSite later = gemm;
+  later.inputs = {2};
+  expectError(withSites({argument, mask, later}),
+              "'numerics' entry 2 reads an entry that does not come before it");
+  NumericsSite twice = gemm;
+  twice.check = 0;
+  expectError(withSites({argument, mask, twice}),
+              "'numerics' measures two entries at 0");
+  NumericsSite far = gemm;
+  far.check = 7;
+  expectError(withSites({argument, mask, far}),
+              "'numerics' measures an entry at 7, out of range");
+  NumericsSite gap = gemm;
+  gap.check = 2;
+  expectError(withSites({argument, mask, gap}),
+              "'numerics' leaves a place of the step's vector unused");
+}

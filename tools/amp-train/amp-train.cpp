@@ -71,9 +71,12 @@ void printManifest(const ArtifactManifest &m) {
     size_t ops = llvm::count_if(m.abi.numerics, [](const NumericsSite &site) {
       return site.kind == NumericsSite::Kind::Op;
     });
+    size_t arguments =
+        llvm::count_if(m.abi.numerics, [](const NumericsSite &site) {
+          return site.kind == NumericsSite::Kind::Argument;
+        });
     llvm::outs() << "check-numerics: " << measured << " values measured ("
-                 << ops << " op results, "
-                 << measured - ops << " arguments)\n";
+                 << ops << " op results, " << arguments << " arguments)\n";
   }
 }
 } // namespace

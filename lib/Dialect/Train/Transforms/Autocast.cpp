@@ -94,6 +94,9 @@ struct Calibration {
     double output = 0.0, inputs = 0.0;
     std::string file;
     int64_t line = 0;
+    /// Not finite already in f32 (an attention mask's -inf): its range
+    /// decides nothing.
+    bool nonfinite = false;
     /// Its place in the file (program order).
     size_t order = 0;
     bool used = false;
@@ -144,6 +147,7 @@ struct Calibration {
       entry.inputs = op->getNumber("inputs").value_or(0.0);
       entry.file = op->getString("file").value_or("").str();
       entry.line = op->getInteger("line").value_or(0);
+      entry.nonfinite = op->getBoolean("nonfinite").value_or(false);
       entry.order = i;
       calibration.entries[{module->str(), name->str(), *index}] = entry;
     }
@@ -207,6 +211,8 @@ AutocastPass::calibratedMagnitude(PrecisionPolicyOpInterface op,
   if (it == measured->entries.end())
     return std::nullopt;
   it->second.used = true;
+  if (it->second.nonfinite)
+    return std::nullopt;
   // Its inputs count too: a `lower` op would take them in the low type
   // (an f32 producer feeding a GEMM whose input would overflow keeps the
   // GEMM in f32); the others compute in f32 from such an input anyway.
@@ -234,9 +240,9 @@ void AutocastPass::runOnOperation() {
   getOperation()->setAttr(kAutocastAttrName, b.getDictionaryAttr(config));
   if (policy->getOptLevel() == OptLevel::O0)
     return;
-  for (auto &entry : measured ? measured->entries
-                              : decltype(measured->entries)())
-    entry.second.used = false;
+  if (measured)
+    for (auto &entry : measured->entries)
+      entry.second.used = false;
   for (auto func : getOperation().getOps<func::FuncOp>())
     if (!func.isExternal() && failed(autocastFunction(func)))
       return signalPassFailure();

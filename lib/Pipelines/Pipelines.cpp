@@ -351,8 +351,13 @@ void amp::buildAmpPipeline(OpPassManager &pm,
   // Numerics checks see the step's final casts, and each rank checks its
   // own values (before data parallelism's collectives).
   // (Without an optimizer there is no step: the pass says so.)
+  amp::train::CheckNumericsPassOptions numerics;
+  numerics.smallestMagnitudes = options.smallestMagnitudes;
   if (options.checkNumerics)
-    add(pm, amp::train::createCheckNumericsPass());
+    add(pm, amp::train::createCheckNumericsPass(numerics));
+  else
+    checkForwarded(*amp::train::createCheckNumericsPass(numerics), pipeline,
+                   {});
   // Data parallelism last: the gradients and flags it reduces are final.
   if (options.optimizer != amp::train::OptimizerKind::none) {
     amp::train::DataParallelPassOptions parallel;

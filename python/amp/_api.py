@@ -794,7 +794,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             attention: str = "fused", memory_budget: Optional[float] = None,
             recompute_gemms: bool = False, lm_head: str = "fused",
             check_numerics: Union[bool, str] = False, autocast: str = "default",
-            calibration: Optional["Calibration"] = None) -> Step:
+            calibration: Optional["Calibration"] = None,
+            _smallest_magnitudes: bool = False) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
     ``example_inputs`` = (inputs..., target), a tuple or a list (as a
@@ -951,6 +952,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
         flags.append("--recompute-gemms")
     if check_numerics:
         flags.append("--check-numerics")
+        if _smallest_magnitudes:  # amp.calibrate's underflow headroom
+            flags.append("--smallest-magnitudes")
     if calibration is not None:
         flags += ["--autocast=calibrated", f"--calibration={calibration._file()}"]
     if data_parallel:

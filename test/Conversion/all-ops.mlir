@@ -268,7 +268,7 @@ func.func @optimizer_and_loss_scaling(%lr: tensor<f32>, %step: tensor<i32>, %p: 
         tensor<4xf32>, tensor<3xf16>, tensor<i1>,
         tensor<i1>,
         tensor<f32>, tensor<i32>, tensor<i1>,
-        tensor<f32>, tensor<i32>, tensor<i1>, tensor<i32>, tensor<i32>, tensor<3xf32>) {
+        tensor<f32>, tensor<i32>, tensor<i1>, tensor<i32>, tensor<i32>, tensor<3xf32>, tensor<4xf32>) {
   %0:4 = train.sgd_update %lr params(%p, %q) grads(%p, %q) momentum_buffers(%p, %q) momentum 0.9 nesterov : tensor<f32>, (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>), (tensor<4xf32>, tensor<2x3xf32>)
   %1:4 = train.adam_update %lr, %step params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) decoupled weight_decay 0.01 : tensor<f32>, tensor<i32>, (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
   %2:3 = train.clip_grad_norm(%p, %q) max_norm 1.0 : (tensor<4xf32>, tensor<2x3xf32>)
@@ -282,8 +282,9 @@ func.func @optimizer_and_loss_scaling(%lr: tensor<f32>, %step: tensor<i32>, %p: 
   %10 = train.first_nonfinite %lr, %p, %h : tensor<f32>, tensor<4xf32>, tensor<3xf16>
   %11 = train.first_nonfinite %p, %h order [1, 0] : tensor<4xf32>, tensor<3xf16>
   %12 = train.check_numerics %lr, %q, %h : tensor<f32>, tensor<2x3xf32>, tensor<3xf16>
+  %13 = train.check_numerics %q, %h smallest : tensor<2x3xf32>, tensor<3xf16>
   return %0#0, %0#1, %0#2, %0#3, %1#0, %1#1, %1#2, %1#3, %2#0, %2#1, %2#2, %3#0, %3#1, %3#2, %3#3, %4,
-         %5#0, %5#1, %5#2, %5#3, %6#0, %6#1, %6#2, %7, %8#0, %8#1, %8#2, %9#0, %9#1, %9#2, %10, %11, %12
+         %5#0, %5#1, %5#2, %5#3, %6#0, %6#1, %6#2, %7, %8#0, %8#1, %8#2, %9#0, %9#1, %9#2, %10, %11, %12, %13
       : tensor<4xf32>, tensor<2x3xf32>, tensor<4xf32>, tensor<2x3xf32>,
         tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i32>,
         tensor<4xf32>, tensor<2x3xf32>, tensor<f32>,
@@ -293,7 +294,7 @@ func.func @optimizer_and_loss_scaling(%lr: tensor<f32>, %step: tensor<i32>, %p: 
         tensor<4xf32>, tensor<3xf16>, tensor<i1>,
         tensor<i1>,
         tensor<f32>, tensor<i32>, tensor<i1>,
-        tensor<f32>, tensor<i32>, tensor<i1>, tensor<i32>, tensor<i32>, tensor<3xf32>
+        tensor<f32>, tensor<i32>, tensor<i1>, tensor<i32>, tensor<i32>, tensor<3xf32>, tensor<4xf32>
 }
 
 // train.runtime_call: what the runtime conversions produce, given to the

@@ -36,6 +36,13 @@ def _batches(n: int, seed: int = 5):
             for _ in range(n)]
 
 
+def _saved(calibration) -> str:
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), "calibration.json")
+    calibration.save(path)
+    return path
+
+
 def _amp_run(model, batches, **options):
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -71,6 +78,15 @@ def test_calibration_measures_the_overflowing_projection(overflow):
     assert calibration.max_loss_scale() == pytest.approx(65504 / calibration.largest_gradient)
     text = calibration.report()
     assert "ffn.wi" in text and "-> f32" in text and "loss scales up to" in text
+    # Underflow: the smallest nonzero magnitudes (f32: nothing flushed), and
+    # the loss scales that keep the smallest gradient a normal f16 value.
+    assert all(o.smallest > 0 for o in calibration.ops if o.op != "train.cross_entropy")
+    assert wi.smallest <= wi.output and wi.underflow_headroom() > 0
+    assert 0 < calibration.smallest_gradient <= calibration.largest_gradient
+    assert calibration.min_loss_scale() == pytest.approx(2.0 ** -14 / calibration.smallest_gradient)
+    assert "smallest gradient" in text
+    assert amp.Calibration.load(_saved(calibration)).smallest_gradient == \
+        calibration.smallest_gradient
 
 
 def test_pytorch_autocast_loses_every_step(overflow):

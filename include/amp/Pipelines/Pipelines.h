@@ -155,6 +155,11 @@ struct AmpPipelineOptions
                      "or NaN from finite inputs (amp-check-numerics; "
                      "docs/Numerics.md)"),
       llvm::cl::init(false)};
+  Option<bool> smallestMagnitudes{
+      *this, "smallest-magnitudes",
+      llvm::cl::desc("With check-numerics, also measure each value's smallest "
+                     "nonzero magnitude (amp.calibrate's underflow headroom)"),
+      llvm::cl::init(false)};
 };
 
 /// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is

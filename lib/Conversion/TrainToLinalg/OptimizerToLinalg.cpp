@@ -534,13 +534,23 @@ constexpr int64_t kSplitMagnitudeElements = 65536;
 /// every finite value and NaN above inf; so an unsigned integer maximum
 /// (which LLVM vectorizes, and which reads f16 as 16-bit lanes) finds it,
 /// and one bitcast at the end gives the value back.
-Value largestMagnitude(OpBuilder &b, Location loc, Value x) {
+///
+/// With `smallest`, the smallest nonzero finite |x| instead (0 when there
+/// is none): an unsigned minimum over the same bits, zeros, infs and NaNs
+/// counted as the all-ones pattern (above every magnitude).
+Value largestMagnitude(OpBuilder &b, Location loc, Value x,
+                       bool smallest = false) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   auto element = cast<FloatType>(type.getElementType());
   unsigned width = element.getWidth();
   Type bits = b.getIntegerType(width);
-  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(bits, 0));
+  APInt infBits = APFloat::getInf(element.getFloatSemantics()).bitcastToAPInt();
+  // The accumulator's identity: 0 for the maximum, all ones for the minimum.
+  Value zero = arith::ConstantOp::create(
+      b, loc,
+      b.getIntegerAttr(bits, smallest ? APInt::getAllOnes(width)
+                                      : APInt::getZero(width)));
   // max over the leading `kept` dimensions of `input` kept apart.
   auto reduceBits = [&](Value input, unsigned kept, bool rawFloats) {
     auto inputType = cast<RankedTensorType>(input.getType());
@@ -575,10 +585,28 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x) {
                            nb, l,
                            nb.getIntegerAttr(bits,
                                              APInt::getSignedMaxValue(width))));
-                 linalg::YieldOp::create(
-                     nb, l,
-                     arith::MaxUIOp::create(nb, l, args[1], magnitude)
-                         .getResult());
+                 if (rawFloats && smallest) {
+                   // Zeros, infs and NaNs: none of them is the smallest.
+                   auto c = [&](const APInt &v) {
+                     return arith::ConstantOp::create(
+                         nb, l, nb.getIntegerAttr(bits, v));
+                   };
+                   Value none = arith::OrIOp::create(
+                       nb, l,
+                       arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                             magnitude,
+                                             c(APInt::getZero(width))),
+                       arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge,
+                                             magnitude, c(infBits)));
+                   magnitude = arith::SelectOp::create(
+                       nb, l, none, c(APInt::getAllOnes(width)), magnitude);
+                 }
+                 Value combined =
+                     smallest ? Value(arith::MinUIOp::create(nb, l, args[1],
+                                                             magnitude))
+                              : Value(arith::MaxUIOp::create(nb, l, args[1],
+                                                             magnitude));
+                 linalg::YieldOp::create(nb, l, combined);
                })
         .getResult(0);
   };
@@ -619,7 +647,21 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x) {
              SmallVector<AffineMap>{none, none},
              SmallVector<utils::IteratorType>{},
              [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value value = arith::BitcastOp::create(nb, l, element, args[0]);
+               Value raw = args[0];
+               // (The minimum's identity left: nothing nonzero and finite.)
+               if (smallest)
+                 raw = arith::SelectOp::create(
+                     nb, l,
+                     arith::CmpIOp::create(
+                         nb, l, arith::CmpIPredicate::eq, raw,
+                         arith::ConstantOp::create(
+                             nb, l,
+                             nb.getIntegerAttr(bits,
+                                               APInt::getAllOnes(width)))),
+                     arith::ConstantOp::create(
+                         nb, l, nb.getIntegerAttr(bits, APInt::getZero(width))),
+                     raw);
+               Value value = arith::BitcastOp::create(nb, l, element, raw);
                linalg::YieldOp::create(nb, l,
                                        convertFloat(nb, l, value, f32));
              })
@@ -646,6 +688,17 @@ struct CheckNumericsToLinalg : OpRewritePattern<CheckNumericsOp> {
         rewriter.setInsertionPointToStart(v.getParentBlock());
       magnitudes.push_back(largestMagnitude(rewriter, loc, v));
     }
+    // With `smallest`, then each value's smallest nonzero magnitude.
+    if (op.getSmallest())
+      for (Value v : op.getValues()) {
+        OpBuilder::InsertionGuard guard(rewriter);
+        if (Operation *def = v.getDefiningOp())
+          rewriter.setInsertionPointAfter(def);
+        else
+          rewriter.setInsertionPointToStart(v.getParentBlock());
+        magnitudes.push_back(
+            largestMagnitude(rewriter, loc, v, /*smallest=*/true));
+      }
     auto type = cast<RankedTensorType>(op.getType());
     Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                          type.getElementType());

@@ -350,12 +350,14 @@ func.func @first_nonfinite(%l: tensor<f32>, %g: tensor<4xf32>, %h: tensor<2xf16>
 }
 
 // CHECK-LABEL: func.func @check_numerics
-func.func @check_numerics(%l: tensor<f32>, %g: tensor<4x2xf32>, %h: tensor<2xf16>) -> (tensor<3xf32>, tensor<1xf32>) {
+func.func @check_numerics(%l: tensor<f32>, %g: tensor<4x2xf32>, %h: tensor<2xf16>) -> (tensor<3xf32>, tensor<1xf32>, tensor<4xf32>) {
   // CHECK: train.check_numerics %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<4x2xf32>, tensor<2xf16>
   %0 = train.check_numerics %l, %g, %h : tensor<f32>, tensor<4x2xf32>, tensor<2xf16>
   // CHECK: train.check_numerics %{{.*}} : tensor<2xf16>
   %1 = train.check_numerics %h : tensor<2xf16>
-  return %0, %1 : tensor<3xf32>, tensor<1xf32>
+  // CHECK: train.check_numerics %{{.*}}, %{{.*}} smallest : tensor<f32>, tensor<2xf16>
+  %2 = train.check_numerics %l, %h smallest : tensor<f32>, tensor<2xf16>
+  return %0, %1, %2 : tensor<3xf32>, tensor<1xf32>, tensor<4xf32>
 }
 
 // CHECK: func.func private @amp_cpu_gemm(index, index, index, i64, i64, i64, i64, i64, i64, i64, i64)

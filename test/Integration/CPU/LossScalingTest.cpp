@@ -237,6 +237,37 @@ TEST_F(LossScaling, CheckNumericsMagnitudes) {
   EXPECT_TRUE(std::isnan(got[2]));
 }
 
+/// `smallest`: after the largest magnitudes, each value's smallest nonzero
+/// finite one (zeros, infs and NaNs skipped; a subnormal counts; 0 when
+/// nothing qualifies).
+TEST_F(LossScaling, CheckNumericsSmallestMagnitudes) {
+  auto fn = compile(
+      "func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, "
+      "%c: tensor<3xbf16>) -> tensor<6xf32> {\n"
+      "  %m = train.check_numerics %a, %b, %c smallest : tensor<2x3xf32>, "
+      "tensor<4xf16>, tensor<3xbf16>\n"
+      "  return %m : tensor<6xf32>\n"
+      "}\n");
+  ASSERT_TRUE(fn);
+  float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  HostTensor a = HostTensor::fromFloats(ElementKind::F32, {2, 3},
+                                        {0, -3e-3f, inf, 2, -1e-30f, nan});
+  HostTensor b = HostTensor::fromFloats(ElementKind::F16, {4},
+                                        {-6e-8f, 1, 0, 65504});
+  HostTensor c = HostTensor::fromFloats(ElementKind::BF16, {3}, {0, 0, inf});
+  auto out = fn->call({&a, &b, &c});
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  std::vector<float> got = (*out)[0].toFloats();
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_TRUE(std::isnan(got[0]));
+  EXPECT_EQ(got[1], 65504.0f);
+  EXPECT_EQ(got[2], inf);
+  EXPECT_EQ(got[3], 1e-30f);
+  // f16's smallest subnormal, 2^-24, is what -6e-8 rounds to.
+  EXPECT_EQ(got[4], std::ldexp(1.0f, -24));
+  EXPECT_EQ(got[5], 0.0f);
+}
+
 /// `divisor 3` (a data-parallel mean over 3 ranks folded into unscaling):
 /// each element times float(1 / (scale * 3)), the factor computed in f64 and
 /// rounded once, which differs from dividing by the scale and then by 3 in

@@ -1072,11 +1072,16 @@ LogicalResult CheckNumericsOp::verify() {
 
 LogicalResult CheckNumericsOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location>, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange,
     SmallVectorImpl<Type> &results) {
-  results.push_back(
-      RankedTensorType::get({static_cast<int64_t>(operands.size())},
-                            Float32Type::get(context)));
+  bool smallest = false;
+  if (properties)
+    smallest = bool(properties.as<Properties *>()->smallest);
+  else if (attributes)
+    smallest = bool(attributes.get("smallest"));
+  results.push_back(RankedTensorType::get(
+      {static_cast<int64_t>(operands.size()) * (smallest ? 2 : 1)},
+      Float32Type::get(context)));
   return success();
 }
 

@@ -97,6 +97,8 @@ std::optional<double> constantMagnitude(Operation *op) {
 
 struct CheckNumericsPass
     : public amp::train::impl::CheckNumericsPassBase<CheckNumericsPass> {
+  using CheckNumericsPassBase::CheckNumericsPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> steps;
@@ -251,7 +253,10 @@ struct CheckNumericsPass
              << step.getName() << " has no float value to check";
     OpBuilder builder(ret);
     Value magnitudes =
-        CheckNumericsOp::create(builder, step.getLoc(), checked).getResult();
+        CheckNumericsOp::create(builder, step.getLoc(), checked,
+                                smallestMagnitudes ? builder.getUnitAttr()
+                                                   : UnitAttr())
+            .getResult();
     SmallVector<Value> results(ret.getOperands());
     results.push_back(magnitudes);
     func::ReturnOp::create(builder, ret.getLoc(), results);

@@ -158,15 +158,21 @@ def Train_CheckNumericsOp : Train_Op<"check_numerics", [Pure,
     host names the first op whose output is not finite while its inputs
     were (docs/Numerics.md).
 
+    With `smallest`, the vector has N more entries after the N largest:
+    each operand's smallest nonzero finite magnitude (0 when it has none),
+    for a calibration's underflow headroom.
+
     ```mlir
     %m = train.check_numerics %x, %h : tensor<4x8xf32>, tensor<8xf16>
     // %m : tensor<2xf32>
+    %s = train.check_numerics %x, %h smallest : tensor<4x8xf32>, tensor<8xf16>
+    // %s : tensor<4xf32>
     ```
   }];
-  let arguments = (ins Variadic<Train_FloatTensor>:$values);
+  let arguments = (ins Variadic<Train_FloatTensor>:$values, UnitAttr:$smallest);
   let results = (outs 1DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $values attr-dict `:` type($values)
+    $values (`smallest` $smallest^)? attr-dict `:` type($values)
   }];
   let hasVerifier = 1;
 }

@@ -331,10 +331,19 @@ def CheckNumericsPass : Pass<"amp-check-numerics", "::mlir::ModuleOp"> {
     amp-loss-scaling, so the backward is checked as it runs: scaled.
     The update and loss-scaling machinery is not checked.
 
+    `smallest-magnitudes`: the vector also holds each entry's smallest
+    nonzero finite magnitude (N more entries), for amp.calibrate's
+    underflow headroom.
+
     ```
     amp-opt model.mlir --amp-pipeline="check-numerics=true"
     ```
   }];
+  let options = [
+    Option<"smallestMagnitudes", "smallest-magnitudes", "bool",
+           /*default=*/"false",
+           "Also measure each value's smallest nonzero finite magnitude">,
+  ];
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
 

@@ -109,14 +109,11 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
           o["nonfinite"] = std::isnan(site.magnitude) ? "nan" : "inf";
         break;
       case NumericsSite::Kind::Op:
-        o = json::Object{{"kind", "op"},
-                         {"op", site.op},
-                         {"module", site.module},
-                         {"file", site.file},
-                         {"line", site.line},
-                         {"backward", site.backward},
-                         {"result", site.result},
-                         {"inputs", json::Array(site.inputs)}};
+        o = json::Object{
+            {"kind", "op"},          {"op", site.op},
+            {"module", site.module}, {"file", site.file},
+            {"line", site.line},     {"backward", site.backward},
+            {"result", site.result}, {"inputs", json::Array(site.inputs)}};
         if (site.calibrated >= 0)
           o["calibrated"] = site.calibrated;
         break;
@@ -348,8 +345,8 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
       std::optional<llvm::StringRef> kind =
           o ? o->getString("kind") : std::nullopt;
       NumericsSite site;
-      if (!kind || (*kind != "argument" && *kind != "constant" &&
-                    *kind != "op")) {
+      if (!kind ||
+          (*kind != "argument" && *kind != "constant" && *kind != "op")) {
         ok = r.fail("'numerics' holds a malformed entry");
         break;
       }
@@ -400,9 +397,8 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
       }
       taken[site.check] = true;
     }
-    if (ok && !m.abi.numerics.empty() && !llvm::all_of(taken, [](bool t) {
-          return t;
-        }))
+    if (ok && !m.abi.numerics.empty() &&
+        !llvm::all_of(taken, [](bool t) { return t; }))
       ok = r.fail("'numerics' leaves a place of the step's vector unused");
   }
   if (ok && !inits)

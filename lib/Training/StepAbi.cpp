@@ -65,8 +65,8 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
   abi.numResults = step.getNumResults();
   // With check-numerics, the site table of the last result.
   unsigned checks = 0;
-  if (auto sites = step->getAttrOfType<ArrayAttr>(
-          train::kCheckNumericsAttrName)) {
+  if (auto sites =
+          step->getAttrOfType<ArrayAttr>(train::kCheckNumericsAttrName)) {
     for (Attribute entry : sites) {
       auto fields = cast<DictionaryAttr>(entry);
       NumericsSite site;

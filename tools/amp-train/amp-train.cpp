@@ -66,8 +66,10 @@ void printManifest(const ArtifactManifest &m) {
                << (m.abi.scaler.size() == 2 ? "dynamic" : "no dynamic")
                << " loss scaling\n";
   if (!m.abi.numerics.empty()) {
-    size_t measured = llvm::count_if(
-        m.abi.numerics, [](const NumericsSite &site) { return site.check >= 0; });
+    size_t measured =
+        llvm::count_if(m.abi.numerics, [](const NumericsSite &site) {
+          return site.check >= 0;
+        });
     size_t ops = llvm::count_if(m.abi.numerics, [](const NumericsSite &site) {
       return site.kind == NumericsSite::Kind::Op;
     });

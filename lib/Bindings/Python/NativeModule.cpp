@@ -242,7 +242,7 @@ public:
     nb::dict d;
     d["argument"] = !report->name.empty() ? nb::cast(report->name) : nb::none();
     d["op"] = report->op;
-    d["stage"] = report->argument  ? "argument"
+    d["stage"] = report->argument   ? "argument"
                  : report->backward ? "backward"
                                     : "forward";
     d["module"] = report->module;
@@ -262,7 +262,7 @@ public:
     nb::list sites;
     for (const NumericsSite &site : abi().numerics) {
       nb::dict d;
-      d["kind"] = site.kind == NumericsSite::Kind::Argument ? "argument"
+      d["kind"] = site.kind == NumericsSite::Kind::Argument   ? "argument"
                   : site.kind == NumericsSite::Kind::Constant ? "constant"
                                                               : "op";
       d["argument"] = site.argument;

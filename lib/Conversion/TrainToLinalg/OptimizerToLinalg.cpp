@@ -555,8 +555,8 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x,
   auto reduceBits = [&](Value input, unsigned kept, bool rawFloats) {
     auto inputType = cast<RankedTensorType>(input.getType());
     unsigned rank = inputType.getRank();
-    auto outType = RankedTensorType::get(inputType.getShape().take_front(kept),
-                                         bits);
+    auto outType =
+        RankedTensorType::get(inputType.getShape().take_front(kept), bits);
     Value init =
         linalg::FillOp::create(
             b, loc, zero,
@@ -570,8 +570,7 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x,
       outDims.push_back(getAffineDimExpr(d, ctx));
     }
     return linalg::GenericOp::create(
-               b, loc, TypeRange{outType}, ValueRange{input},
-               ValueRange{init},
+               b, loc, TypeRange{outType}, ValueRange{input}, ValueRange{init},
                SmallVector<AffineMap>{identityMap(ctx, rank),
                                       AffineMap::get(rank, 0, outDims, ctx)},
                iterators,
@@ -579,8 +578,7 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x,
                  Value magnitude = args[0];
                  if (rawFloats)
                    magnitude = arith::AndIOp::create(
-                       nb, l,
-                       arith::BitcastOp::create(nb, l, bits, args[0]),
+                       nb, l, arith::BitcastOp::create(nb, l, bits, args[0]),
                        arith::ConstantOp::create(
                            nb, l,
                            nb.getIntegerAttr(bits,
@@ -601,11 +599,10 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x,
                    magnitude = arith::SelectOp::create(
                        nb, l, none, c(APInt::getAllOnes(width)), magnitude);
                  }
-                 Value combined =
-                     smallest ? Value(arith::MinUIOp::create(nb, l, args[1],
-                                                             magnitude))
-                              : Value(arith::MaxUIOp::create(nb, l, args[1],
-                                                             magnitude));
+                 Value combined = smallest ? Value(arith::MinUIOp::create(
+                                                 nb, l, args[1], magnitude))
+                                           : Value(arith::MaxUIOp::create(
+                                                 nb, l, args[1], magnitude));
                  linalg::YieldOp::create(nb, l, combined);
                })
         .getResult(0);
@@ -642,8 +639,8 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x,
   auto none = AffineMap::get(0, 0, {}, ctx);
   return linalg::GenericOp::create(
              b, loc, TypeRange{scalarF32}, ValueRange{reduced},
-             ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                                f32)},
+             ValueRange{
+                 tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32)},
              SmallVector<AffineMap>{none, none},
              SmallVector<utils::IteratorType>{},
              [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -662,8 +659,7 @@ Value largestMagnitude(OpBuilder &b, Location loc, Value x,
                          nb, l, nb.getIntegerAttr(bits, APInt::getZero(width))),
                      raw);
                Value value = arith::BitcastOp::create(nb, l, element, raw);
-               linalg::YieldOp::create(nb, l,
-                                       convertFloat(nb, l, value, f32));
+               linalg::YieldOp::create(nb, l, convertFloat(nb, l, value, f32));
              })
       .getResult(0);
 }
@@ -825,6 +821,5 @@ void amp::populateTrainOptimizerToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<SgdUpdateToLinalg, AdamUpdateToLinalg, ClipGradNormToLinalg,
                AccumulateGradsToLinalg, UnscaleGradsToLinalg,
                FirstNonfiniteToLinalg, CheckNumericsToLinalg,
-               UpdateScaleToLinalg, AnyToLinalg>(
-      patterns.getContext());
+               UpdateScaleToLinalg, AnyToLinalg>(patterns.getContext());
 }

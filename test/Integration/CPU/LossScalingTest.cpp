@@ -203,13 +203,12 @@ TEST_F(LossScaling, UnscaleAndDetect) {
 /// magnitude exactly, in f32; +inf when it holds an inf of either sign and
 /// no NaN; NaN when it holds a NaN; 0 for zeros; in f32, f16 and bf16.
 TEST_F(LossScaling, CheckNumericsMagnitudes) {
-  auto fn = compile(
-      "func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, "
-      "%c: tensor<3xbf16>) -> tensor<3xf32> {\n"
-      "  %m = train.check_numerics %a, %b, %c : tensor<2x3xf32>, "
-      "tensor<4xf16>, tensor<3xbf16>\n"
-      "  return %m : tensor<3xf32>\n"
-      "}\n");
+  auto fn = compile("func.func @f(%a: tensor<2x3xf32>, %b: tensor<4xf16>, "
+                    "%c: tensor<3xbf16>) -> tensor<3xf32> {\n"
+                    "  %m = train.check_numerics %a, %b, %c : tensor<2x3xf32>, "
+                    "tensor<4xf16>, tensor<3xbf16>\n"
+                    "  return %m : tensor<3xf32>\n"
+                    "}\n");
   ASSERT_TRUE(fn);
   float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   auto run = [&](std::vector<float> av, std::vector<float> bv,
@@ -252,8 +251,8 @@ TEST_F(LossScaling, CheckNumericsSmallestMagnitudes) {
   float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   HostTensor a = HostTensor::fromFloats(ElementKind::F32, {2, 3},
                                         {0, -3e-3f, inf, 2, -1e-30f, nan});
-  HostTensor b = HostTensor::fromFloats(ElementKind::F16, {4},
-                                        {-6e-8f, 1, 0, 65504});
+  HostTensor b =
+      HostTensor::fromFloats(ElementKind::F16, {4}, {-6e-8f, 1, 0, 65504});
   HostTensor c = HostTensor::fromFloats(ElementKind::BF16, {3}, {0, 0, inf});
   auto out = fn->call({&a, &b, &c});
   ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());

@@ -119,7 +119,7 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                 : k == "op"       ? fields.getAs<StringAttr>("op") &&
                                   fields.getAs<DenseI64ArrayAttr>("inputs") &&
                                   fields.getAs<StringAttr>("stage")
-                                  : false;
+                            : false;
       if (!ok)
         return fail("entry " + Twine(i) +
                     " needs a kind (\"argument\" with its 'argument', "

@@ -200,14 +200,13 @@ LogicalResult AutocastPass::initialize(MLIRContext *context) {
 }
 
 std::optional<double>
-AutocastPass::calibratedMagnitude(PrecisionPolicyOpInterface op,
-                                  int64_t index, double &measuredMagnitude) {
+AutocastPass::calibratedMagnitude(PrecisionPolicyOpInterface op, int64_t index,
+                                  double &measuredMagnitude) {
   measuredMagnitude = -1.0;
   if (!measured)
     return std::nullopt;
   auto it = measured->entries.find({amp::modulePath(op->getLoc()),
-                                    op->getName().getStringRef().str(),
-                                    index});
+                                    op->getName().getStringRef().str(), index});
   if (it == measured->entries.end())
     return std::nullopt;
   it->second.used = true;

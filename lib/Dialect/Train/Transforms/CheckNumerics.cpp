@@ -158,11 +158,10 @@ struct CheckNumericsPass
       BlockArgument arg = step.getArgument(i);
       if (!isFloatTensor(arg) || arg.use_empty())
         continue;
-      entries[arg] = {addSite({b.getNamedAttr("kind", b.getStringAttr(
-                                                          "argument")),
-                               b.getNamedAttr("argument",
-                                              b.getI64IntegerAttr(i))},
-                              arg)};
+      entries[arg] = {
+          addSite({b.getNamedAttr("kind", b.getStringAttr("argument")),
+                   b.getNamedAttr("argument", b.getI64IntegerAttr(i))},
+                  arg)};
     }
 
     // What the machinery computes is not checked: the update ops and

@@ -168,10 +168,10 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
       auto magnitude =
           op->getAttrOfType<FloatAttr>(kCalibratedMagnitudeAttrName);
       if (magnitude && reason == PrecisionReason::Calibrated)
-        entry.reason += llvm::formatv(" (measured {0})",
-                                      llvm::format("%.3g",
-                                                   magnitude.getValueAsDouble()))
-                            .str();
+        entry.reason +=
+            llvm::formatv(" (measured {0})",
+                          llvm::format("%.3g", magnitude.getValueAsDouble()))
+                .str();
     } else if (o0) {
       entry.category = "fp32";
       entry.reason = "opt-level";

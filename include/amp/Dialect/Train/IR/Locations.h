@@ -34,7 +34,8 @@ inline constexpr llvm::StringLiteral kBackwardLocTag = "train.backward";
 /// op's location); already marked locations are returned as they are.
 inline mlir::Location backwardLocation(mlir::Location loc) {
   if (auto fused = llvm::dyn_cast<mlir::FusedLoc>(loc))
-    if (auto tag = llvm::dyn_cast_or_null<mlir::StringAttr>(fused.getMetadata()))
+    if (auto tag =
+            llvm::dyn_cast_or_null<mlir::StringAttr>(fused.getMetadata()))
       if (tag.getValue() == kBackwardLocTag)
         return loc;
   mlir::MLIRContext *ctx = loc->getContext();
@@ -45,9 +46,9 @@ inline mlir::Location backwardLocation(mlir::Location loc) {
 /// True when `loc` is a backward op's (see backwardLocation).
 inline bool isBackwardLocation(mlir::Location loc) {
   auto fused = llvm::dyn_cast<mlir::FusedLoc>(loc);
-  auto tag =
-      fused ? llvm::dyn_cast_or_null<mlir::StringAttr>(fused.getMetadata())
-            : mlir::StringAttr();
+  auto tag = fused
+                 ? llvm::dyn_cast_or_null<mlir::StringAttr>(fused.getMetadata())
+                 : mlir::StringAttr();
   return tag && tag.getValue() == kBackwardLocTag;
 }
 

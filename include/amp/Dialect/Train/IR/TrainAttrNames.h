@@ -50,8 +50,8 @@ inline constexpr llvm::StringLiteral kCheckNumericsAttrName = "train.numerics";
 /// with `x.float()`); in PrecisionReason's order (PrecisionPolicy.h
 /// stringifies by index).
 inline constexpr llvm::StringLiteral kDecisionReasons[] = {
-    "default", "opt-level", "policy file", "calibrated", "attribute",
-    "user cast"};
+    "default",    "opt-level", "policy file",
+    "calibrated", "attribute", "user cast"};
 
 /// On each op amp-autocast found in its calibration: the measured magnitude
 /// (f64, the larger of its output's and inputs'); on an op kept in fp32

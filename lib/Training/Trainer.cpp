@@ -362,19 +362,26 @@ StepScalars amp::readStepScalars(const StepAbi &abi,
   return scalars;
 }
 
+/// Argument `arg`'s name: the model's where the step carries it, else its
+/// checkpoint name, else `fallback`.
+static std::string argumentName(const StepAbi &abi, unsigned arg,
+                                llvm::StringRef fallback) {
+  for (const auto &[name, i] : abi.names)
+    if (i == arg)
+      return name;
+  for (const auto &[name, i] : abi.persistent)
+    if (i == arg)
+      return name;
+  return fallback.str();
+}
+
 std::optional<NonfiniteSource>
 amp::describeNonfinite(const StepAbi &abi, llvm::ArrayRef<TensorSpec> args,
                        int64_t nonfinite) {
   if (nonfinite < 0)
     return std::nullopt;
   auto nameOf = [&](unsigned arg, llvm::StringRef fallback) {
-    for (const auto &[name, i] : abi.names)
-      if (i == arg)
-        return name;
-    for (const auto &[name, i] : abi.persistent)
-      if (i == arg)
-        return name;
-    return fallback.str();
+    return argumentName(abi, arg, fallback);
   };
   // The float train.state arguments (running statistics), in order: the
   // persistent "state.k" entries.
@@ -415,15 +422,10 @@ amp::findNumericsOrigin(const StepAbi &abi, llvm::ArrayRef<double> magnitudes) {
                : std::numeric_limits<double>::quiet_NaN();
   };
   auto nameOf = [&](unsigned arg) -> std::string {
-    for (const auto &[name, i] : abi.names)
-      if (i == arg)
-        return name;
-    for (const auto &[name, i] : abi.persistent)
-      if (i == arg)
-        return name;
-    if (arg >= abi.input && arg < abi.labels)
-      return "input #" + std::to_string(arg - abi.input);
-    return "argument #" + std::to_string(arg);
+    return argumentName(abi, arg,
+                        arg >= abi.input && arg < abi.labels
+                            ? "input #" + std::to_string(arg - abi.input)
+                            : "argument #" + std::to_string(arg));
   };
   for (const NumericsSite &site : abi.numerics) {
     double value = magnitudeOf(site);

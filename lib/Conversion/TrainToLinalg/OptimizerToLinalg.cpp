@@ -674,27 +674,21 @@ struct CheckNumericsToLinalg : OpRewritePattern<CheckNumericsOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     // Each reduction right after its value is made, so the check keeps no
-    // activation alive until the end of the step.
+    // activation alive until the end of the step; with `smallest`, each
+    // value's smallest nonzero magnitude after all the largest.
     SmallVector<Value> magnitudes;
-    for (Value v : op.getValues()) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      if (Operation *def = v.getDefiningOp())
-        rewriter.setInsertionPointAfter(def);
-      else
-        rewriter.setInsertionPointToStart(v.getParentBlock());
-      magnitudes.push_back(largestMagnitude(rewriter, loc, v));
-    }
-    // With `smallest`, then each value's smallest nonzero magnitude.
-    if (op.getSmallest())
+    for (bool smallest : {false, true}) {
+      if (smallest && !op.getSmallest())
+        break;
       for (Value v : op.getValues()) {
         OpBuilder::InsertionGuard guard(rewriter);
         if (Operation *def = v.getDefiningOp())
           rewriter.setInsertionPointAfter(def);
         else
           rewriter.setInsertionPointToStart(v.getParentBlock());
-        magnitudes.push_back(
-            largestMagnitude(rewriter, loc, v, /*smallest=*/true));
+        magnitudes.push_back(largestMagnitude(rewriter, loc, v, smallest));
       }
+    }
     auto type = cast<RankedTensorType>(op.getType());
     Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                          type.getElementType());

@@ -199,3 +199,34 @@ def test_a_backward_inf_from_finite_inputs_is_named_at_its_forward_line():
     assert report.line == inspect.getsourcelines(SqrtHead.forward)[1] + 1
     assert report.module == ""  # torch.sqrt at the top level of the model
     assert "in the backward" in str(report)
+
+
+class ZeroedSqrt(nn.Module):
+    """A term the loss weighs by 0: its forward is finite (0 * sqrt(0)),
+    but its backward computes 0 * (1 / (2 sqrt(0))) = 0 * inf = NaN in the
+    gradient of sqrt, from finite inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(32, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        penalty = torch.sqrt(torch.relu(h)).mean() * 0.0  # the backward's NaN: here
+        return self.head(h.mean(1)) + penalty
+
+
+def test_a_backward_nan_is_named_as_backward_at_its_forward_line():
+    x, y = _data()
+    torch.manual_seed(2)
+    model = ZeroedSqrt()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
+                       opt_level="O0", check_numerics=True)
+    result = step(x, y)
+    report = result.numerics
+    assert report is not None, result
+    assert (report.stage, report.value, report.step) == ("backward", "NaN", 0), report
+    assert report.line == inspect.getsourcelines(ZeroedSqrt.forward)[1] + 2
+    assert "made a NaN from finite inputs" in str(report)

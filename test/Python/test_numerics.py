@@ -185,16 +185,22 @@ class SqrtHead(nn.Module):
         return self.head(h.mean(1))
 
 
-def test_a_backward_inf_from_finite_inputs_is_named_at_its_forward_line():
+def _first_report_at_o0(model_class) -> "amp.NumericsReport":
+    """The check_numerics report of the first O0 step of a fresh
+    ``model_class`` (no loss scale: what the backward makes on its own)."""
     x, y = _data()
     torch.manual_seed(2)
-    model = SqrtHead()
+    model = model_class()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
                        opt_level="O0", check_numerics=True)
     result = step(x, y)
-    report = result.numerics
-    assert report is not None, result
+    assert result.numerics is not None, result
+    return result.numerics
+
+
+def test_a_backward_inf_from_finite_inputs_is_named_at_its_forward_line():
+    report = _first_report_at_o0(SqrtHead)
     assert (report.stage, report.value, report.step) == ("backward", "inf", 0)
     assert report.line == inspect.getsourcelines(SqrtHead.forward)[1] + 1
     assert report.module == ""  # torch.sqrt at the top level of the model
@@ -218,15 +224,7 @@ class ZeroedSqrt(nn.Module):
 
 
 def test_a_backward_nan_is_named_as_backward_at_its_forward_line():
-    x, y = _data()
-    torch.manual_seed(2)
-    model = ZeroedSqrt()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y), optimizer=opt,
-                       opt_level="O0", check_numerics=True)
-    result = step(x, y)
-    report = result.numerics
-    assert report is not None, result
+    report = _first_report_at_o0(ZeroedSqrt)
     assert (report.stage, report.value, report.step) == ("backward", "NaN", 0), report
     assert report.line == inspect.getsourcelines(ZeroedSqrt.forward)[1] + 2
     assert "made a NaN from finite inputs" in str(report)

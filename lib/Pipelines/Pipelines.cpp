@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Pipelines/Pipelines.h"
+#include "amp/ABI/EntryPoints.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
@@ -89,7 +90,7 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
                     "},") +
          // A CPU sums a batch-norm channel's values in one sequence: in f64.
          // SyncBatchNorm's sums cross the ranks through the runtime.
-         toLinalg("f64", "amp_cpu_all_reduce") +
+         toLinalg("f64", amp::entry::kCpuAllReduce) +
          (options.splitReductions ? kSplitReductions : "") +
          // Loops LLVM can vectorize: contiguous dimensions merged, sums
          // reassociable, f32 exp and tanh inline instead of libm calls;
@@ -107,8 +108,9 @@ std::string amp::getCpuLoweringPipeline(const CpuLoweringOptions &options) {
          bufferizePipeline(options.copyBeforeWrite) +
          // One arena per step, offsets by liveness.
          (options.memoryPlan
-              ? "amp-plan-memory{workspace-function=amp_cpu_set_workspace},"
-              : "") +
+              ? std::string("amp-plan-memory{workspace-function=") +
+                    amp::entry::kCpuSetWorkspace + "},"
+              : std::string()) +
          // Threads: large loops become tasks of the runtime's thread pool.
          (options.parallel ? "func.func(amp-parallelize-loops),"
                              "amp-outline-parallel-loops{outline-serial=true},"
@@ -146,8 +148,8 @@ std::string amp::getCudaLoweringPipeline(const CudaLoweringOptions &options) {
       std::string("amp-decompose-attention,amp-decompose-lm-head,"
                   "amp-convert-train-to-cuda-runtime,") +
       // SyncBatchNorm's sums cross the ranks on NCCL.
-      toLinalg("f32", "amp_cuda_all_reduce") +
-      kSplitReductions + bufferizePipeline(options.copyBeforeWrite) +
+      toLinalg("f32", amp::entry::kCudaAllReduce) + kSplitReductions +
+      bufferizePipeline(options.copyBeforeWrite) +
       // One kernel per linalg op, device buffers; then the passes of
       // upstream's gpu-lower-to-nvvm-pipeline, with libdevice linked into
       // the kernels: outlining, NVVM, PTX embedded in a gpu.binary, host code

@@ -74,7 +74,7 @@ func.func @batched(%q: tensor<6x4x7xbf16>, %k: tensor<6x5x7xbf16>) -> tensor<6x4
 // Convolution and its gradients: dtypes, then n c h w, f kh kw, oh ow,
 // strides, padding, dilation.
 // Each records the scratch the runtime takes for it (amp.workspace_bytes,
-// include/amp/Runtime/ConvWorkspace.h), each piece rounded up to 64 bytes:
+// include/amp/ABI/ConvWorkspace.h), each piece rounded up to 64 bytes:
 // f32 copies of the f16 operands (x 1984, w 448, dy 832) plus, on oneDNN's
 // path (the forward pass and the filter gradient), its blocked copies of
 // x, w and y as f32, 3 channels padded to 4 and 4 to 16 (the filter's

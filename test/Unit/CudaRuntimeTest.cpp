@@ -16,7 +16,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Runtime/CudaRuntime.h"
+#include "amp/ABI/EntryPoints.h"
 #include "amp/Runtime/CachingAllocator.h"
+#include "amp/Runtime/CudaCollectives.h"
 #include "amp/Runtime/CudaDriver.h"
 #include "amp/Runtime/CudaGemm.h"
 #include "amp/Runtime/EpilogueMath.h"
@@ -30,6 +32,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -543,6 +546,36 @@ TEST(CudaGemm, PlanCacheKeysAndCounts) {
   EXPECT_EQ(cache.getOrBuild(c, [] { return std::unique_ptr<int>(); }),
             nullptr);
   EXPECT_EQ(*cache.getOrBuild(c, build), 3);
+}
+
+// Every CUDA entry point amp/ABI/EntryPoints.h names is a function of this
+// runtime spelled as the name says (the compiler emits calls by name).
+TEST(CudaRuntime, EveryAbiEntryPointIsDefined) {
+  struct Entry {
+    const char *abiName, *definedName;
+    void *address;
+  };
+#define AMP_ENTRY(constant, fn)                                                \
+  Entry{entry::constant, #fn, reinterpret_cast<void *>(&fn)}
+  Entry entries[] = {AMP_ENTRY(kCudaGemm, amp_cuda_gemm),
+                     AMP_ENTRY(kCudaGemmBias, amp_cuda_gemm_bias),
+                     AMP_ENTRY(kCudaGemmBgrad, amp_cuda_gemm_bgrad),
+                     AMP_ENTRY(kCudaGemmGeluAux, amp_cuda_gemm_gelu_aux),
+                     AMP_ENTRY(kCudaGemmDgelu, amp_cuda_gemm_dgelu),
+                     AMP_ENTRY(kCudaGemmReluAux, amp_cuda_gemm_relu_aux),
+                     AMP_ENTRY(kCudaGemmDrelu, amp_cuda_gemm_drelu),
+                     AMP_ENTRY(kCudaEmbeddingGrad, amp_cuda_embedding_grad),
+                     AMP_ENTRY(kCudaAllReduce, amp_cuda_all_reduce)};
+#undef AMP_ENTRY
+  std::set<std::string> checked;
+  for (const Entry &e : entries) {
+    EXPECT_STREQ(e.abiName, e.definedName);
+    EXPECT_NE(e.address, nullptr) << e.definedName;
+    checked.insert(e.abiName);
+  }
+  for (const char *name : entry::kCudaEntryPoints)
+    EXPECT_TRUE(checked.count(name)) << name << " is not checked here";
+  EXPECT_EQ(checked.size(), std::size(entry::kCudaEntryPoints));
 }
 
 } // namespace

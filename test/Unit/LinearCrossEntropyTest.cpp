@@ -15,9 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/ABI/LinearCrossEntropyWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/Float16.h"
-#include "amp/Runtime/LinearCrossEntropyWorkspace.h"
 
 #include "gtest/gtest.h"
 

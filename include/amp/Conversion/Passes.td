@@ -170,7 +170,7 @@ def ConvertTrainToCpuRuntimePass
     exact and accumulates in f32, as on a Tensor Core.
 
     Each convolution call records the scratch the runtime takes for it
-    (`amp.workspace_bytes`, include/amp/Runtime/ConvWorkspace.h: widened
+    (`amp.workspace_bytes`, include/amp/ABI/ConvWorkspace.h: widened
     operands and im2col chunks, or oneDNN's blocked copies, on the path the
     runtime's measured rule picks), which `amp-plan-memory` reserves in the
     step's arena; with `native-bf16` (a target with AVX-512 BF16 or

@@ -16,7 +16,8 @@
 #ifndef AMP_RUNTIME_COLLECTIVES_H
 #define AMP_RUNTIME_COLLECTIVES_H
 
-#include "amp/Runtime/CpuRuntime.h"
+#include "amp/ABI/Collectives.h"
+#include "amp/ABI/ElementTypes.h"
 
 #include <chrono>
 #include <cstdint>
@@ -24,10 +25,6 @@
 #include <string>
 
 namespace amp {
-
-/// How the values of the ranks are combined; the code `amp_cpu_all_reduce`
-/// receives. (train.all_reduce's `mean` arrives pre-divided, as a sum.)
-enum class CollectiveOp : int64_t { Sum = 0, Max = 1 };
 
 /// The processes (ranks) of one data-parallel job. (Defined in this header
 /// alone: the CPU and CUDA runtimes both call it, neither owns it.)

@@ -19,6 +19,8 @@
 #ifndef AMP_RUNTIME_CPURUNTIME_H
 #define AMP_RUNTIME_CPURUNTIME_H
 
+#include "amp/ABI/ElementTypes.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -156,10 +158,6 @@ void amp_cpu_conv2d_grad_filter(intptr_t dy, intptr_t x, intptr_t dfilter,
 }
 
 namespace amp {
-
-/// Element-type codes of the runtime's operands (F64: amp_cpu_all_reduce's
-/// batch-norm statistics only).
-enum class RuntimeDType : int64_t { F32 = 0, F16 = 1, BF16 = 2, F64 = 3 };
 
 /// Makes the C heap keep freed blocks of up to 256 MiB for reuse instead of
 /// returning them to the kernel: a compiled step allocates its intermediate

@@ -26,7 +26,7 @@
 #ifndef AMP_RUNTIME_DNNL_H
 #define AMP_RUNTIME_DNNL_H
 
-#include "amp/Runtime/ConvWorkspace.h"
+#include "amp/ABI/ConvWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
 
 #include <cstdint>

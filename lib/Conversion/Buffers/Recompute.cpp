@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/ABI/EntryPoints.h"
 #include "amp/Conversion/Passes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
@@ -202,7 +203,7 @@ bool hasPureBody(Operation *op) {
 /// amp_cpu_gemm_bias).
 bool isGemm(Operation *op) {
   auto call = dyn_cast<amp::train::RuntimeCallOp>(op);
-  return call && call.getCallee().starts_with("amp_cpu_gemm");
+  return call && call.getCallee().starts_with(amp::entry::kCpuGemm);
 }
 
 /// Whether `op` can be computed again, with the same result, from the same

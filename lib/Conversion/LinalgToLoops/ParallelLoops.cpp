@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/ABI/EntryPoints.h"
 #include "amp/Conversion/Passes.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -55,7 +56,7 @@ constexpr llvm::StringLiteral kNoAliasPointersAttr = "amp.noalias_pointers";
 constexpr llvm::StringLiteral kBarePtrAttr = "llvm.bareptr";
 /// The runtime's thread pool: void (void (*)(void *, int64_t, int64_t),
 /// void *, int64_t).
-constexpr llvm::StringLiteral kParallelFor = "amp_cpu_parallel_for";
+constexpr llvm::StringLiteral kParallelFor = amp::entry::kCpuParallelFor;
 
 //===----------------------------------------------------------------------===//
 // amp-parallelize-loops

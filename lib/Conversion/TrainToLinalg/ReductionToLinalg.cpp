@@ -12,10 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/ABI/Collectives.h"
+#include "amp/ABI/ElementTypes.h"
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Runtime/Collectives.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -19,15 +19,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
+#include "amp/ABI/AttentionWorkspace.h"
+#include "amp/ABI/Collectives.h"
+#include "amp/ABI/ConvWorkspace.h"
+#include "amp/ABI/ElementTypes.h"
+#include "amp/ABI/EntryPoints.h"
+#include "amp/ABI/LinearCrossEntropyWorkspace.h"
 #include "amp/Conversion/Passes.h"
 #include "amp/Conversion/TrainToLinalg/LoweringUtils.h"
 #include "amp/Conversion/TrainToLinalg/TrainToLinalg.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Runtime/AttentionWorkspace.h"
-#include "amp/Runtime/LinearCrossEntropyWorkspace.h"
-#include "amp/Runtime/Collectives.h"
-#include "amp/Runtime/ConvWorkspace.h"
-#include "amp/Runtime/CpuRuntime.h"
 
 #include "mlir/IR/Dominance.h"
 
@@ -170,8 +171,8 @@ struct EmbeddingGradToRuntime : OpRewritePattern<EmbeddingGradOp> {
                                              "gradient with i32 ids");
     replaceWithRuntimeCall(
         rewriter, op,
-        target == RuntimeTarget::Cuda ? "amp_cuda_embedding_grad"
-                                      : "amp_cpu_embedding_grad",
+        target == RuntimeTarget::Cuda ? entry::kCudaEmbeddingGrad
+                                      : entry::kCpuEmbeddingGrad,
         {op.getGrad(), op.getIndices()},
         {*dtype, ids.getNumElements(), type.getDimSize(1), type.getDimSize(0)});
     return success();
@@ -297,7 +298,7 @@ struct AttentionToRuntime : OpRewritePattern<AttentionOp> {
       inputs.push_back(mask);
     auto type = op.getResult().getType();
     auto call = createRuntimeCall(
-        rewriter, op, mask ? "amp_cpu_attention_mask" : "amp_cpu_attention",
+        rewriter, op, mask ? entry::kCpuAttentionMask : entry::kCpuAttention,
         TypeRange{type.clone(rewriter.getF32Type()), op.getLse().getType()},
         inputs, params);
     setAttentionWorkspace(op, call, mask, nativeBf16, rewriter);
@@ -330,10 +331,10 @@ struct AttentionGradToRuntime : OpRewritePattern<AttentionGradOp> {
     SmallVector<Type> types;
     for (Value v : op->getResults())
       types.push_back(cast<RankedTensorType>(v.getType()).clone(f32));
-    auto call = createRuntimeCall(
-        rewriter, op,
-        mask ? "amp_cpu_attention_grad_mask" : "amp_cpu_attention_grad", types,
-        inputs, params);
+    auto call = createRuntimeCall(rewriter, op,
+                                  mask ? entry::kCpuAttentionGradMask
+                                       : entry::kCpuAttentionGrad,
+                                  types, inputs, params);
     setAttentionWorkspace(op, call, mask, nativeBf16, rewriter);
     SmallVector<Value> results;
     for (auto [acc, result] : llvm::zip(call.getResults(), op->getResults()))
@@ -397,7 +398,7 @@ struct LinearCrossEntropyToRuntime : OpRewritePattern<LinearCrossEntropyOp> {
     if (!params)
       return rewriter.notifyMatchFailure(op, "not a runtime type");
     auto call = createRuntimeCall(
-        rewriter, op, "amp_cpu_linear_cross_entropy",
+        rewriter, op, entry::kCpuLinearCrossEntropy,
         TypeRange{op.getResult().getType()},
         ValueRange{op.getInput(), op.getWeight(), op.getLabels()}, *params);
     setLinearCrossEntropyWorkspace(op, call, nativeBf16, rewriter);
@@ -423,7 +424,7 @@ struct LinearCrossEntropyGradToRuntime
     for (Value v : op->getResults())
       types.push_back(cast<RankedTensorType>(v.getType()).clone(f32));
     auto call = createRuntimeCall(
-        rewriter, op, "amp_cpu_linear_cross_entropy_grad", types,
+        rewriter, op, entry::kCpuLinearCrossEntropyGrad, types,
         ValueRange{op.getGrad(), op.getInput(), op.getWeight(), op.getLabels()},
         *params);
     setLinearCrossEntropyWorkspace(op, call, nativeBf16, rewriter);
@@ -583,11 +584,11 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
       SmallVector<int64_t> params = cudaGemmParams(op.getLhs(), ta, tb, type);
       if (bias) {
         params.push_back(/*Epilogue::Bias*/ 1);
-        replaceWithRuntimeCall(rewriter, op, "amp_cuda_gemm_bias",
+        replaceWithRuntimeCall(rewriter, op, entry::kCudaGemmBias,
                                {op.getLhs(), op.getRhs(), bias}, params,
                                /*f32Result=*/false);
       } else {
-        replaceWithRuntimeCall(rewriter, op, "amp_cuda_gemm",
+        replaceWithRuntimeCall(rewriter, op, entry::kCudaGemm,
                                {op.getLhs(), op.getRhs()}, params,
                                /*f32Result=*/false);
       }
@@ -607,9 +608,9 @@ template <typename OpTy> struct GemmToRuntime : OpRewritePattern<OpTy> {
     if (rounded)
       params.insert(params.begin() + (bias ? 3 : 2),
                     *runtimeDTypeOf(op.getResult()));
-    std::string callee = bias ? "amp_cpu_gemm_bias" : "amp_cpu_gemm";
+    std::string callee = bias ? entry::kCpuGemmBias : entry::kCpuGemm;
     if (rounded)
-      callee += "_round";
+      callee += entry::kRoundSuffix;
     Operation *call = createRuntimeCall(
         rewriter, op, callee,
         TypeRange{rounded ? type : type.clone(rewriter.getF32Type())}, inputs,
@@ -774,7 +775,7 @@ Value buildRuntimeGemm(PatternRewriter &rewriter, Operation *anchor,
   else
     params = {*runtimeDTypeOf(lhs), *runtimeDTypeOf(rhs), 1, m, n, k, ta, tb};
   return buildRuntimeCall(rewriter, anchor,
-                          cuda ? "amp_cuda_gemm" : "amp_cpu_gemm", {lhs, rhs},
+                          cuda ? entry::kCudaGemm : entry::kCpuGemm, {lhs, rhs},
                           params, RankedTensorType::get({m, n}, resultElement),
                           /*f32Result=*/!cuda);
 }
@@ -1058,7 +1059,7 @@ struct BiasGradientFusion : OpRewritePattern<ReduceSumOp> {
     rewriter.setInsertionPoint(first);
     // The checks above make the operands' types one and D's the sum's.
     auto call = createRuntimeCall(
-        rewriter, first, "amp_cuda_gemm_bgrad",
+        rewriter, first, entry::kCudaGemmBgrad,
         TypeRange{gemm.getType(), sumType}, ValueRange{gemm.getLhs(), dy},
         cudaGemmParams(gemm.getLhs(), gemm.getTransposeLhs(), /*tb=*/false,
                        cast<RankedTensorType>(gemm.getType())));
@@ -1099,7 +1100,7 @@ Value fuseIntoBiasEpilogue(RewriterBase &rewriter, Operation *activation,
       gemm.getLhs(), gemm.getTransposeLhs(), gemm.getTransposeRhs(), type);
   params.push_back(epilogue);
   rewriter.setInsertionPoint(activation);
-  Value y = buildRuntimeCall(rewriter, activation, "amp_cuda_gemm_bias",
+  Value y = buildRuntimeCall(rewriter, activation, entry::kCudaGemmBias,
                              {gemm.getLhs(), gemm.getRhs(), gemm.getBias()},
                              params, type, /*f32Result=*/false);
   rewriter.replaceOp(activation, y);
@@ -1210,7 +1211,7 @@ struct ReluEpilogueFusion : OpRewritePattern<ReluOp> {
         llvm::any_of(dgemms, [](MatmulOp dgemm) { return bool(dgemm); })) {
       auto type = cast<RankedTensorType>(relu.getType());
       std::tie(y, mask) = fuseIntoAuxEpilogue(
-          rewriter, relu, gemm, "amp_cuda_gemm_relu_aux",
+          rewriter, relu, gemm, entry::kCudaGemmReluAux,
           RankedTensorType::get({type.getDimSize(0), type.getDimSize(1) / 8},
                                 rewriter.getI8Type()));
     } else {
@@ -1218,7 +1219,7 @@ struct ReluEpilogueFusion : OpRewritePattern<ReluOp> {
     }
     for (auto [grad, dgemm] : llvm::zip_equal(*grads, dgemms)) {
       if (mask && dgemm)
-        fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, "amp_cuda_gemm_drelu",
+        fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, entry::kCudaGemmDrelu,
                                    mask);
       else
         rewriter.modifyOpInPlace(grad,
@@ -1272,13 +1273,13 @@ struct GeluEpilogueFusion : OpRewritePattern<GeluOp> {
       return success();
     }
     auto type = cast<RankedTensorType>(gelu.getType());
-    Value aux = fuseIntoAuxEpilogue(rewriter, gelu, gemm,
-                                    "amp_cuda_gemm_gelu_aux", type)
-                    .second;
+    Value aux =
+        fuseIntoAuxEpilogue(rewriter, gelu, gemm, entry::kCudaGemmGeluAux, type)
+            .second;
     rewriter.replaceOp(gemm, aux);
     for (GeluGradOp grad : *grads)
       if (MatmulOp dgemm = derivativeGemm(grad, 8))
-        fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, "amp_cuda_gemm_dgelu",
+        fuseIntoDerivativeEpilogue(rewriter, grad, dgemm, entry::kCudaGemmDgelu,
                                    aux);
     return success();
   }
@@ -1351,16 +1352,16 @@ void amp::populateTrainToRuntimePatterns(RewritePatternSet &patterns,
                  LinearCrossEntropyToRuntime, LinearCrossEntropyGradToRuntime>(
         ctx, nativeBf16);
   patterns.add<AllReduceToRuntime>(ctx, target == RuntimeTarget::Cuda
-                                             ? "amp_cuda_all_reduce"
-                                             : "amp_cpu_all_reduce");
+                                            ? entry::kCudaAllReduce
+                                            : entry::kCpuAllReduce);
   if (target == RuntimeTarget::Cuda || convAsGemm) {
     patterns.add<ConvAsGemm<Conv2dOp>, ConvAsGemm<Conv2dGradInputOp>,
                  ConvAsGemm<Conv2dGradFilterOp>>(ctx, target);
     return;
   }
-  patterns.add<ConvToRuntime<Conv2dOp>>(ctx, "amp_cpu_conv2d", nativeBf16);
+  patterns.add<ConvToRuntime<Conv2dOp>>(ctx, entry::kCpuConv2d, nativeBf16);
   patterns.add<ConvToRuntime<Conv2dGradInputOp>>(
-      ctx, "amp_cpu_conv2d_grad_input", nativeBf16);
+      ctx, entry::kCpuConv2dGradInput, nativeBf16);
   patterns.add<ConvToRuntime<Conv2dGradFilterOp>>(
-      ctx, "amp_cpu_conv2d_grad_filter", nativeBf16);
+      ctx, entry::kCpuConv2dGradFilter, nativeBf16);
 }

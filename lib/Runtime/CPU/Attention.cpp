@@ -28,7 +28,7 @@
 #include "amp/Runtime/Attention.h"
 #include "RowMath.h"
 #include "Scratch.h"
-#include "amp/Runtime/AttentionWorkspace.h"
+#include "amp/ABI/AttentionWorkspace.h"
 #include "amp/Runtime/Blas.h"
 #include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/CpuRuntime.h"

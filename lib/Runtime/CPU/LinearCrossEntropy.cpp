@@ -18,10 +18,10 @@
 
 #include "RowMath.h"
 #include "Scratch.h"
+#include "amp/ABI/LinearCrossEntropyWorkspace.h"
 #include "amp/Runtime/CpuRuntime.h"
 #include "amp/Runtime/Dnnl.h"
 #include "amp/Runtime/Float16.h"
-#include "amp/Runtime/LinearCrossEntropyWorkspace.h"
 
 #include <algorithm>
 #include <cmath>

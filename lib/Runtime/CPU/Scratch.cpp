@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Scratch.h"
-#include "amp/Runtime/ConvWorkspace.h"
+#include "amp/ABI/ConvWorkspace.h"
 #include "amp/Runtime/CpuFeatures.h"
 #include "amp/Runtime/Float16.h"
 

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_RUNTIME_CONVWORKSPACE_H
-#define AMP_RUNTIME_CONVWORKSPACE_H
+#ifndef AMP_ABI_CONVWORKSPACE_H
+#define AMP_ABI_CONVWORKSPACE_H
 
 #include <algorithm>
 #include <array>
@@ -148,4 +148,4 @@ inline int64_t convWorkspaceBytes(ConvPass pass, const ConvGeometry &g,
 
 } // namespace amp
 
-#endif // AMP_RUNTIME_CONVWORKSPACE_H
+#endif // AMP_ABI_CONVWORKSPACE_H

@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_RUNTIME_ATTENTIONWORKSPACE_H
-#define AMP_RUNTIME_ATTENTIONWORKSPACE_H
+#ifndef AMP_ABI_ATTENTIONWORKSPACE_H
+#define AMP_ABI_ATTENTIONWORKSPACE_H
 
 #include <algorithm>
 #include <cstdint>
@@ -62,4 +62,4 @@ inline int64_t attentionWorkspaceBytes(bool backward, int64_t queryLen,
 
 } // namespace amp
 
-#endif // AMP_RUNTIME_ATTENTIONWORKSPACE_H
+#endif // AMP_ABI_ATTENTIONWORKSPACE_H

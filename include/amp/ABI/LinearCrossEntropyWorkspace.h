@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_RUNTIME_LINEARCROSSENTROPYWORKSPACE_H
-#define AMP_RUNTIME_LINEARCROSSENTROPYWORKSPACE_H
+#ifndef AMP_ABI_LINEARCROSSENTROPYWORKSPACE_H
+#define AMP_ABI_LINEARCROSSENTROPYWORKSPACE_H
 
 #include <algorithm>
 #include <cstdint>
@@ -45,8 +45,7 @@ inline int64_t linearCrossEntropyBlockRows(int64_t rows, int64_t vocab) {
 /// bytes per element of the block and weight, and 4 MiB, Dnnl.cpp's
 /// allowance).
 inline int64_t linearCrossEntropyWorkspaceBytes(bool backward, int64_t rows,
-                                                int64_t features,
-                                                int64_t vocab,
+                                                int64_t features, int64_t vocab,
                                                 int64_t elementBytes,
                                                 bool nativeBf16) {
   auto aligned = [](int64_t bytes) {
@@ -67,4 +66,4 @@ inline int64_t linearCrossEntropyWorkspaceBytes(bool backward, int64_t rows,
 
 } // namespace amp
 
-#endif // AMP_RUNTIME_LINEARCROSSENTROPYWORKSPACE_H
+#endif // AMP_ABI_LINEARCROSSENTROPYWORKSPACE_H

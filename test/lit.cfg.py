@@ -24,6 +24,9 @@ config.substitutions.append(("%amp_src", config.amp_src_root))
 config.substitutions.append(("%amp_bin", os.path.join(config.amp_obj_root, "bin")))
 config.substitutions.append(("%examples", os.path.join(config.amp_src_root, "examples")))
 config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
+# TableGen with MLIR's .td files (cmake/gen_pipeline_options.py's input).
+config.substitutions.append(("%llvm_tblgen", os.path.join(config.llvm_tools_dir, "llvm-tblgen")
+                             + " -I " + os.path.join(os.path.dirname(config.llvm_tools_dir), "include")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

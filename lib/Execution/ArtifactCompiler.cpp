@@ -152,9 +152,9 @@ cacheKeyParts(llvm::StringRef name, const AmpPipelineOptions &options,
     if (option != "calibration")
       parts.push_back(option + "=" + value);
   // The files the options name decide the code by their contents.
-  for (auto [option, path] :
-       {std::pair<const char *, const std::string &>{"policy", options.policy},
-        {"calibration", options.calibration}}) {
+  for (auto [option, path] : {std::pair<const char *, const std::string &>{
+                                  "policy", options.policyFile},
+                              {"calibration", options.calibration}}) {
     if (path.empty())
       continue;
     auto file = llvm::MemoryBuffer::getFile(path);

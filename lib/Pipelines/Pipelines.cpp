@@ -21,6 +21,11 @@
 
 using namespace mlir;
 
+// forwardPipelineOptions(options, passOptions) for every pass amp-pipeline
+// takes options of (generated from Passes.td's AmpPipeline).
+#define AMP_GEN_PIPELINE_FORWARDS
+#include "amp/Pipelines/AmpPipelineOptions.inc"
+
 /// The lowerings' canonicalizations before their loops become a CFG: every
 /// region has one block, so region simplification (each run walks them all
 /// for unreachable and identical blocks) has nothing to do. The output is
@@ -318,34 +323,17 @@ void amp::buildAmpPipeline(OpPassManager &pm,
   // precision and autodiff its gradient.
   add(pm, amp::train::createRaiseAttentionPass());
   amp::train::AutocastPassOptions autocast;
-  autocast.optLevel = options.optLevel;
-  autocast.dtype = options.dtype;
-  autocast.policyFile = options.policy;
-  autocast.calibration = options.calibration;
-  autocast.calibrationMargin = options.calibrationMargin;
+  forwardPipelineOptions(options, autocast);
   add(pm, amp::train::createAutocastPass(autocast));
   if (options.optimizer != amp::train::OptimizerKind::none) {
     add(pm, amp::train::createAutodiffPass());
     amp::train::OptimizerPassOptions optimizer;
-    optimizer.optimizer = options.optimizer;
-    optimizer.momentum = options.momentum;
-    optimizer.nesterov = options.nesterov;
-    optimizer.beta1 = options.beta1;
-    optimizer.beta2 = options.beta2;
-    optimizer.epsilon = options.epsilon;
-    optimizer.weightDecay = options.weightDecay;
-    optimizer.accumulate = options.accumulate;
-    optimizer.clipNorm = options.clipNorm;
+    forwardPipelineOptions(options, optimizer);
     add(pm, amp::train::createOptimizerPass(optimizer));
     amp::train::LossScalingPassOptions scaling;
+    forwardPipelineOptions(options, scaling);
     scaling.mode = resolveLossScaleMode(options);
     scaling.initScale = resolveInitScale(options);
-    scaling.growthFactor = options.growthFactor;
-    scaling.backoffFactor = options.backoffFactor;
-    scaling.growthInterval = options.growthInterval;
-    scaling.minScale = options.minScale;
-    scaling.maxScale = options.maxScale;
-    scaling.hysteresis = options.hysteresis;
     add(pm.nest<func::FuncOp>(), amp::train::createLossScalingPass(scaling),
         {"mode", "init-scale"});
   }
@@ -354,7 +342,7 @@ void amp::buildAmpPipeline(OpPassManager &pm,
   // own values (before data parallelism's collectives).
   // (Without an optimizer there is no step: the pass says so.)
   amp::train::CheckNumericsPassOptions numerics;
-  numerics.smallestMagnitudes = options.smallestMagnitudes;
+  forwardPipelineOptions(options, numerics);
   if (options.checkNumerics)
     add(pm, amp::train::createCheckNumericsPass(numerics));
   else
@@ -363,10 +351,7 @@ void amp::buildAmpPipeline(OpPassManager &pm,
   // Data parallelism last: the gradients and flags it reduces are final.
   if (options.optimizer != amp::train::OptimizerKind::none) {
     amp::train::DataParallelPassOptions parallel;
-    parallel.ranks = options.ranks;
-    parallel.wireType = options.wireType;
-    parallel.bucketMb = options.bucketMb;
-    parallel.syncBatchnorm = options.syncBatchnorm;
+    forwardPipelineOptions(options, parallel);
     // (ranks < 1 too: the pass rejects it.)
     if (options.ranks != 1)
       add(pm, amp::train::createDataParallelPass(parallel));

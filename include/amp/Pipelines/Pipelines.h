@@ -24,11 +24,11 @@ class Operation;
 namespace amp {
 
 /// Options of `amp-pipeline`, the mixed-precision training-step pipeline.
-/// Every option of amp-autocast, amp-optimizer and amp-loss-scaling is here
-/// under the pass's own name and forwarded by that name (buildAmpPipeline
-/// refuses to build if one is missing); `loss-scale` (amp-loss-scaling's
-/// `mode`, with `auto`) and `init-scale` (0: the default for the mode) are
-/// resolved first.
+/// Every option of amp-autocast, amp-optimizer, amp-loss-scaling,
+/// amp-check-numerics and amp-data-parallel is here under the pass's own
+/// name, generated from Passes.td and forwarded by generated code;
+/// `loss-scale` (amp-loss-scaling's `mode`, with `auto`) and `init-scale`
+/// (0: the default for the mode) are resolved first.
 struct AmpPipelineOptions
     : public mlir::PassPipelineOptions<AmpPipelineOptions> {
   using OptLevel = train::OptLevel;
@@ -37,29 +37,13 @@ struct AmpPipelineOptions
   using LossScaleMode = train::LossScaleMode;
   using WireType = train::WireType;
 
-  // amp-autocast.
-  Option<OptLevel> optLevel{*this, "opt-level",
-                            llvm::cl::desc("Apex opt level: O0-O3"),
-                            llvm::cl::init(OptLevel::O1), AMP_OPT_LEVEL_VALUES};
-  Option<LowType> dtype{*this, "dtype",
-                        llvm::cl::desc("Low-precision type: f16 or bf16"),
-                        llvm::cl::init(LowType::f16), AMP_LOW_TYPE_VALUES};
-  Option<std::string> policy{
-      *this, "policy",
-      llvm::cl::desc("JSON file moving op names between autocast categories"),
-      llvm::cl::init("")};
-  Option<std::string> calibration{
-      *this, "calibration",
-      llvm::cl::desc("JSON file of measured magnitudes per op instance "
-                     "(amp.calibrate): ops that do not fit the low type run "
-                     "in fp32 (amp-autocast)"),
-      llvm::cl::init("")};
-  Option<double> calibrationMargin{
-      *this, "calibration-margin",
-      llvm::cl::desc("An op runs in fp32 when its measured magnitude times "
-                     "this exceeds the low type's largest value"),
-      llvm::cl::init(2.0)};
-  // amp-optimizer.
+  // Every option of the passes Passes.td's AmpPipeline lists, under the
+  // pass's own name and C++ name, with its description and default
+  // (generated: cmake/gen_pipeline_options.py), but the ones below.
+#define AMP_GEN_PIPELINE_OPTION_DECLS
+#include "amp/Pipelines/AmpPipelineOptions.inc"
+
+  // Declared here (AmpPipeline's `declared`: forwarded as they are).
   Option<OptimizerKind> optimizer{
       *this, "optimizer",
       llvm::cl::desc("sgd, momentum, adam or adamw; none stops after autocast"),
@@ -67,30 +51,13 @@ struct AmpPipelineOptions
       llvm::cl::values(
           AMP_OPTIMIZER_VALUES,
           clEnumValN(OptimizerKind::none, "none", "autocast only (no step)"))};
-  Option<double> momentum{*this, "momentum",
-                          llvm::cl::desc("Momentum of the momentum optimizer"),
-                          llvm::cl::init(0.9)};
-  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("Nesterov momentum"),
-                        llvm::cl::init(false)};
-  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam's beta1"),
-                       llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam's beta2"),
-                       llvm::cl::init(0.999)};
-  Option<double> epsilon{*this, "eps", llvm::cl::desc("Adam's epsilon"),
-                         llvm::cl::init(1e-8)};
-  Option<double> weightDecay{
-      *this, "weight-decay",
-      llvm::cl::desc("Weight decay (decoupled for adamw)"),
-      llvm::cl::init(0.0)};
-  Option<int64_t> accumulate{
-      *this, "accumulate",
-      llvm::cl::desc("Micro-batches averaged into one update"),
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Data-parallel processes the step is compiled for (1: "
+                     "one; amp-run --data-parallel sets it to mpirun's)"),
       llvm::cl::init(1)};
-  Option<double> clipNorm{
-      *this, "clip-norm",
-      llvm::cl::desc("Clip the gradients' global norm (0: off)"),
-      llvm::cl::init(0.0)};
-  // amp-loss-scaling.
+  // Declared here and resolved by buildAmpPipeline (AmpPipeline's
+  // `resolved`): amp-loss-scaling's mode and init-scale.
   Option<LossScaleMode> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("auto, dynamic, static or none. auto: dynamic for f16 "
@@ -105,60 +72,12 @@ struct AmpPipelineOptions
       llvm::cl::desc("Initial (dynamic) or fixed (static) scale; 0: 65536, "
                      "or 1.0 for static at O3"),
       llvm::cl::init(0.0)};
-  Option<double> growthFactor{
-      *this, "growth-factor",
-      llvm::cl::desc("Scale growth after growth-interval clean steps (> 1)"),
-      llvm::cl::init(2.0)};
-  Option<double> backoffFactor{
-      *this, "backoff-factor",
-      llvm::cl::desc("Scale backoff on inf/NaN (in (0, 1))"),
-      llvm::cl::init(0.5)};
-  Option<int64_t> growthInterval{
-      *this, "growth-interval",
-      llvm::cl::desc("Clean steps before the dynamic scale grows"),
-      llvm::cl::init(2000)};
-  Option<double> minScale{
-      *this, "min-scale",
-      llvm::cl::desc("Floor of the scale; reaching it reports loss-scale "
-                     "collapse"),
-      llvm::cl::init(0.0)};
-  Option<double> maxScale{*this, "max-scale",
-                          llvm::cl::desc("Cap of the scale (Apex: 2^24)"),
-                          llvm::cl::init(16777216.0)};
-  Option<int64_t> hysteresis{
-      *this, "hysteresis",
-      llvm::cl::desc("Consecutive overflowing steps before the scale backs "
-                     "off"),
-      llvm::cl::init(1)};
-  Option<int64_t> ranks{
-      *this, "ranks",
-      llvm::cl::desc("Data-parallel processes the step is compiled for (1: "
-                     "one; amp-run --data-parallel sets it to mpirun's)"),
-      llvm::cl::init(1)};
-  Option<WireType> wireType{
-      *this, "wire-type",
-      llvm::cl::desc("Element type of the gradients between ranks"),
-      llvm::cl::init(WireType::f32), AMP_WIRE_TYPE_VALUES};
-  Option<double> bucketMb{
-      *this, "bucket-mb",
-      llvm::cl::desc("Largest bucket of gradients one all-reduce sends, in "
-                     "MiB"),
-      llvm::cl::init(25.0)};
-  Option<bool> syncBatchnorm{
-      *this, "sync-batchnorm",
-      llvm::cl::desc("Batch norm's statistics over the global batch of all "
-                     "ranks (PyTorch's SyncBatchNorm), not each rank's own"),
-      llvm::cl::init(false)};
+  // The pipeline's own: whether amp-check-numerics runs.
   Option<bool> checkNumerics{
       *this, "check-numerics",
       llvm::cl::desc("The step reports the first op whose output held an inf "
                      "or NaN from finite inputs (amp-check-numerics; "
                      "docs/Numerics.md)"),
-      llvm::cl::init(false)};
-  Option<bool> smallestMagnitudes{
-      *this, "smallest-magnitudes",
-      llvm::cl::desc("With check-numerics, also measure each value's smallest "
-                     "nonzero magnitude (amp.calibrate's underflow headroom)"),
       llvm::cl::init(false)};
 };
 

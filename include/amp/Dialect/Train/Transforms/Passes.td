@@ -60,7 +60,7 @@ def AutocastPass : Pass<"amp-autocast", "::mlir::ModuleOp"> {
            "Apex optimization level: O0, O1, O2 or O3",
            "AMP_OPT_LEVEL_VALUES">,
     Option<"policyFile", "policy", "std::string", /*default=*/"\"\"",
-           "JSON file moving op names between categories">,
+           "JSON file moving op names between autocast categories">,
     Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
            "JSON file of measured magnitudes per op instance (amp.calibrate); "
            "ops that do not fit the low type run in fp32">,
@@ -342,7 +342,9 @@ def CheckNumericsPass : Pass<"amp-check-numerics", "::mlir::ModuleOp"> {
   let options = [
     Option<"smallestMagnitudes", "smallest-magnitudes", "bool",
            /*default=*/"false",
-           "Also measure each value's smallest nonzero finite magnitude">,
+           "Also measure each value's smallest nonzero finite magnitude "
+           "(amp.calibrate's underflow headroom; amp-pipeline: with "
+           "check-numerics)">,
   ];
   let dependentDialects = ["::amp::train::TrainDialect"];
 }
@@ -401,5 +403,34 @@ def PrecisionReportPass : Pass<"amp-precision-report", "::mlir::ModuleOp"> {
            "IR on standard output stays parseable; '-': standard output)">,
   ];
 }
+
+//===----------------------------------------------------------------------===//
+// amp-pipeline's options
+//===----------------------------------------------------------------------===//
+
+/// The passes whose options amp-pipeline takes. Every option of each pass
+/// listed becomes an option of AmpPipelineOptions under the pass's own name
+/// and field, with its description and default, and is forwarded to the
+/// pass by generated code (cmake/gen_pipeline_options.py writes
+/// amp/Pipelines/AmpPipelineOptions.inc from this file): adding a pass
+/// option here is the whole change. Names in `declared` are declared by
+/// hand in AmpPipelineOptions (another default or more values) and still
+/// forwarded by the generated code; names in `resolved` are declared by
+/// hand and computed by buildAmpPipeline before they reach the pass.
+class PipelineOptions<list<string> passesArg, list<string> declaredArg,
+                      list<string> resolvedArg> {
+  list<string> passes = passesArg;
+  list<string> declared = declaredArg;
+  list<string> resolved = resolvedArg;
+}
+
+def AmpPipeline : PipelineOptions<
+    ["AutocastPass", "OptimizerPass", "LossScalingPass", "CheckNumericsPass",
+     "DataParallelPass"],
+    // optimizer: with `none` (autocast only); ranks: 1 (one process), where
+    // the pass itself requires a value.
+    ["OptimizerPass.optimizer", "DataParallelPass.ranks"],
+    // mode: `loss-scale`, with `auto`; init-scale: 0 picks the mode's.
+    ["LossScalingPass.mode", "LossScalingPass.init-scale"]>;
 
 #endif // AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

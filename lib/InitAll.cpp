@@ -132,3 +132,18 @@ amp::ToolContext::ToolContext()
   // form). Tools offer --print-op-on-error for that.
   context.printOpOnDiagnostic(false);
 }
+
+llvm::Error amp::ToolContext::recordDiagnostics(llvm::StringRef path) {
+  if (path.empty())
+    return llvm::Error::success();
+  std::error_code error;
+  auto file = std::make_unique<llvm::raw_fd_ostream>(path, error);
+  if (error)
+    return llvm::createStringError(error,
+                                   "cannot write the diagnostics file '" +
+                                       path + "': " + error.message());
+  recorder.reset();
+  recordFile = std::move(file);
+  recorder = std::make_unique<DiagnosticRecorder>(context, *recordFile);
+  return llvm::Error::success();
+}

@@ -7,10 +7,16 @@
 #ifndef AMP_INITALL_H
 #define AMP_INITALL_H
 
+#include "amp/DiagnosticRecords.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
 
 namespace amp {
 
@@ -33,11 +39,18 @@ public:
   mlir::MLIRContext &getContext() { return context; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
 
+  /// From now on also writes every diagnostic to `path` as a JSON line
+  /// (DiagnosticRecords.h; the text output is unchanged); nothing for an
+  /// empty path. An error when the file cannot be written.
+  llvm::Error recordDiagnostics(llvm::StringRef path);
+
 private:
   mlir::DialectRegistry registry;
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics;
+  std::unique_ptr<llvm::raw_fd_ostream> recordFile;
+  std::unique_ptr<DiagnosticRecorder> recorder;
 };
 
 } // namespace amp

@@ -90,9 +90,18 @@ cl::opt<bool> printOpOnError(
              "all of it, in generic form) (default: false)"),
     cl::init(false), cl::cat(compileCategory));
 
+cl::opt<std::string> diagnosticsFile(
+    "diagnostics-file",
+    cl::desc("Also write each compile diagnostic to this file as a line of "
+             "JSON (severity, message, op, module, file, line, column, "
+             "backward, notes; amp.CompileError.diagnostics)"),
+    cl::value_desc("path"), cl::init(""), cl::cat(compileCategory));
+
 } // namespace
 
 bool amp::getPrintOpOnError() { return printOpOnError; }
+
+llvm::StringRef amp::getDiagnosticsFile() { return diagnosticsFile; }
 
 llvm::Error amp::readCompileFlags(AmpPipelineOptions &options) {
   auto err = [](const llvm::Twine &m) {

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ._api import (MemoryPlan, NonfiniteSource, NumericsError, NumericsReport, Step, StepResult, compile,
                    get_num_threads, get_rank, get_world_size, set_num_threads, to_mlir)
-from ._errors import (CompileError, DeviceUnavailableError, UnsupportedModelError,
+from ._errors import (CompileError, DeviceUnavailableError, Diagnostic, UnsupportedModelError,
                       UnsupportedNode)
 from ._calibration import CalibratedOp, Calibration, calibrate
 from ._explain import Report, explain
@@ -40,6 +40,7 @@ __all__ = [
     "NumericsError",
     "StepResult",
     "CompileError",
+    "Diagnostic",
     "DeviceUnavailableError",
     "UnsupportedModelError",
     "UnsupportedNode",

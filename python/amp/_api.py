@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from . import _importer
-from ._errors import CompileError, DeviceUnavailableError
+from ._errors import CompileError, DeviceUnavailableError, _read_diagnostics
 
 _LOG = logging.getLogger("amp")
 # amp-compile --time-phases' lines: "amp-compile: lowering: 16.28 s".
@@ -246,6 +246,8 @@ def _amp_compile() -> str:
     """The amp-compile of this build ($AMP_COMPILE, else build/bin, else PATH)."""
     explicit = os.environ.get("AMP_COMPILE")
     if explicit:
+        if not os.access(explicit, os.X_OK) or os.path.isdir(explicit):
+            raise CompileError(f"AMP_COMPILE={explicit} is not an executable amp-compile")
         return explicit
     here = os.path.dirname(os.path.abspath(__file__))
     candidate = os.path.normpath(os.path.join(here, "..", "..", "bin", "amp-compile"))
@@ -264,12 +266,18 @@ _SHARED = {"momentum", "dampening", "nesterov", "betas", "eps", "amsgrad", "maxi
            "foreach", "fused", "capturable", "differentiable", "decoupled_weight_decay"}
 
 
-def _check_precision(opt_level: str, dtype: torch.dtype) -> None:
-    """ValueError unless ``opt_level`` is O0-O3 and ``dtype`` f16 or bf16."""
+def _check_precision(opt_level: str, dtype: torch.dtype) -> str:
+    """The low type's name for amp's tools ("f16", "bf16"); ValueError unless
+    ``opt_level`` is O0-O3 and ``dtype`` f16 or bf16 (or float32 at O0, which
+    computes everything in f32 whatever the low type)."""
     if opt_level not in ("O0", "O1", "O2", "O3"):
         raise ValueError(f"opt_level must be O0, O1, O2 or O3, given {opt_level!r}")
+    if opt_level == "O0" and dtype == torch.float32:
+        return "f16"
     if dtype not in _DTYPE_NAMES:
-        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, given {dtype}")
+        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16 (or torch.float32 at "
+                         f"opt_level='O0'), given {dtype}")
+    return _DTYPE_NAMES[dtype]
 
 
 def _optimizer_flags(optimizer: torch.optim.Optimizer,
@@ -735,11 +743,13 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
     # is left on disk, whatever happens after.
     with _module_file(text, "amp-step-") as (directory, source):
         artifact = os.path.join(directory, "step.so")
+        diagnostics = os.path.join(directory, "diagnostics.jsonl")
         environment = None if cache else dict(os.environ, AMP_CACHE="0")
         # On a terminal, each phase of a long compile is shown as it ends.
         progress = sys.stderr.isatty()
         process = subprocess.Popen(
-            [_amp_compile(), source, "-o", artifact] + flags +
+            [_amp_compile(), source, "-o", artifact,
+             f"--diagnostics-file={diagnostics}"] + flags +
             ([f"--model-name={name}"] if name else []) +
             (["--time-phases"] if progress else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
@@ -754,7 +764,8 @@ def _build_native(text: str, flags: List[str], backend: str, dp_timeout: float,
         process.wait()
         stderr = "\n".join(lines)
         if process.returncode != 0:
-            raise CompileError(stderr.strip() or f"amp-compile exited {process.returncode}")
+            raise CompileError(stderr.strip() or f"amp-compile exited {process.returncode}",
+                               _read_diagnostics(diagnostics, source))
         hit = False
         for line in lines:
             if line.startswith("amp-compile: cache hit"):
@@ -788,7 +799,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             backoff_factor: float = 0.5, growth_interval: int = 2000,
             enabled: bool = True, accumulate: int = 1,
             clip_grad_norm: Optional[float] = None,
-            loss_scale: Union[str, float] = "dynamic",
+            loss_scale: Union[str, float, None] = None,
             data_parallel: bool = False, sync_batchnorm: bool = False,
             dp_timeout: float = 300.0, cache: bool = True,
             attention: str = "fused", memory_budget: Optional[float] = None,
@@ -818,7 +829,10 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     before each update, as ``scaler.unscale_`` + ``clip_grad_norm_``.
     ``loss_scale`` is Apex's: "dynamic" (GradScaler's rules, from
     ``init_scale``) or a number, a fixed scale (a step with inf/NaN
-    gradients is still skipped; the scale never changes). The model is not
+    gradients is still skipped; the scale never changes); None (the
+    default) is Apex's default for the opt level: a static 1.0 at O3 with
+    float16 (whose loss cannot hold a larger dynamic scale), "dynamic"
+    otherwise. The model is not
     run, changed or moved.
 
     ``data_parallel=True`` makes the step one rank of an mpirun job
@@ -882,7 +896,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     ``amp.explain`` shows with the magnitude. A calibration of another
     model is a :class:`CompileError` naming the op it does not find.
     """
-    _check_precision(opt_level, dtype)
+    dtype_name = _check_precision(opt_level, dtype)
     if lm_head not in ("fused", "decomposed"):
         raise ValueError(f"lm_head must be 'fused' or 'decomposed', given {lm_head!r}")
     if attention not in ("fused", "decomposed"):
@@ -920,6 +934,15 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             not 0 <= dp_timeout < float("inf"):
         raise ValueError(f"dp_timeout must be 0 (none) or a number of seconds, given {dp_timeout!r}")
     static_scale = None
+    if loss_scale is None:
+        # Apex's defaults: O3 computes the loss in float16, which holds no
+        # scale above 65504, and starts from a static 1.0; the others scale
+        # dynamically (a bfloat16 step needs no scale: amp-compile's auto).
+        loss_scale = 1.0 if opt_level == "O3" and dtype_name == "f16" else "dynamic"
+    elif loss_scale == "dynamic" and opt_level == "O3" and dtype_name == "f16" and enabled:
+        raise ValueError("opt_level='O3' computes the loss in float16, which cannot hold a "
+                         "dynamic loss scale (up to 2**24): pass loss_scale=1.0 (Apex's O3 "
+                         "default) or another static scale of at most 65504")
     if loss_scale != "dynamic":
         if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or \
                 not 0 < loss_scale < float("inf"):
@@ -929,7 +952,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     optimizer_flags, training = _optimizer_flags(optimizer, model)
     imported = _importer.import_model(model, loss_fn, example_inputs, training)
     flags = [f"--backend={backend}", f"--opt-level={opt_level}",
-             f"--dtype={_DTYPE_NAMES[dtype]}"] + optimizer_flags
+             f"--dtype={dtype_name}"] + optimizer_flags
     # A fixed loss_scale replaces GradScaler's init_scale.
     start = static_scale if static_scale is not None else init_scale
     flags += [f"--init-scale={start!r}", f"--growth-factor={growth_factor!r}",

@@ -5,15 +5,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from . import _importer
-from ._api import MemoryPlan, _DTYPE_NAMES, _amp_compile, _check_precision, _module_file
-from ._errors import CompileError, UnsupportedNode
+from ._api import MemoryPlan, _amp_compile, _check_precision, _module_file
+from ._errors import CompileError, UnsupportedNode, _read_diagnostics
 
 
 @dataclasses.dataclass
@@ -106,9 +105,6 @@ def _amp_opt() -> str:
     return os.path.join(os.path.dirname(_amp_compile()), "amp-opt")
 
 
-_DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
-
-
 def _verify(text: str, opt_level: str, dtype: str,
             calibration: Optional[str] = None) -> Tuple[List[UnsupportedNode], Optional[MemoryPlan]]:
     """amp-compile --verify-only of the imported module (amp-pipeline, the
@@ -128,19 +124,20 @@ def _verify(text: str, opt_level: str, dtype: str,
             with open(plan_file) as f:
                 return [], MemoryPlan._from_json(f.read())
         # Whether verification itself failed, or the lowering after it.
-        run = subprocess.run([_amp_compile(), source, "--verify-only"] + flags,
+        diagnostics = os.path.join(directory, "diagnostics.jsonl")
+        run = subprocess.run([_amp_compile(), source, "--verify-only",
+                              f"--diagnostics-file={diagnostics}"] + flags,
                              capture_output=True, text=True)
+        records = _read_diagnostics(diagnostics, source)
     if run.returncode == 0:
         return [], None
-    problems, summary = [], []
+    # Each error at its node: module path and the user's line (0 where the
+    # location is the imported module's own text).
+    problems = [UnsupportedNode(d.module, "", d.op or "amp-compile", d.line, d.message, d.file)
+                for d in records if d.severity == "error"]
+    summary = []
     for line in run.stderr.splitlines():
-        match = _DIAGNOSTIC.match(line)
-        if match:  # at the user's line, or at the module's own text
-            user = match.group(1) != source
-            problems.append(UnsupportedNode(
-                "", "", "amp-compile", int(match.group(2)) if user else 0,
-                match.group(4), match.group(1) if user else ""))
-        elif line.startswith("amp-compile: error:"):  # what failed, if nothing else says
+        if line.startswith("amp-compile: error:"):  # what failed, if nothing else says
             summary.append(UnsupportedNode("", "", "amp-compile", 0, line.split(
                 "error: ", 1)[1].replace(source, "<the imported module>")))
     return problems or summary or [UnsupportedNode(
@@ -183,7 +180,7 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
     model's step in f32, without changing the model).
     Never raises for an unsupported model (the report lists why); the model
     is not run or changed."""
-    _check_precision(opt_level, dtype)
+    dtype_name = _check_precision(opt_level, dtype)
     imported = _importer.import_model(model, loss_fn, example_inputs, strict=False)
     decided: List[dict] = []
     function: dict = {}
@@ -193,10 +190,10 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
         from ._calibration import calibrate as measure
         calibration = measure(model, loss_fn, calibrate)
     if not blocking:
-        decided, function = _precisions(imported.text, opt_level, _DTYPE_NAMES[dtype],
+        decided, function = _precisions(imported.text, opt_level, dtype_name,
                                         calibration._file() if calibration is not None
                                         else None)
-        blocking, plan = _verify(imported.text, opt_level, _DTYPE_NAMES[dtype],
+        blocking, plan = _verify(imported.text, opt_level, dtype_name,
                                  calibration._file() if calibration is not None else None)
     # The report lists the forward's train ops in program order, which is
     # the order the importer emitted them in (autocast adds only casts,
@@ -213,6 +210,6 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
                 ops.append(TrainOp(name, "-", ""))
         nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops,
                                    n.folded))
-    return Report(opt_level, _DTYPE_NAMES[dtype], nodes, blocking,
+    return Report(opt_level, dtype_name, nodes, blocking,
                   function.get("ops_by_precision", {}), function.get("activation_bytes", {}),
                   plan)

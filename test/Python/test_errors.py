@@ -323,3 +323,85 @@ def test_masked_fill_with_a_large_negative_fill_gives_no_nan(level, fill):
     assert all(r.loss == r.loss and abs(r.loss) < float("inf") for r in results)
     assert abs(results[0].loss - want) <= 0.02 * want
     assert not any(r.skipped for r in results[1:])
+
+
+class OwnLoss(nn.Module):
+    """A model that computes its own loss (loss_fn=None), in a submodule."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(784, 10)
+        self.criterion = nn.CrossEntropyLoss()
+
+    def forward(self, x, target):
+        return self.criterion(self.fc(x.flatten(1)), target)  # LOSS
+
+
+def test_compile_error_diagnostics_name_the_users_module_and_line():
+    """A model that fails in a pass (a static loss scale above float16's
+    largest value, with the loss computed in float16 at O3): the CompileError
+    carries the pass's diagnostic as a record at the user's module path and
+    source line, and str() stays the readable text."""
+    import inspect
+    source, first = inspect.getsourcelines(OwnLoss.forward)
+    line = first + next(i for i, text in enumerate(source) if "# LOSS" in text)
+    model = OwnLoss()
+    before = copy.deepcopy(model.state_dict())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(amp.CompileError) as info:
+        amp.compile(model, None, batches(1)[0], optimizer=opt, opt_level="O3",
+                    loss_scale=131072.0)
+    errors = [d for d in info.value.diagnostics if d.severity == "error"]
+    assert len(errors) == 1, info.value.diagnostics
+    error = errors[0]
+    assert isinstance(error, amp.Diagnostic)
+    assert error.module == "criterion"
+    assert error.file.endswith("test_errors.py") and error.line == line, error
+    assert not error.backward
+    assert "amp-loss-scaling: the loss is computed in 'f16'" in error.message
+    assert "131072" in error.message
+    # The text names the same place; the record's str() too.
+    assert f"test_errors.py:{line}:" in str(info.value)
+    assert str(error).startswith(f"{error.file}:{line}: criterion: error: amp-loss-scaling")
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name])
+
+
+def test_a_failure_that_is_no_diagnostic_has_no_records(monkeypatch, tmp_path):
+    """amp-compile that cannot start: a CompileError whose diagnostics are
+    empty, not a crash."""
+    missing = tmp_path / "amp-compile"
+    monkeypatch.setenv("AMP_COMPILE", str(missing))
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(amp.CompileError) as info:
+        amp.compile(model, nn.CrossEntropyLoss(), batches(1)[0], optimizer=opt)
+    assert info.value.diagnostics == []
+    assert f"AMP_COMPILE={missing} is not an executable amp-compile" in str(info.value)
+
+
+def test_o0_accepts_float32_and_o3_defaults_to_apex_static_scale():
+    """dtype=torch.float32 is what a user writes for O0 (all f32 anyway);
+    O3's default loss scale is Apex's static 1.0, and asking for a dynamic
+    one at O3 names the loss_scale= keyword."""
+    x, y = batches(1)[0]
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    twin = copy.deepcopy(model)
+    reference = amp.compile(twin, nn.CrossEntropyLoss(), (x, y),
+                            optimizer=torch.optim.SGD(twin.parameters(), lr=0.1),
+                            opt_level="O0")
+    step = amp.compile(model, nn.CrossEntropyLoss(), (x, y), optimizer=opt, opt_level="O0",
+                       dtype=torch.float32)
+    assert step(x, y).loss == reference(x, y).loss
+    with pytest.raises(ValueError, match="torch.float32 at opt_level='O0'"):
+        amp.compile(model, nn.CrossEntropyLoss(), (x, y), optimizer=opt, opt_level="O1",
+                    dtype=torch.float32)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    o3 = amp.compile(model, nn.CrossEntropyLoss(), (x, y), optimizer=opt, opt_level="O3")
+    result = o3(x, y)
+    assert result.scale == 1.0 and torch.isfinite(torch.tensor(result.loss))
+    with pytest.raises(ValueError, match=r"loss_scale=1\.0"):
+        amp.compile(model, nn.CrossEntropyLoss(), (x, y), optimizer=opt, opt_level="O3",
+                    loss_scale="dynamic")

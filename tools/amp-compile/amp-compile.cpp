@@ -300,6 +300,8 @@ int main(int argc, char **argv) {
 
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
+  if (llvm::Error e = tool.recordDiagnostics(getDiagnosticsFile()))
+    return fail(llvm::toString(std::move(e)));
   auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
                               modelPath);
   if (!model)

@@ -137,6 +137,8 @@ int main(int argc, char **argv) {
                        (!communicator || communicator->rank() == 0));
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
+  if (llvm::Error e = tool.recordDiagnostics(getDiagnosticsFile()))
+    return finish(fail(llvm::toString(std::move(e))));
   auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
                               modelPath);
   if (!model)

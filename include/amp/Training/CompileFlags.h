@@ -44,6 +44,10 @@ readMemoryBudgetFlags(bool cpu, llvm::StringRef budgetIsFor);
 /// (MLIRContext::printOpOnDiagnostic; ToolContext turns it off).
 bool getPrintOpOnError();
 
+/// --diagnostics-file: where the tool writes its compile diagnostics as JSON
+/// lines (amp/DiagnosticRecords.h); "" for nowhere.
+llvm::StringRef getDiagnosticsFile();
+
 /// Parses the command line of an amp tool (amp-run, amp-compile,
 /// amp-train). Every error is one `<tool>: error: ...` line on stderr and a
 /// false return, LLVM's own parse errors included. When `pipeline` is given,

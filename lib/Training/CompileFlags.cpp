@@ -185,6 +185,14 @@ bool amp::parseToolCommandLine(int argc, char **argv, llvm::StringRef tool,
       column += item.size();
     }
     fullOverview +=
+        "\nEach applies where it has a meaning: --momentum and --nesterov "
+        "with\n--optimizer=momentum (plain --optimizer=sgd has no momentum), "
+        "--beta1, --beta2\nand --eps with adam and adamw, --wire-type, "
+        "--bucket-mb and --sync-batchnorm\nwith --ranks above 1, "
+        "--smallest-magnitudes with --check-numerics,\n"
+        "--calibration-margin with --calibration; --init-scale=0 is 65536 "
+        "(1.0 for a\nstatic scale at O3).";
+    fullOverview +=
         "\nPyTorch's names work too: --betas=0.9,0.999 (Adam's), "
         "--clip-grad-norm=C\n(clip_grad_norm_'s max_norm), --enabled=false "
         "(GradScaler's: no loss scaling),\nand snake_case for any flag "

@@ -1320,8 +1320,13 @@ int amp::runTraining(const TrainingConfig &config,
       double trainLoss = epochSteps ? epochLoss / epochSteps : NAN;
       if (progressBar)
         llvm::errs() << "\r" << std::string(100, ' ') << "\r";
-      llvm::outs() << "epoch " << epoch << "  train loss "
-                   << llvm::format("%.4f", trainLoss);
+      // A run that ends inside an epoch says how much of it ran.
+      bool partial = inEpoch + 1 < stepsPerEpoch;
+      llvm::outs() << "epoch " << epoch;
+      if (partial)
+        llvm::outs() << " (" << inEpoch + 1 << " of " << stepsPerEpoch
+                     << " steps)";
+      llvm::outs() << "  train loss " << llvm::format("%.4f", trainLoss);
       if (tokens)
         llvm::outs() << "  validation loss " << llvm::format("%.4f", testLoss)
                      << "  next-byte accuracy ";
@@ -1334,6 +1339,8 @@ int amp::runTraining(const TrainingConfig &config,
                                {"train_loss", jsonNumber(trainLoss)}};
       if (tokens)
         entry["validation_loss"] = jsonNumber(testLoss);
+      if (partial)
+        entry["steps"] = inEpoch + 1;
       epochLog.push_back(std::move(entry));
       epochLoss = 0;
       epochSteps = 0;

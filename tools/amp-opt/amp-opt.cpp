@@ -20,14 +20,21 @@
 #include "amp/InitAll.h"
 #include "TestDialect.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
 
 using namespace mlir;
 
@@ -43,6 +50,35 @@ static bool hasNoOperations(llvm::StringRef text) {
   }
 }
 
+/// The first option of a pass or pipeline flag (`--amp-pipeline="opt_level=O2
+/// ..."`) spelled in snake_case, as a message with its kebab-case name (pass
+/// options are kebab-case; PyTorch's names are snake_case); none if all are
+/// kebab-case. Only keys are looked at, not values (`policy=my_file.json`).
+static std::optional<std::string> findSnakeCaseOption(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (!arg.consume_front("-"))
+      continue;
+    arg.consume_front("-");
+    auto [name, options] = arg.split('=');
+    if (options.empty() ||
+        (!PassInfo::lookup(name) && !PassPipelineInfo::lookup(name)))
+      continue;
+    llvm::SmallVector<llvm::StringRef> words;
+    options.trim("\"' {}").split(words, ' ', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef word : words) {
+      llvm::StringRef key = word.split('=').first.trim("{");
+      if (!word.contains('=') || !key.contains('_'))
+        continue;
+      return ("--" + name + ": no option '" + key + "'; did you mean '" +
+              llvm::join(llvm::split(key, '_'), "-") +
+              "'? (pass options are kebab-case)")
+          .str();
+    }
+  }
+  return std::nullopt;
+}
+
 static llvm::cl::opt<bool> printPrecisionTable(
     "print-precision-table",
     llvm::cl::desc("Print every train op's autocast category with its "
@@ -56,6 +92,10 @@ int main(int argc, char **argv) {
   amp::test::registerTestDialect(registry);
   amp::registerAmpPasses();
 
+  if (std::optional<std::string> error = findSnakeCaseOption(argc, argv)) {
+    llvm::WithColor::error(llvm::errs(), "amp-opt") << *error << "\n";
+    return EXIT_FAILURE;
+  }
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv, "amp optimizer: mixed-precision training graphs\n", registry);
   if (printPrecisionTable) {
@@ -65,6 +105,27 @@ int main(int argc, char **argv) {
                : EXIT_SUCCESS;
   }
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // Pass options that do not parse: LLVM's option parser has printed why;
+  // the empty error the stock driver adds after it at `<unknown>:0` is
+  // dropped, and the parser's own messages say they are amp-opt's.
+  config.setPassPipelineSetupFn(
+      [setup = config](PassManager &pm) -> LogicalResult {
+        ScopedDiagnosticHandler handler(
+            pm.getContext(), [](Diagnostic &d) -> LogicalResult {
+              if (!isa<UnknownLoc>(d.getLocation()))
+                return failure();
+              std::string message = d.str();
+              llvm::StringRef text = llvm::StringRef(message).trim();
+              if (text.empty())
+                return success();
+              if (!text.consume_front("<Pass-Options-Parser>: "))
+                return failure();
+              llvm::WithColor::error(llvm::errs(), "amp-opt") << text << "\n";
+              return success();
+            });
+        return setup.setupPassPipeline(pm);
+      });
+
   // Listing flags write no IR: let the stock driver answer them.
   if (config.shouldShowDialects() || config.shouldListPasses())
     return asMainReturnCode(

@@ -383,7 +383,9 @@ def PrecisionReportPass : Pass<"amp-precision-report", "::mlir::ModuleOp"> {
     `format=text` (default) is for people, `format=json` for tools,
     `format=dot` is a Graphviz graph with ops coloured by precision (f16
     green, bf16 blue, f32 orange, casts grey). `output` names the file
-    (written atomically; `-`, the default, is standard output).
+    (written atomically); without it the report goes to standard error, so
+    that the IR amp-opt prints on standard output stays parseable; `-` is
+    standard output.
 
     ```
     amp-opt model.mlir --amp-pipeline --amp-precision-report="format=json output=report.json" -o step.mlir

@@ -532,6 +532,34 @@ llvm::json::Object amp::numericsJson(const NumericsReport &report) {
   return o;
 }
 
+llvm::Error amp::checkNotAllZero(const CompiledStep &compiled,
+                                 llvm::StringRef model) {
+  const StepAbi &abi = compiled.abi;
+  llvm::DenseMap<unsigned, const InitSpec *> initOf;
+  for (const auto &[index, init] : compiled.inits)
+    initOf[index] = &init;
+  int64_t matrices = 0;
+  for (unsigned index : abi.params) {
+    const InitSpec *init = initOf.lookup(index);
+    if (!init || init->kind != "zeros")
+      return llvm::Error::success();
+    auto specs = compiled.step->getArgumentSpecs();
+    if (index < specs.size() && specs[index].shape.size() >= 2)
+      ++matrices;
+  }
+  if (matrices < 2)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "every parameter of " + model +
+          " starts at zero (#train.init<zeros>, as amp.to_mlir writes a "
+          "PyTorch model's parameters): a network of several layers cannot "
+          "learn from there. Start from the model's weights with "
+          "--init-from=FILE (in Python: safetensors.torch.save_file("
+          "model.state_dict(), FILE)), or give the parameters a train.init "
+          "(docs/UserGuide.md)");
+}
+
 HostTensor amp::learningRateArgument(const TensorSpec &spec, float lr) {
   return HostTensor::fromFloats(ElementKind::F32, spec.shape,
                                 std::vector<float>(spec.getNumElements(), lr));
@@ -890,6 +918,12 @@ int amp::runTraining(const TrainingConfig &config,
                  << written("dtype") << " " << written("optimizer")
                  << ", step " << written("step") << ")\n";
   }
+  // A network whose every parameter starts at zero cannot learn (each layer's
+  // units stay identical): what amp.to_mlir writes for a PyTorch model, whose
+  // weights live in PyTorch. Refused unless its values come from a file.
+  if (loadPath.empty() && config.initFromPath.empty())
+    if (llvm::Error e = checkNotAllZero(compiled, config.model))
+      return fail(llvm::toString(std::move(e)));
   // Every rank must run the same step on the same schedule: a fingerprint
   // of the step's signature, its compile settings and the run's settings,
   // compared with rank 0's before anything else goes between them (a rank

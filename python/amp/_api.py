@@ -718,7 +718,11 @@ def to_mlir(model: torch.nn.Module, loss_fn: Optional[Callable],
     (``loss_fn=None``: the loss ``model(*inputs, target)`` computes).
 
     The text amp-opt, amp-run and amp-compile take. Raises
-    UnsupportedModelError listing every node amp cannot import.
+    UnsupportedModelError listing every node amp cannot import. The
+    parameters' values stay in PyTorch: they are written as
+    ``#train.init<zeros>``, and amp-run refuses to train such a network
+    without ``--init-from=FILE`` (``safetensors.torch.save_file(
+    model.state_dict(), FILE)``).
     """
     return _importer.import_model(model, loss_fn, example_inputs).text
 

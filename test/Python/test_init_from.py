@@ -145,3 +145,20 @@ def test_a_cumulative_batch_norm_count_comes_from_the_state_dict(tmp_path):
     save_file(model.state_dict(), str(tmp_path / "model.safetensors"))
     started = start(tmp_path, tmp_path / "model.safetensors")
     assert started["state.2"].dtype == torch.float32 and started["state.2"].item() == 12345
+
+
+def test_a_model_of_zeros_is_refused_without_init_from(tmp_path):
+    """amp.to_mlir writes every parameter as #train.init<zeros> (the weights
+    live in PyTorch): amp-run refuses to train that network of zeros, naming
+    --init-from, and trains once the model's weights are given."""
+    model = Net()
+    params, _ = write_model(tmp_path, model)
+    run = subprocess.run([amp_run(), str(tmp_path / "model.mlir"), "--dataset=synthetic",
+                          "--steps=1"], capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "starts at zero" in run.stderr and "--init-from=FILE" in run.stderr, run.stderr
+    weights = tmp_path / "weights.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
+    started = start(tmp_path, weights)
+    k = params.index("fc.weight")
+    assert torch.equal(started[f"param.{k}"], model.fc.weight.detach())

@@ -166,6 +166,12 @@ std::vector<ResultRoute> stepResultRoutes(const CompiledStep &compiled);
 /// 0, or one rate per parameter group): `lr` for every group.
 HostTensor learningRateArgument(const TensorSpec &spec, float lr);
 
+/// An error when every parameter of the step starts at zero and two or more
+/// of them are matrices (a network that cannot learn from there: what
+/// amp.to_mlir writes, the weights living in PyTorch); `model` names it.
+llvm::Error checkNotAllZero(const CompiledStep &compiled,
+                            llvm::StringRef model);
+
 /// The scalars a step returns to the host (the results stepResultRoutes
 /// sends there, in order): the loss, the loss scale (1 without dynamic loss
 /// scaling), whether the step was skipped for non-finite gradients, and

@@ -89,7 +89,8 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                        {"scaler", indices(abi.scaler)},
                        {"num_results", abi.numResults},
                        {"persistent", std::move(persistent)},
-                       {"names", std::move(names)}};
+                       {"names", std::move(names)},
+                       {"input_names", json::Array(abi.inputNames)}};
   if (abi.lr)
     abiJson["lr"] = *abi.lr;
   if (!abi.numerics.empty()) {
@@ -337,6 +338,18 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
   readPairs(persistent, "persistent", m.abi.persistent);
   if (ok)
     readPairs(abi->getArray("names"), "names", m.abi.names);
+  // The inputs' names; absent in older artifacts.
+  if (const json::Array *inputNames =
+          ok ? abi->getArray("input_names") : nullptr) {
+    for (const json::Value &v : *inputNames) {
+      std::optional<llvm::StringRef> name = v.getAsString();
+      if (!name) {
+        ok = r.fail("'input_names' holds a malformed entry");
+        break;
+      }
+      m.abi.inputNames.push_back(name->str());
+    }
+  }
   // check-numerics' site table; absent without it (and in older
   // artifacts).
   if (const json::Array *sites = ok ? abi->getArray("numerics") : nullptr) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Training/Datasets.h"
+#include "amp/Training/Checkpoint.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
@@ -217,5 +218,91 @@ llvm::Expected<TextDataset> amp::loadTextDataset(llvm::StringRef path,
   for (int32_t b : result.validation.labels)
     loss -= std::log(counts[b] / total);
   result.unigramLoss = loss / double(result.validation.labels.size());
+  return result;
+}
+
+llvm::Expected<SplitDataset> amp::loadSafetensorsDataset(
+    llvm::StringRef path, llvm::ArrayRef<std::string> names,
+    llvm::ArrayRef<int64_t> features, int64_t targets, double heldOut) {
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + what);
+  };
+  auto file = loadSafetensors(path);
+  if (!file)
+    return file.takeError();
+  // Every tensor the model needs, the examples as first dimension, with the
+  // model's count of values per example.
+  int64_t count = -1;
+  auto examplesOf = [&](llvm::StringRef name, const HostTensor &t,
+                        int64_t perExample) -> llvm::Error {
+    llvm::ArrayRef<int64_t> shape = t.getShape();
+    int64_t n = shape.empty() ? 0 : shape[0];
+    int64_t values = int64_t(t.getNumElements());
+    if (n < 1 || values != n * perExample)
+      return fail("tensor '" + name + "' is " + t.typeString() +
+                  "; the model takes " + llvm::Twine(perExample) +
+                  " values per example (the first dimension is the "
+                  "examples)");
+    if (count >= 0 && n != count)
+      return fail("tensor '" + name + "' holds " + llvm::Twine(n) +
+                  " examples, the others " + llvm::Twine(count));
+    count = n;
+    return llvm::Error::success();
+  };
+  std::vector<const HostTensor *> inputs;
+  for (auto [k, name] : llvm::enumerate(names)) {
+    const HostTensor *t = file->find(name);
+    if (!t) {
+      std::string held;
+      for (const auto &[have, tensor] : file->tensors)
+        held += (held.empty() ? "" : ", ") + have;
+      return fail("no tensor '" + name + "' for the model's input #" +
+                  llvm::Twine(k) + " (the file holds: " + held + ")");
+    }
+    if (t->getKind() == ElementKind::I1)
+      return fail("tensor '" + name + "' is boolean; save it as float32");
+    if (llvm::Error e = examplesOf(name, *t, features[k]))
+      return std::move(e);
+    inputs.push_back(t);
+  }
+  const HostTensor *labels = file->find("labels");
+  if (!labels)
+    return fail("no tensor 'labels' (int32, the examples' classes)");
+  if (labels->getKind() != ElementKind::I32)
+    return fail("tensor 'labels' is " + labels->typeString() +
+                "; the labels are int32 class indices (labels.int())");
+  if (llvm::Error e = examplesOf("labels", *labels, targets))
+    return std::move(e);
+  if (count < 2)
+    return fail("holds " + llvm::Twine(count) +
+                " example(s); a training and a validation split need 2");
+  int64_t validation = std::clamp<int64_t>(
+      int64_t(std::llround(double(count) * heldOut)), 1, count - 1);
+  const auto *labelData = static_cast<const int32_t *>(labels->data());
+  std::vector<int32_t> allLabels(labelData,
+                                 labelData + labels->getNumElements());
+  SplitDataset result;
+  for (Dataset *d : {&result.train, &result.validation}) {
+    bool train = d == &result.train;
+    int64_t first = train ? 0 : count - validation;
+    int64_t n = train ? count - validation : validation;
+    d->count = n;
+    d->targets = targets;
+    d->labels.assign(allLabels.begin() + first * targets,
+                     allLabels.begin() + (first + n) * targets);
+    for (auto [k, t] : llvm::enumerate(inputs)) {
+      std::vector<float> values = t->toFloats();
+      std::vector<float> split(values.begin() + first * features[k],
+                               values.begin() + (first + n) * features[k]);
+      if (k == 0) {
+        d->features = features[k];
+        d->images = std::move(split);
+      } else {
+        d->moreFeatures.push_back(features[k]);
+        d->moreInputs.push_back(std::move(split));
+      }
+    }
+  }
   return result;
 }

@@ -47,6 +47,10 @@ llvm::Expected<StepAbi> amp::readStepAbi(func::FuncOp step) {
                llvm::Twine(data) + " such argument(s)");
   abi.input = 0;
   abi.labels = data - 1;
+  for (unsigned i = abi.input; i < abi.labels; ++i) {
+    auto named = dyn_cast<NameLoc>(step.getArgument(i).getLoc());
+    abi.inputNames.push_back(named ? named.getName().str() : "");
+  }
   auto name = [&](StringRef role, ArrayRef<unsigned> indices) {
     for (auto [k, i] : llvm::enumerate(indices))
       abi.persistent.emplace_back((role + "." + llvm::Twine(k)).str(), i);

@@ -38,15 +38,25 @@ llvm::Error amp::validateConfig(const TrainingConfig &config) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
   };
   if (config.dataset != "fashion-mnist" && config.dataset != "synthetic" &&
-      config.dataset != "text")
-    return err("--dataset must be fashion-mnist, synthetic or text, got '" +
+      config.dataset != "text" && config.dataset != "safetensors")
+    return err("--dataset must be fashion-mnist, synthetic, text or "
+               "safetensors, got '" +
                config.dataset + "'");
   if (config.dataset == "text" && config.dataFile.empty())
     return err("--dataset=text needs --data-file=FILE (a text file, or a "
                "directory of them such as /usr/share/games/fortunes)");
-  if (config.dataset != "text" && !config.dataFile.empty())
-    return err("--data-file is the text of --dataset=text; --dataset is '" +
+  if (config.dataset == "safetensors" && config.dataFile.empty())
+    return err("--dataset=safetensors needs --data-file=FILE (a safetensors "
+               "file: one tensor per model input, named as its argument, and "
+               "`labels`)");
+  if (config.dataset != "text" && config.dataset != "safetensors" &&
+      !config.dataFile.empty())
+    return err("--data-file is the data of --dataset=text or safetensors; "
+               "--dataset is '" +
                config.dataset + "'");
+  if (!(config.valFraction > 0 && config.valFraction < 1))
+    return err("--val-fraction must be in (0, 1), got " +
+               llvm::Twine(std::to_string(config.valFraction)));
   if (config.lrSchedule != "constant" && config.lrSchedule != "cosine" &&
       config.lrSchedule != "step")
     return err("--lr-schedule must be constant, cosine or step, got '" +

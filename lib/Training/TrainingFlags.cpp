@@ -37,9 +37,12 @@ cl::opt<int64_t> warmupSteps("warmup-steps",
                              cl::init(0), cl::cat(trainingCategory));
 cl::opt<std::string>
     dataset("dataset",
-            cl::desc("fashion-mnist, synthetic or text (next-byte "
+            cl::desc("fashion-mnist, synthetic, text (next-byte "
                      "prediction on --data-file; its last 10% held out for "
-                     "a validation loss) (default: fashion-mnist)"),
+                     "a validation loss) or safetensors (--data-file holds "
+                     "one tensor per model input, named as its argument, "
+                     "and `labels`; --val-fraction of it held out) "
+                     "(default: fashion-mnist)"),
             cl::init("fashion-mnist"), cl::cat(trainingCategory));
 cl::opt<std::string>
     dataDir("data-dir",
@@ -50,8 +53,14 @@ cl::opt<std::string>
 cl::opt<std::string> dataFile(
     "data-file",
     cl::desc("--dataset=text: a text file, or a directory of them (e.g. "
-             "/usr/share/games/fortunes, Debian's fortunes package)"),
+             "/usr/share/games/fortunes, Debian's fortunes package); "
+             "--dataset=safetensors: the data file"),
     cl::init(""), cl::cat(trainingCategory));
+cl::opt<double> valFraction(
+    "val-fraction",
+    cl::desc("--dataset=safetensors: the fraction of the examples, at the "
+             "file's tail, held out for evaluation (default: 0.1)"),
+    cl::init(0.1), cl::cat(trainingCategory));
 cl::opt<int64_t> epochs("epochs",
                         cl::desc("Passes over the training set (default: 1)"),
                         cl::init(1), cl::cat(trainingCategory));
@@ -190,6 +199,7 @@ TrainingConfig amp::readTrainingFlags(llvm::StringRef tool) {
   config.dataset = dataset;
   config.dataDir = dataDir;
   config.dataFile = dataFile;
+  config.valFraction = valFraction;
   config.epochs = epochs;
   config.steps = steps;
   config.seed = seed;

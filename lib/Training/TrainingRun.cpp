@@ -453,10 +453,21 @@ llvm::Error TrainingRun::prepareData() {
   batch = inputSpec.shape.empty() ? 0 : inputSpec.shape[0];
   for (int64_t d : llvm::drop_begin(inputSpec.shape))
     features *= d;
-  if (abi.numInputs() != 1)
+  const std::string &dataset = config.dataset;
+  bool dataFile = dataset == "safetensors";
+  if (abi.numInputs() != 1 && !dataFile)
     return error("the model takes " + llvm::Twine(abi.numInputs()) +
                  " inputs before its labels; " + config.tool +
-                 "'s data sets feed one (train it from Python: amp.compile)");
+                 "'s built-in data sets feed one (give them in a data file: "
+                 "--dataset=safetensors --data-file=FILE)");
+  for (unsigned k = 1; k < abi.numInputs(); ++k) {
+    const TensorSpec &spec = specs[abi.input + k];
+    if (spec.shape.empty() || spec.shape[0] != batch)
+      return error("the model's input #" + llvm::Twine(k) + " is " +
+                   spec.str() + ": every input's first dimension is the " +
+                   "batch (" + llvm::Twine(batch) + ")");
+    moreFeatures.push_back(spec.getNumElements() / batch);
+  }
   const TensorSpec &labelSpec = specs[abi.labels];
   int64_t labelCount = labelSpec.getNumElements();
   if (batch < 1 || labelSpec.kind != ElementKind::I32 ||
@@ -466,21 +477,22 @@ llvm::Error TrainingRun::prepareData() {
                  "position of a token model)");
   // Labels per example: 1 for a classifier, the window for a token model.
   targets = labelCount / batch;
-  tokens = inputSpec.kind == ElementKind::I32;
-  const std::string &dataset = config.dataset;
+  // A token model (--dataset=text) is evaluated by its validation loss;
+  // a data file's token ids feed a classifier like any input.
+  tokens = inputSpec.kind == ElementKind::I32 && !dataFile;
   if (dataset == "text" && (!tokens || targets != features))
     return error("--dataset=text feeds windows of token ids and their next "
                  "bytes: the model's input must be i32 [batch, window] and "
                  "its labels i32 [batch * window]; it has " +
                  inputSpec.str() + " and " + labelSpec.str());
-  if (dataset != "text" && (tokens || targets != 1))
+  if (dataset != "text" && !dataFile && (tokens || targets != 1))
     return error("the model takes " + inputSpec.str() + " inputs and " +
                  labelSpec.str() + " labels" +
                  (tokens ? ", a token model: train it with --dataset=text "
                            "--data-file=FILE"
                          : ": more than one label per example") +
                  " (--dataset=" + dataset + " is images with one label each)");
-  if (tokens && !config.injectNonfinite.empty())
+  if (inputSpec.kind == ElementKind::I32 && !config.injectNonfinite.empty())
     return error("--inject-nonfinite puts a NaN into a float input; this "
                  "model's input is token ids");
   // The classes are the logits' last dimension (the cross-entropy's).
@@ -525,6 +537,24 @@ llvm::Error TrainingRun::loadData() {
                  << " training and " << testSet.count << " validation windows "
                  << "of " << features << " (unigram baseline "
                  << llvm::format("%.4f", unigramLoss) << " nats/byte)\n";
+  } else if (config.dataset == "safetensors") {
+    const StepAbi &abi = compiled.abi;
+    std::vector<std::string> names;
+    std::vector<int64_t> perExample = {features};
+    perExample.insert(perExample.end(), moreFeatures.begin(),
+                      moreFeatures.end());
+    for (unsigned k = 0; k < abi.numInputs(); ++k)
+      names.push_back(abi.inputName(k));
+    auto split = loadSafetensorsDataset(config.dataFile, names, perExample,
+                                        targets, config.valFraction);
+    if (!split)
+      return split.takeError();
+    trainSet = std::move(split->train);
+    testSet = std::move(split->validation);
+    llvm::outs() << config.tool << ": " << config.dataFile << ": "
+                 << trainSet.count << " training and " << testSet.count
+                 << " held-out examples of " << llvm::join(names, ", ")
+                 << " and labels\n";
   } else if (config.dataset == "synthetic") {
     // Labelled by a random teacher over the model's classes.
     int32_t synthetic = classes >= 2 ? int32_t(classes) : 10;
@@ -548,6 +578,8 @@ llvm::Error TrainingRun::loadData() {
     d.count = n;
     d.images.resize(n * d.features);
     d.labels.resize(n * d.targets);
+    for (auto [values, perExample] : llvm::zip(d.moreInputs, d.moreFeatures))
+      values.resize(n * perExample);
   };
   limit(trainSet, config.trainExamples);
   limit(testSet, config.testExamples);
@@ -810,12 +842,18 @@ llvm::Error TrainingRun::setBatch(int64_t s, int64_t inEpoch) {
   llvm::ArrayRef<TensorSpec> specs = compiled.step->getArgumentSpecs();
   std::vector<float> x(batch * features);
   std::vector<int32_t> y(batch * targets);
+  std::vector<std::vector<float>> more;
+  for (int64_t perExample : moreFeatures)
+    more.emplace_back(batch * perExample);
   for (int64_t r = 0; r < batch; ++r) {
     int64_t e = order[(inEpoch * ranks + rank) * batch + r];
     std::copy_n(trainSet.images.begin() + e * features, features,
                 x.begin() + r * features);
     std::copy_n(trainSet.labels.begin() + e * targets, targets,
                 y.begin() + r * targets);
+    for (size_t k = 0; k < more.size(); ++k)
+      std::copy_n(trainSet.moreInputs[k].begin() + e * moreFeatures[k],
+                  moreFeatures[k], more[k].begin() + r * moreFeatures[k]);
   }
   if (llvm::is_contained(config.injectNonfinite, s) &&
       (config.injectRank < 0 || config.injectRank == rank))
@@ -823,6 +861,9 @@ llvm::Error TrainingRun::setBatch(int64_t s, int64_t inEpoch) {
   // The batch and learning rate, in argument order.
   llvm::Error setError =
       session->set(abi.input, inputTensor(specs[abi.input], x));
+  for (size_t k = 0; k < more.size() && !setError; ++k)
+    setError = session->set(abi.input + 1 + k,
+                            inputTensor(specs[abi.input + 1 + k], more[k]));
   if (!setError)
     setError = session->set(abi.labels,
                             HostTensor::fromInts(specs[abi.labels].shape, y));
@@ -1004,8 +1045,17 @@ llvm::Expected<TrainingRun::Score> TrainingRun::evaluate() {
                 x.begin());
     if (llvm::Error e = session->set(abi.input, inputTensor(evalSpecs[0], x)))
       return std::move(e);
-    if (llvm::Error e = session->set(
-            abi.labels, HostTensor(ElementKind::I32, evalSpecs[1].shape)))
+    for (size_t k = 0; k < moreFeatures.size(); ++k) {
+      std::vector<float> values(batch * moreFeatures[k], 0.0f);
+      std::copy_n(testSet.moreInputs[k].begin() + start * moreFeatures[k],
+                  n * moreFeatures[k], values.begin());
+      if (llvm::Error e = session->set(abi.input + 1 + k,
+                                       inputTensor(evalSpecs[1 + k], values)))
+        return std::move(e);
+    }
+    if (llvm::Error e =
+            session->set(abi.labels, HostTensor(ElementKind::I32,
+                                                evalSpecs[abi.labels].shape)))
       return std::move(e);
     auto out = session->logits();
     if (!out)

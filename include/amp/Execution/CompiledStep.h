@@ -68,6 +68,16 @@ struct StepAbi {
   /// models amp-run feeds), the labels (targets) come last.
   unsigned input = 0, labels = 1;
   unsigned numInputs() const { return labels - input; }
+  /// Each input's name (a name location on the argument: the forward's
+  /// parameter name, as amp.to_mlir writes it), "" where it has none.
+  /// --dataset=safetensors finds an input's tensor by it.
+  llvm::SmallVector<std::string> inputNames;
+  /// The name of input `k` in a data file: its own, else "input.k".
+  std::string inputName(unsigned k) const {
+    if (k < inputNames.size() && !inputNames[k].empty())
+      return inputNames[k];
+    return "input." + std::to_string(k);
+  }
   /// Arguments updated by results 1.. in order: train.state, parameters,
   /// masters, optimizer state.
   llvm::SmallVector<unsigned> state;

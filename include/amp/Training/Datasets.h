@@ -12,10 +12,12 @@
 #ifndef AMP_TRAINING_DATASETS_H
 #define AMP_TRAINING_DATASETS_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace amp {
@@ -30,7 +32,27 @@ struct Dataset {
   int32_t classes = 0;
   std::vector<float> images;   // count * features, row-major
   std::vector<int32_t> labels; // count * targets
+  /// A model of several inputs: inputs 1.. (the first is `images`), each
+  /// count * moreFeatures[k] values, row-major.
+  std::vector<std::vector<float>> moreInputs;
+  std::vector<int64_t> moreFeatures;
 };
+
+/// A safetensors data file split for training and evaluation.
+struct SplitDataset {
+  Dataset train, validation;
+};
+
+/// Reads `path`, a safetensors file holding one tensor per model input,
+/// named `names[k]`, of first dimension the examples and `features[k]`
+/// values per example (f32, f16, bf16, or i32 token ids), and `labels`
+/// (i32, `targets` per example). The last `heldOut` fraction of the
+/// examples (at least one, and at least one left) is the validation split.
+/// Errors name the file and the tensor.
+llvm::Expected<SplitDataset>
+loadSafetensorsDataset(llvm::StringRef path, llvm::ArrayRef<std::string> names,
+                       llvm::ArrayRef<int64_t> features, int64_t targets,
+                       double heldOut);
 
 /// A byte-level language-modelling data set: windows of `window` bytes
 /// (the inputs, as token ids 0-255) with the `window` bytes after each

@@ -45,8 +45,11 @@ struct TrainingConfig {
   int64_t warmupSteps = 0;
   std::string dataset = "fashion-mnist";
   std::string dataDir = "/usr/share/datasets/fashion-mnist";
-  /// --dataset=text: a text file or a directory of them.
+  /// --dataset=text: a text file or a directory of them;
+  /// --dataset=safetensors: the data file.
   std::string dataFile;
+  /// --dataset=safetensors: the held-out fraction, at the file's tail.
+  double valFraction = 0.1;
   int64_t epochs = 1, steps = -1;
   uint64_t seed = 0;
   bool shuffle = true;

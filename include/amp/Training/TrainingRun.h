@@ -141,6 +141,8 @@ private:
 
   // Data.
   int64_t batch = 0, features = 1, targets = 1, classes = 0;
+  /// Values per example of inputs 1.. of a model of several inputs.
+  std::vector<int64_t> moreFeatures;
   bool tokens = false;
   Dataset trainSet, testSet;
   double unigramLoss = 0.0;

@@ -5,6 +5,7 @@ handler, the step's results."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import operator
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -154,6 +155,23 @@ def capture(model: torch.nn.Module, loss_fn: Optional[Callable],
             m.momentum = None
 
 
+def _forward_parameter_names(model: torch.nn.Module, count: int) -> List[str]:
+    """The names of ``model.forward``'s first ``count`` positional parameters;
+    "input.<k>" past a ``*args`` or where the signature cannot be read."""
+    names: List[str] = []
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    for p in parameters:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or len(names) == count:
+            break
+        names.append(p.name)
+    names += [f"input.{k}" for k in range(len(names), count)]
+    # Two parameters of one name cannot happen; "labels" is the target's.
+    return [n if n != "labels" else f"input.{k}" for k, n in enumerate(names)]
+
+
 def _cumulative_batch_norms(model: torch.nn.Module) -> Set[str]:
     """The names (with a trailing '.') of the batch-norm modules whose running
     statistics are a cumulative average (momentum=None)."""
@@ -228,6 +246,9 @@ def import_model(model: torch.nn.Module, loss_fn: Optional[Callable],
     argument_of: Dict[str, Value] = {}
     counters: List[str] = []
     state_updates: List[Tuple[int, str]] = []
+    # The inputs' names: the forward's own parameter names where it has
+    # them (``def forward(self, image, features)``), by position.
+    input_names = _forward_parameter_names(model, len(user_inputs) - 1)
     ordered: List[torch.fx.Node] = list(user_inputs)
     ordered += [n for n in placeholders if n not in user_inputs]
     for n in ordered:
@@ -236,7 +257,9 @@ def import_model(model: torch.nn.Module, loss_fn: Optional[Callable],
         group, decay = 0, None
         if n in user_inputs:
             kind = "labels" if n is user_inputs[-1] else "input"
-            name = n.name
+            position = user_inputs.index(n)
+            name = input_names[position] if kind == "input" and \
+                position < len(input_names) else n.name
             integer_mask = kind == "input" and _only_made_bool(n)
             if kind == "input" and (n.meta["val"].dtype == torch.bool or integer_mask):
                 # A mask (key_padding_mask, attn_mask; a tokenizer's integer
@@ -466,6 +489,7 @@ def _argument_text(index: int, a: Argument) -> str:
     elif a.kind in ("state", "frozen", "counter"):
         attrs = " {train.state, train.init = #train.init<zeros>}"
     # The model's name of a parameter or buffer: amp-run --init-from matches
-    # a state_dict's tensors by it.
-    name = f' loc("{a.name}")' if attrs else ""
+    # a state_dict's tensors by it; an input's (the forward's parameter
+    # name): amp-run --dataset=safetensors finds its tensor by it.
+    name = f' loc("{a.name}")' if attrs or a.kind == "input" else ""
     return f"    %a{index}: {tensor_type(a.shape, a.element)}{attrs}{name}"

@@ -52,5 +52,15 @@ echo "   metrics: $out/mlp-metrics.json"
 
 echo
 echo "== 6. a PyTorch model: amp.compile(model, loss, example_inputs, optimizer=...)"
-PYTHONPATH="$build/python" "$(bash "$root/scripts/setup.sh" --print-python)" \
-  "$root/examples/python/fashion_mnist.py" --epochs="${AMP_DEMO_EPOCHS:-1}"
+python="$(bash "$root/scripts/setup.sh" --print-python)"
+if [ "$build" = "$root/build" ]; then
+  # The package installed as users install it (pip install ., reusing build/).
+  echo "   pip install . (the amp package into $(dirname "$(dirname "$python")"))"
+  "$python" -m pip install -q "$root"
+  (cd "$out" && env -u PYTHONPATH "$python" "$root/examples/python/fashion_mnist.py" \
+    --epochs="${AMP_DEMO_EPOCHS:-1}")
+else
+  # Another build directory (AMP_BUILD_DIR): its package, uninstalled.
+  PYTHONPATH="$build/python" "$python" \
+    "$root/examples/python/fashion_mnist.py" --epochs="${AMP_DEMO_EPOCHS:-1}"
+fi

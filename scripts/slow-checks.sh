@@ -8,6 +8,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=$("$root/scripts/setup.sh" --print-python)
+# The package pip installs (scripts/check-pip-install.sh).
+bash "$root/scripts/check-pip-install.sh"
 cd "$root/test/Python"
 PYTHONPATH="$root/build/python:$root/test/Python" AMP_COMPILE="$root/build/bin/amp-compile" \
   exec "$python" -m pytest -q -s -p no:cacheprovider slow "$@"

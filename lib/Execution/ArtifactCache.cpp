@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/ArtifactCache.h"
+#include "amp/Execution/ArtifactCompiler.h"
 
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/StringExtras.h"
@@ -91,10 +92,8 @@ const std::string &buildId() {
     if (!found)
       hashFile(hash, "/proc/self/exe");
     // The runtime's link inputs (files, and flags such as -fopenmp).
-    for (llvm::StringRef list :
-         {llvm::StringRef(AMP_RUNTIME_CPU_ARCHIVES),
-          llvm::StringRef(AMP_RUNTIME_CUDA_ARCHIVES)})
-      for (llvm::StringRef input : inputs(list))
+    for (bool cuda : {false, true})
+      for (const std::string &input : getRuntimeLinkInputs(cuda))
         hashIdentity(hash, input);
     return hexDigest(hash);
   }();

@@ -65,6 +65,34 @@ using namespace amp;
 #define AMP_RUNTIME_CUDA_ARCHIVES ""
 #endif
 
+std::vector<std::string> amp::getRuntimeLinkInputs(bool cuda) {
+  llvm::SmallVector<llvm::StringRef> inputs;
+  llvm::StringRef(cuda ? AMP_RUNTIME_CUDA_ARCHIVES : AMP_RUNTIME_CPU_ARCHIVES)
+      .split(inputs, '|', -1, false);
+  // An installed tool: <package>/bin/amp-compile beside <package>/lib.
+  static const std::string installed = [] {
+    llvm::SmallString<256> dir(llvm::sys::fs::getMainExecutable(
+        nullptr, reinterpret_cast<void *>(&getRuntimeLinkInputs)));
+    llvm::sys::path::remove_filename(dir);
+    llvm::sys::path::append(dir, "..", "lib");
+    llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+    return dir.str().str();
+  }();
+  std::vector<std::string> result;
+  for (llvm::StringRef input : inputs) {
+    if (llvm::sys::path::is_absolute(input) && !llvm::sys::fs::exists(input)) {
+      llvm::SmallString<256> beside(installed);
+      llvm::sys::path::append(beside, llvm::sys::path::filename(input));
+      if (llvm::sys::fs::exists(beside)) {
+        result.push_back(beside.str().str());
+        continue;
+      }
+    }
+    result.push_back(input.str());
+  }
+  return result;
+}
+
 static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -582,11 +610,8 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   std::vector<std::string> arguments = {"-shared", "-o", linked.str().str()};
   for (const ModulePart &part : parts)
     arguments.push_back(part.object.str().str());
-  llvm::SmallVector<llvm::StringRef> inputs;
-  llvm::StringRef(cuda ? AMP_RUNTIME_CUDA_ARCHIVES : AMP_RUNTIME_CPU_ARCHIVES)
-      .split(inputs, '|', -1, false);
-  for (llvm::StringRef input : inputs)
-    arguments.push_back(input.str());
+  for (std::string &input : getRuntimeLinkInputs(cuda))
+    arguments.push_back(std::move(input));
   arguments.push_back("-Wl,-z,defs");
   arguments.push_back("-ldl");
   arguments.push_back("-lpthread");

@@ -243,16 +243,19 @@ class MemoryPlan(NamedTuple):
 
 
 def _amp_compile() -> str:
-    """The amp-compile of this build ($AMP_COMPILE, else build/bin, else PATH)."""
+    """The amp-compile of this amp: $AMP_COMPILE, else the package's own
+    (``amp/bin``: an installed amp), else the build tree's (``build/bin``
+    beside ``build/python/amp``), else PATH."""
     explicit = os.environ.get("AMP_COMPILE")
     if explicit:
         if not os.access(explicit, os.X_OK) or os.path.isdir(explicit):
             raise CompileError(f"AMP_COMPILE={explicit} is not an executable amp-compile")
         return explicit
     here = os.path.dirname(os.path.abspath(__file__))
-    candidate = os.path.normpath(os.path.join(here, "..", "..", "bin", "amp-compile"))
-    if os.path.exists(candidate):
-        return candidate
+    for candidate in (os.path.join(here, "bin", "amp-compile"),
+                      os.path.normpath(os.path.join(here, "..", "..", "bin", "amp-compile"))):
+        if os.path.exists(candidate):
+            return candidate
     found = shutil.which("amp-compile")
     if not found:
         raise CompileError("amp-compile not found: build amp (scripts/test.sh) "

@@ -144,6 +144,13 @@ private:
   std::chrono::steady_clock::time_point start, mark;
 };
 
+/// What amp-compile links into a CPU (or CUDA) artifact besides its code:
+/// the runtime's archives, libraries and flags. A file of the build tree
+/// that is not there (an installed amp: `pip install .`) is taken from the
+/// `lib` directory beside the tool's own `bin`, where the package keeps
+/// it.
+std::vector<std::string> getRuntimeLinkInputs(bool cuda);
+
 } // namespace amp
 
 #endif // AMP_EXECUTION_ARTIFACTCOMPILER_H

@@ -36,6 +36,10 @@ llvm_config.use_default_substitutions()
 # their own AMP_CACHE_DIR.
 config.environment["AMP_CACHE_DIR"] = os.path.join(config.amp_obj_root, "amp-cache")
 
+# The tools verify the IR after every pass in the tests (release tools verify
+# once: amp::shouldVerifyEachPass), so that a pass that breaks it is named.
+config.environment["AMP_VERIFY_EACH"] = "1"
+
 # FileCheck's --enable-var-scope everywhere (DESIGN.md conventions).
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 

@@ -383,7 +383,7 @@ llvm::Expected<MemoryPlan> amp::planCpuMemory(ModuleOp module,
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   prepareEntryPoints(*copy, {name});
   PassManager pm(module.getContext());
-  pm.enableVerifier(options.verifyEach);
+  pm.enableVerifier(shouldVerifyEachPass(options.verifyEach));
   buildCpuLowering(pm, options);
   if (failed(pm.run(*copy)))
     return error("lowering for cpu failed");
@@ -431,7 +431,7 @@ llvm::Error amp::compileArtifact(ModuleOp module, ArtifactManifest manifest,
   // The lowering's passes are tested one by one: the lowered module is
   // verified once (verifying after each pass was a third of the lowering
   // of a 1 000-layer MLP).
-  pm.enableVerifier(options.verifyEach);
+  pm.enableVerifier(shouldVerifyEachPass(options.verifyEach));
   if (cuda) {
     CudaLoweringOptions lowering;
     lowering.chip = options.chip;

@@ -197,7 +197,7 @@ CpuFunction::compile(ModuleOp module, StringRef name,
     setTargetLoweringOptions(lowering, options.cpu, options.memoryBudget,
                              options.recomputeGemms);
     buildCpuLoweringPipeline(pm, lowering);
-    pm.enableVerifier(options.verifyEach);
+    pm.enableVerifier(shouldVerifyEachPass(options.verifyEach));
     if (failed(pm.run(*copy)) || failed(verify(*copy)))
       return llvm::createStringError("lowering @" + name.str() +
                                      " for the CPU failed:\n" + diagnostics);

@@ -18,6 +18,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -183,6 +184,14 @@ void amp::buildCpuLoweringPipeline(OpPassManager &pm,
   if (failed(parsePassPipeline(getCpuLoweringPipeline(options), pm)))
     llvm::report_fatal_error("amp: the built-in amp-lower-cpu pipeline does "
                              "not parse; are the passes registered?");
+}
+
+bool amp::shouldVerifyEachPass(bool requested) {
+#ifndef NDEBUG
+  requested = true;
+#endif
+  const char *env = std::getenv("AMP_VERIFY_EACH");
+  return requested || (env && llvm::StringRef(env) == "1");
 }
 
 amp::train::LossScaleMode

@@ -34,7 +34,7 @@ amp::buildTrainingModule(OwningOpRef<ModuleOp> model,
   // pass (amp-opt's default, kept for testing the passes): on large models
   // the verifier costs more than the passes themselves.
   PassManager pm(model->getContext());
-  pm.enableVerifier(false);
+  pm.enableVerifier(shouldVerifyEachPass());
   buildAmpPipeline(pm, options);
   if (failed(pm.run(*model)))
     return err("amp-pipeline failed");

@@ -81,6 +81,14 @@ struct AmpPipelineOptions
       llvm::cl::init(false)};
 };
 
+/// Whether a tool's pass manager verifies the IR after every pass rather
+/// than once at the end: when `requested` (--verify-each), in a debug build
+/// (no NDEBUG), or when the environment sets AMP_VERIFY_EACH=1 (the lit and
+/// unit tests do, so that a pass that breaks the IR is named in them; the
+/// big-model tests and release tools verify once, the verifier costing more
+/// than the passes on large steps).
+bool shouldVerifyEachPass(bool requested = false);
+
 /// The loss-scaling mode `amp-pipeline` uses: `loss-scale` unless it is
 /// auto, otherwise the Apex/PyTorch default for the opt level and dtype.
 train::LossScaleMode resolveLossScaleMode(const AmpPipelineOptions &options);

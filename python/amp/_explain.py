@@ -39,6 +39,9 @@ class ExplainedNode:
     folded: bool = False
     """Computed once at import (it depends only on shapes, constants and
     unchanging buffers): a constant of the step where a step op uses it."""
+    blocking: str = ""
+    """Why amp cannot import the node ("" for one it imports): it blocks
+    compilation (the report's ``blocking`` lists it too)."""
 
 
 @dataclasses.dataclass
@@ -55,6 +58,17 @@ class Report:
     """The CPU step's memory plan (amp-plan-memory: the arena of its working
     memory, known before it runs), where the model compiles; the step is
     lowered to plan it, no code is generated."""
+
+    def compute_ops_by_precision(self) -> Dict[str, int]:
+        """The forward's train ops per precision, without the ops that only
+        move or make values (reshapes, slices, transposes, broadcasts,
+        concatenations, constants): what computes in each type."""
+        counts: Dict[str, int] = {}
+        for n in self.nodes:
+            for t in n.train_ops:
+                if t.op not in _MOVEMENT and t.precision != "-":
+                    counts[t.precision] = counts.get(t.precision, 0) + 1
+        return counts
 
     @property
     def compiles(self) -> bool:
@@ -73,7 +87,8 @@ class Report:
                 module += f" ({n.module_type})"
             ops = ", ".join(f"{t.op} {t.precision}" + (f" [{t.reason}]" if t.reason else "")
                             for t in n.train_ops) or (
-                "(computed at import: shapes, constants, unchanging buffers)" if n.folded
+                f"(blocks compilation: {n.blocking})" if n.blocking
+                else "(computed at import: shapes, constants, unchanging buffers)" if n.folded
                 else "(nothing: identity or kept in Python)")
             rows.append((where, module, n.op, ops))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -86,6 +101,11 @@ class Report:
         else:
             counts = ", ".join(f"{k}: {v}" for k, v in sorted(self.ops_by_precision.items()))
             out.append(f"ops by precision: {counts}")
+            compute = ", ".join(f"{k}: {v}" for k, v in
+                                sorted(self.compute_ops_by_precision().items()))
+            movement = sum(1 for n in self.nodes for t in n.train_ops if t.op in _MOVEMENT)
+            out.append(f"compute ops by precision: {compute or 'none'} (besides {movement} "
+                       "reshapes, slices, transposes, broadcasts and constants)")
             if self.activation_bytes:
                 out.append("activation memory: {:.0f} bytes at {} against {:.0f} in f32 "
                            "({:.0%} saved)".format(
@@ -95,6 +115,44 @@ class Report:
             if self.memory_plan is not None:
                 out.append(f"memory plan of the step: {self.memory_plan}")
         return "\n".join(out)
+
+
+# Train ops that move or make values rather than compute on them.
+_MOVEMENT = {"train.reshape", "train.slice", "train.transpose", "train.broadcast",
+             "train.concat", "train.constant"}
+
+
+def _categories() -> Dict[str, str]:
+    """Each train op's autocast category at O1 (amp-opt
+    --print-precision-table): "lower", "fp32", "promote", "follow", "-"."""
+    global _CATEGORY_CACHE
+    if _CATEGORY_CACHE is None:
+        run = subprocess.run([_amp_opt(), "--print-precision-table"], capture_output=True,
+                             text=True)
+        _CATEGORY_CACHE = {}
+        for line in run.stdout.splitlines():
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > 3 and cells[1].startswith("`train."):
+                _CATEGORY_CACHE[cells[1].strip("`")] = cells[2]
+    return _CATEGORY_CACHE
+
+
+_CATEGORY_CACHE: Optional[Dict[str, str]] = None
+
+
+def _static_precision(op: str, opt_level: str, dtype: str) -> TrainOp:
+    """An op's precision by its category alone, for a model that does not
+    compile (autocast never ran on it): at O0 f32; at O1 the lower and fp32
+    lists' types; an op that follows or promotes its inputs, and every op at
+    O2/O3, is decided only when the model compiles."""
+    if opt_level == "O0":
+        return TrainOp(op, "f32", "opt level")
+    category = _categories().get(op, "-") if opt_level == "O1" else "-"
+    if category == "lower":
+        return TrainOp(op, dtype, "lower list (by its category)")
+    if category == "fp32":
+        return TrainOp(op, "f32", "fp32 list (by its category)")
+    return TrainOp(op, "-", "decided when the model compiles")
 
 
 def _amp_opt() -> str:
@@ -206,10 +264,12 @@ def explain(model: torch.nn.Module, loss_fn: Optional[Callable],
             if queue and queue[0]["op"] == name:
                 entry = queue.pop(0)
                 ops.append(TrainOp(name, entry["precision"], entry["reason"]))
+            elif imported.problems:  # no autocast ran: the op's category says
+                ops.append(_static_precision(name, opt_level, dtype_name))
             else:
                 ops.append(TrainOp(name, "-", ""))
         nodes.append(ExplainedNode(n.op, n.module, n.module_type, n.file, n.line, ops,
-                                   n.folded))
+                                   n.folded, n.blocking))
     return Report(opt_level, dtype_name, nodes, blocking,
                   function.get("ops_by_precision", {}), function.get("activation_bytes", {}),
                   plan)

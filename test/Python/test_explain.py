@@ -96,3 +96,28 @@ def test_control_flow_is_a_blocking_capture():
     report = amp.explain(Branchy(), nn.CrossEntropyLoss(), batches(1)[0])
     assert not report.compiles and report.blocking[0].op == "<capture>"
     assert report.blocking[0].file.endswith("test_explain.py")
+
+
+def test_a_blocking_node_is_shown_as_blocking_and_the_rest_keep_precisions():
+    """The table marks the unsupported node as blocking (with why), not as an
+    identity, and still gives the other ops the precision their autocast
+    category decides; the op counts leave out reshapes and constants."""
+    report = amp.explain(WithLSTM(), nn.CrossEntropyLoss(), batches(1)[0])
+    lstm = next(n for n in report.nodes if n.op == "aten.lstm.input")
+    assert lstm.blocking and "no mapping" in lstm.blocking
+    text = str(report)
+    assert "(blocks compilation: no mapping to the train dialect)" in text
+    linear = next(n for n in report.nodes if n.op == "aten.linear.default")
+    matmul = next(t for t in linear.train_ops if t.op == "train.matmul")
+    assert matmul.precision == "f16" and "lower list" in matmul.reason
+    loss = next(n for n in report.nodes if n.op == "aten.cross_entropy_loss.default")
+    assert loss.train_ops[0].precision == "f32"
+    # A compiling model: compute ops apart from the reshapes and constants.
+    report = amp.explain(mlp(), nn.CrossEntropyLoss(), batches(1)[0])
+    compute = report.compute_ops_by_precision()
+    reshapes = sum(1 for n in report.nodes for t in n.train_ops if t.op == "train.reshape")
+    assert reshapes > 0
+    assert sum(compute.values()) == sum(report.ops_by_precision.values()) - reshapes
+    # The two matmuls and the relu in f16, the loss in f32.
+    assert compute == {"f16": 3, "f32": 1}, compute
+    assert "compute ops by precision: f16: 3, f32: 1" in str(report)

@@ -77,6 +77,7 @@ class ImportedNode:
     line: int
     train_ops: List[str]  # in emission order; empty for an identity
     folded: bool = False  # computed at import (shapes, constants, frozen buffers)
+    blocking: str = ""  # why amp cannot import it ("" for a node it imports)
 
 
 @dataclasses.dataclass

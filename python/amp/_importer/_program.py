@@ -378,6 +378,7 @@ def import_model(model: torch.nn.Module, loss_fn: Optional[Callable],
                 em.values[node.args[0]] = em.values[node]
         except _Unsupported as reason:
             del em.lines[first_line:]  # a failed node's partial ops (no text is made)
+            record.blocking = str(reason)
             problems.append(UnsupportedNode(
                 module, _module_type(node) or "", str(target), line, str(reason), path))
             # Keep going with a stand-in so every offending node is listed.

@@ -131,7 +131,14 @@ FunctionReport analyze(func::FuncOp func, bool autocastRan, bool o0) {
                               cast.getType().getNumElements()});
       return;
     }
-    if (!isa<PrecisionPolicyOpInterface>(op))
+    // The ops autocast decides, and the backward's own gradient ops
+    // (conv2d_grad_*, batch_norm_grad, relu_grad, ...), which compute in
+    // their forward op's type.
+    if (!isa<PrecisionPolicyOpInterface>(op) &&
+        !(isa<TrainDialect>(op->getDialect()) &&
+          amp::isBackwardLocation(op->getLoc()) &&
+          (firstFloatType(op->getResults()) ||
+           firstFloatType(op->getOperands()))))
       return;
     // The precision is the type the op computes in, as the IR states it: its
     // first float result's (a contraction's f16 result, f32 accumulator

@@ -85,7 +85,11 @@ const std::string &buildId() {
     // The compiler's libraries (every tool links the same ones: amp-run
     // and amp-compile share entries); an installed tool without them: its
     // own executable's content.
-    llvm::SmallVector<llvm::StringRef> libraries = inputs(AMP_COMPILER_ARCHIVES);
+    // An installed tool is its own executable: a build tree rebuilt since
+    // must not share its entries.
+    llvm::SmallVector<llvm::StringRef> libraries;
+    if (!isInstalledTool())
+      libraries = inputs(AMP_COMPILER_ARCHIVES);
     bool found = !libraries.empty();
     for (llvm::StringRef library : libraries)
       found &= hashIdentity(hash, library);

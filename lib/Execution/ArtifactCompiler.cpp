@@ -80,7 +80,9 @@ std::vector<std::string> amp::getRuntimeLinkInputs(bool cuda) {
   }();
   std::vector<std::string> result;
   for (llvm::StringRef input : inputs) {
-    if (llvm::sys::path::is_absolute(input) && !llvm::sys::fs::exists(input)) {
+    // The package's own copy first: an installed tool links the runtime it
+    // was installed with, not a build tree rebuilt since.
+    if (llvm::sys::path::is_absolute(input)) {
       llvm::SmallString<256> beside(installed);
       llvm::sys::path::append(beside, llvm::sys::path::filename(input));
       if (llvm::sys::fs::exists(beside)) {
@@ -91,6 +93,17 @@ std::vector<std::string> amp::getRuntimeLinkInputs(bool cuda) {
     result.push_back(input.str());
   }
   return result;
+}
+
+bool amp::isInstalledTool() {
+  static const bool installed = [] {
+    llvm::SmallString<256> archive(llvm::sys::fs::getMainExecutable(
+        nullptr, reinterpret_cast<void *>(&isInstalledTool)));
+    llvm::sys::path::remove_filename(archive);
+    llvm::sys::path::append(archive, "..", "lib", "libAMPRuntimeCPU.a");
+    return llvm::sys::fs::exists(archive);
+  }();
+  return installed;
 }
 
 static llvm::Error error(const llvm::Twine &message) {

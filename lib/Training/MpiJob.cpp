@@ -32,7 +32,8 @@ std::unique_ptr<Communicator> amp::joinMpiJob(std::string &error) {
   dirs.push_back(llvm::sys::path::parent_path(exe).str());
   std::vector<std::string> candidates;
   for (const std::string &dir : dirs)
-    for (llvm::StringRef sub : {"../lib", "../../lib", "."}) {
+    // (lib: an installed package, amp/_native*.so beside amp/lib.)
+    for (llvm::StringRef sub : {"../lib", "../../lib", "lib", "."}) {
       llvm::SmallString<256> path(dir);
       llvm::sys::path::append(path, sub, kPlugin);
       llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);

@@ -428,6 +428,10 @@ int TrainingRun::run() {
       }())
     return fail(std::move(e));
   llvm::scope_exit uninstall([&] {
+    // The step's buffers and the watchdog go before the communicator (NCCL
+    // on the GPU) stops.
+    watchdog.reset();
+    session.reset();
     if (config.communicator && compiled.setCommunicator)
       compiled.setCommunicator(nullptr);
   });
@@ -726,7 +730,8 @@ llvm::Error TrainingRun::compareFingerprints() {
      << config.warmupSteps << " " << config.dataset << " " << config.seed << " "
      << config.shuffle << " " << config.steps << " " << config.epochs << " "
      << config.trainExamples << " " << config.loadPath << " "
-     << config.initFromPath;
+     << config.initFromPath << " " << config.dataFile << " "
+     << config.valFraction;
   uint64_t mine = llvm::xxh3_64bits(text), rankZero = mine;
   std::string e = communicator->broadcast(&rankZero, sizeof(rankZero), 0);
   // Every rank learns whether any differs, so all stop together.
@@ -837,7 +842,8 @@ llvm::Error TrainingRun::runLoop() {
 
 /// Rank `rank`'s batch of step `s` and the step's learning rate, in the
 /// step's arguments.
-llvm::Error TrainingRun::setBatch(int64_t s, int64_t inEpoch) {
+llvm::Error TrainingRun::setBatch(int64_t s, int64_t inEpoch,
+                                  std::chrono::steady_clock::time_point &t0) {
   const StepAbi &abi = compiled.abi;
   llvm::ArrayRef<TensorSpec> specs = compiled.step->getArgumentSpecs();
   std::vector<float> x(batch * features);
@@ -858,6 +864,8 @@ llvm::Error TrainingRun::setBatch(int64_t s, int64_t inEpoch) {
   if (llvm::is_contained(config.injectNonfinite, s) &&
       (config.injectRank < 0 || config.injectRank == rank))
     x[0] = std::nanf("");
+  // The step's time starts here: setting its arguments, not assembling them.
+  t0 = std::chrono::steady_clock::now();
   // The batch and learning rate, in argument order.
   llvm::Error setError =
       session->set(abi.input, inputTensor(specs[abi.input], x));
@@ -883,8 +891,8 @@ llvm::Error TrainingRun::runStep(int64_t s) {
   int64_t inEpoch = s % stepsPerEpoch;
   if (inEpoch == 0 && config.shuffle)
     std::shuffle(order.begin(), order.end(), shuffleRng);
-  auto t0 = std::chrono::steady_clock::now();
-  if (llvm::Error e = setBatch(s, inEpoch))
+  std::chrono::steady_clock::time_point t0;
+  if (llvm::Error e = setBatch(s, inEpoch, t0))
     return e;
   std::optional<ScopedDeadline> deadline;
   if (deadlines) {

@@ -248,9 +248,11 @@ def _amp_compile() -> str:
     beside ``build/python/amp``), else PATH."""
     explicit = os.environ.get("AMP_COMPILE")
     if explicit:
-        if not os.access(explicit, os.X_OK) or os.path.isdir(explicit):
+        # A path, or a name on PATH.
+        found = explicit if os.sep in explicit else shutil.which(explicit)
+        if not found or not os.access(found, os.X_OK) or os.path.isdir(found):
             raise CompileError(f"AMP_COMPILE={explicit} is not an executable amp-compile")
-        return explicit
+        return found
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (os.path.join(here, "bin", "amp-compile"),
                       os.path.normpath(os.path.join(here, "..", "..", "bin", "amp-compile"))):

@@ -126,15 +126,21 @@ def _categories() -> Dict[str, str]:
     """Each train op's autocast category at O1 (amp-opt
     --print-precision-table): "lower", "fp32", "promote", "follow", "-"."""
     global _CATEGORY_CACHE
-    if _CATEGORY_CACHE is None:
+    if _CATEGORY_CACHE is not None:
+        return _CATEGORY_CACHE
+    try:
         run = subprocess.run([_amp_opt(), "--print-precision-table"], capture_output=True,
                              text=True)
-        _CATEGORY_CACHE = {}
-        for line in run.stdout.splitlines():
-            cells = [c.strip() for c in line.split("|")]
-            if len(cells) > 3 and cells[1].startswith("`train."):
-                _CATEGORY_CACHE[cells[1].strip("`")] = cells[2]
-    return _CATEGORY_CACHE
+    except (CompileError, OSError):
+        return {}  # no tools: the precisions stay "-" (explain never raises)
+    categories = {}
+    for line in run.stdout.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3 and cells[1].startswith("`train."):
+            categories[cells[1].strip("`")] = cells[2]
+    if run.returncode == 0 and categories:
+        _CATEGORY_CACHE = categories
+    return categories
 
 
 _CATEGORY_CACHE: Optional[Dict[str, str]] = None

@@ -137,8 +137,11 @@ int main(int argc, char **argv) {
                        (!communicator || communicator->rank() == 0));
   ToolContext tool;
   tool.getContext().printOpOnDiagnostic(getPrintOpOnError());
-  if (llvm::Error e = tool.recordDiagnostics(getDiagnosticsFile()))
-    return finish(fail(llvm::toString(std::move(e))));
+  // The diagnostics file, as the metrics: rank 0's alone (every rank
+  // compiles the same step).
+  if (!communicator || communicator->rank() == 0)
+    if (llvm::Error e = tool.recordDiagnostics(getDiagnosticsFile()))
+      return finish(fail(llvm::toString(std::move(e))));
   auto model = parseModelFile(tool.getContext(), tool.getSourceMgr(),
                               modelPath);
   if (!model)

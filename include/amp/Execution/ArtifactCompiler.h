@@ -151,6 +151,10 @@ private:
 /// it.
 std::vector<std::string> getRuntimeLinkInputs(bool cuda);
 
+/// Whether the running tool is an installed one (its package's `lib`, beside
+/// its `bin`, holds the runtime archives), not the build tree's.
+bool isInstalledTool();
+
 } // namespace amp
 
 #endif // AMP_EXECUTION_ARTIFACTCOMPILER_H

@@ -21,6 +21,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -125,7 +126,8 @@ private:
   void printBanner() const;
   llvm::Error runLoop();
   llvm::Error runStep(int64_t s);
-  llvm::Error setBatch(int64_t s, int64_t inEpoch);
+  llvm::Error setBatch(int64_t s, int64_t inEpoch,
+                       std::chrono::steady_clock::time_point &t0);
   llvm::Error reportStep(const StepOutcome &outcome, bool collapsed);
   llvm::Error endEpoch(int64_t s, int64_t inEpoch);
   llvm::Expected<Score> evaluate();

@@ -283,25 +283,30 @@ llvm::Expected<SplitDataset> amp::loadSafetensorsDataset(
   std::vector<int32_t> allLabels(labelData,
                                  labelData + labels->getNumElements());
   SplitDataset result;
+  int64_t trainCount = count - validation;
   for (Dataset *d : {&result.train, &result.validation}) {
     bool train = d == &result.train;
-    int64_t first = train ? 0 : count - validation;
-    int64_t n = train ? count - validation : validation;
-    d->count = n;
+    int64_t first = train ? 0 : trainCount;
+    d->count = train ? trainCount : validation;
     d->targets = targets;
     d->labels.assign(allLabels.begin() + first * targets,
-                     allLabels.begin() + (first + n) * targets);
-    for (auto [k, t] : llvm::enumerate(inputs)) {
-      std::vector<float> values = t->toFloats();
-      std::vector<float> split(values.begin() + first * features[k],
-                               values.begin() + (first + n) * features[k]);
-      if (k == 0) {
-        d->features = features[k];
-        d->images = std::move(split);
-      } else {
+                     allLabels.begin() + (first + d->count) * targets);
+  }
+  // Each input widened once, then split at the first held-out example.
+  for (auto [k, t] : llvm::enumerate(inputs)) {
+    std::vector<float> values = t->toFloats();
+    auto tail = values.begin() + trainCount * features[k];
+    std::vector<float> held(tail, values.end());
+    values.erase(tail, values.end());
+    if (k == 0) {
+      result.train.features = result.validation.features = features[k];
+      result.train.images = std::move(values);
+      result.validation.images = std::move(held);
+    } else {
+      for (Dataset *d : {&result.train, &result.validation})
         d->moreFeatures.push_back(features[k]);
-        d->moreInputs.push_back(std::move(split));
-      }
+      result.train.moreInputs.push_back(std::move(values));
+      result.validation.moreInputs.push_back(std::move(held));
     }
   }
   return result;

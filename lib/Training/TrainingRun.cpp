@@ -65,6 +65,11 @@ constexpr double kWatchdogBackstopSeconds = 8.0;
 /// check-numerics reports printed per run (all of them are in the metrics).
 constexpr int64_t kPrintedNumericsReports = 10;
 
+/// The checkpoint metadata a --load checks against the run (--save writes
+/// them).
+constexpr const char *kConfigKeys[] = {"opt_level", "dtype", "optimizer",
+                                       "dataset", "seed"};
+
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -361,10 +366,6 @@ public:
     checkpoint.metadata["model"] = run.getConfig().model;
     return saveSafetensors(run.getConfig().savePath, checkpoint);
   }
-
-  /// The metadata a --load checks against the run.
-  static constexpr const char *kConfigKeys[] = {"opt_level", "dtype",
-                                                "optimizer", "dataset", "seed"};
 };
 
 } // namespace
@@ -631,8 +632,7 @@ llvm::Error TrainingRun::restoreFrom(llvm::StringRef path) {
   auto checkpoint = loadSafetensors(loadPath);
   if (!checkpoint)
     return checkpoint.takeError();
-  for (const char *key :
-       {"opt_level", "dtype", "optimizer", "dataset", "seed"}) {
+  for (const char *key : kConfigKeys) {
     auto it = checkpoint->metadata.find(key);
     if (it == checkpoint->metadata.end() || it->second != configValue(key))
       return error(

@@ -20,6 +20,7 @@ import torch
 
 from . import _importer
 from ._errors import CompileError, DeviceUnavailableError, _read_diagnostics
+from ._tools import _find_tool
 
 _LOG = logging.getLogger("amp")
 # amp-compile --time-phases' lines: "amp-compile: lowering: 16.28 s".
@@ -253,12 +254,7 @@ def _amp_compile() -> str:
         if not found or not os.access(found, os.X_OK) or os.path.isdir(found):
             raise CompileError(f"AMP_COMPILE={explicit} is not an executable amp-compile")
         return found
-    here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (os.path.join(here, "bin", "amp-compile"),
-                      os.path.normpath(os.path.join(here, "..", "..", "bin", "amp-compile"))):
-        if os.path.exists(candidate):
-            return candidate
-    found = shutil.which("amp-compile")
+    found = _find_tool("amp-compile") or shutil.which("amp-compile")
     if not found:
         raise CompileError("amp-compile not found: build amp (scripts/test.sh) "
                            "or set AMP_COMPILE")

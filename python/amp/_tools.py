@@ -6,20 +6,29 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import NoReturn, Optional
 
 
-def _tool(name: str) -> str:
+def _find_tool(name: str) -> Optional[str]:
     """The path of tool ``name``: the package's own (an installed amp), else
-    the build tree's ``bin`` beside ``build/python/amp``."""
+    the build tree's ``bin`` beside ``build/python/amp``; None if neither."""
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (os.path.join(here, "bin", name),
                       os.path.normpath(os.path.join(here, "..", "..", "bin", name))):
         if os.access(candidate, os.X_OK):
             return candidate
-    sys.stderr.write(f"{name}: not found in the amp package ({here}/bin): reinstall amp "
-                     "(pip install .)\n")
-    sys.exit(127)
+    return None
+
+
+def _tool(name: str) -> str:
+    """``_find_tool``, or exit 127 saying where it looked."""
+    found = _find_tool(name)
+    if found is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.stderr.write(f"{name}: not found in the amp package ({here}/bin): reinstall amp "
+                         "(pip install .)\n")
+        sys.exit(127)
+    return found
 
 
 def _run(name: str) -> NoReturn:

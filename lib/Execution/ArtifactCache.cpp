@@ -7,7 +7,9 @@
 #include "amp/Execution/ArtifactCache.h"
 #include "amp/Execution/ArtifactCompiler.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Chrono.h"
@@ -262,8 +264,25 @@ std::string ArtifactCache::computeKey(ModuleOp model,
   llvm::raw_string_ostream os(text);
   model->print(os, OpPrintingFlags().enableDebugInfo(withLocations));
   hash.update(text);
-  // The names argument locations give (a state_dict's keys) do not enter
-  // the code either: the artifact's manifest does not hold them.
+  // The names argument locations give to parameters and state (a
+  // state_dict's keys) do not enter the code either. The data arguments'
+  // (the leading ones without attributes) do: the manifest's input_names
+  // hold them, which --dataset=safetensors reads a data file by.
+  if (!withLocations)
+    model.walk([&](mlir::FunctionOpInterface func) {
+      if (func.isExternal())
+        return;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        mlir::DictionaryAttr attrs = func.getArgAttrDict(i);
+        auto named =
+            mlir::dyn_cast<mlir::NameLoc>(func.getArgument(i).getLoc());
+        if ((attrs && !attrs.empty()) || !named)
+          continue;
+        hash.update("input-name " + std::to_string(i) + " " +
+                    named.getName().str());
+        hash.update(llvm::StringRef("\0", 1));
+      }
+    });
   return hexDigest(hash);
 }
 

@@ -43,6 +43,9 @@ amp::initialValues(const InitSpec &init, int64_t count, std::mt19937_64 &rng) {
                                    " needs positive fans, has fan_in " +
                                    std::to_string(init.fanIn) + ", fan_out " +
                                    std::to_string(init.fanOut));
+  if (init.kind == "seed")
+    return llvm::createStringError(
+        "initializer seed starts an i32 counter, not a float tensor");
   if (init.kind == "zeros")
     return values;
   if (init.kind == "ones")
@@ -66,4 +69,19 @@ amp::initialValues(const InitSpec &init, int64_t count, std::mt19937_64 &rng) {
   else
     return llvm::createStringError("unknown initializer '" + init.kind + "'");
   return values;
+}
+
+llvm::Expected<std::vector<int32_t>>
+amp::initialInts(const InitSpec &init, int64_t count, std::mt19937_64 &rng) {
+  if (init.kind == "seed") {
+    std::uniform_int_distribution<int32_t> start(0, INT32_MAX);
+    std::vector<int32_t> values(count);
+    for (int32_t &v : values)
+      v = start(rng);
+    return values;
+  }
+  auto floats = initialValues(init, count, rng);
+  if (!floats)
+    return floats.takeError();
+  return std::vector<int32_t>(floats->begin(), floats->end());
 }

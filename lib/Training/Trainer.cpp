@@ -99,15 +99,18 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
     if (i >= specs.size())
       return err("initializer for argument #" + llvm::Twine(i) +
                  " of a step with " + llvm::Twine(specs.size()));
+    if (specs[i].kind == ElementKind::I32) { // a counter (train.increment)
+      auto ints = initialInts(init, specs[i].getNumElements(), rng);
+      if (!ints)
+        return err("argument #" + llvm::Twine(i) + ": " +
+                   llvm::toString(ints.takeError()));
+      args[i] = HostTensor::fromInts(specs[i].shape, *ints);
+      continue;
+    }
     auto values = initialValues(init, specs[i].getNumElements(), rng);
     if (!values)
       return err("argument #" + llvm::Twine(i) + ": " +
                  llvm::toString(values.takeError()));
-    if (specs[i].kind == ElementKind::I32) { // a counter (train.increment)
-      std::vector<int32_t> ints(values->begin(), values->end());
-      args[i] = HostTensor::fromInts(specs[i].shape, ints);
-      continue;
-    }
     args[i] = HostTensor::fromFloats(specs[i].kind, specs[i].shape, *values);
     if (specs[i].kind != ElementKind::F32 &&
         llvm::is_contained(abi.params, i)) {

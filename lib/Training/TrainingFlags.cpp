@@ -69,7 +69,7 @@ cl::opt<int64_t>
           cl::desc("Train this many steps instead (-1: epochs) (default: -1)"),
           cl::init(-1), cl::cat(trainingCategory));
 cl::opt<uint64_t>
-    seed("seed", cl::desc("Seed of initialisation and shuffling (default: 0)"),
+    seed("seed", cl::desc("Seed of initialisation, shuffling and dropout masks (default: 0)"),
          cl::init(0), cl::cat(trainingCategory));
 cl::opt<bool>
     shuffle("shuffle",

@@ -388,6 +388,13 @@ class Step:
         """The imported train-dialect module (the input of amp-compile)."""
         self.cache_hit: bool = cache_hit
         """Whether the compile cache held the step (nothing was compiled)."""
+        # Dropout masks follow PyTorch's default generator (torch.manual_seed)
+        # as PyTorch's own do: their step counter starts at a number drawn
+        # from it (amp-run draws it from --seed).
+        for index, argument in enumerate(imported.arguments):
+            if argument.kind == "counter":
+                start = torch.randint(0, 2**31 - 1, (), dtype=torch.int32)
+                self._native.set(index, _to_numpy(start, "i32"))
         self.load_from(model)
 
     @property

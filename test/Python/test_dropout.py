@@ -81,13 +81,39 @@ def test_resumed_dropout_run_is_bit_identical():
     model = DropoutMLP()
     first = compiled(copy.deepcopy(model))
     data = batches(3, batch=1)
+    start = first.state_dict()["amp.dropout_step"].item()
     first(*data[0])
     saved = first.state_dict()
-    assert saved["amp.dropout_step"].item() == 1
+    assert saved["amp.dropout_step"].item() == start + 1
     uninterrupted = [first(*b).loss for b in data[1:]]
     second = compiled(copy.deepcopy(model))
     second.load_state_dict(saved)
     assert [second(*b).loss for b in data[1:]] == uninterrupted
+
+
+def test_dropout_masks_follow_torch_manual_seed():
+    # The same model and data each time: only the seed set before
+    # amp.compile changes, and with it the masks (so the losses).
+    torch.manual_seed(0)
+    model = DropoutMLP()
+    data = batches(3, batch=1)
+
+    def losses(seed):
+        torch.manual_seed(seed)
+        step = compiled(copy.deepcopy(model))
+        return [step(*b).loss for b in data]
+
+    first = losses(1)
+    assert losses(1) == first
+    second = losses(2)
+    assert all(a != b for a, b in zip(first, second)), (first, second)
+    # The masks' counter is drawn from PyTorch's default generator, as
+    # PyTorch's own dropout draws from it: a second step made under the
+    # same seed continues the stream rather than repeating its masks.
+    torch.manual_seed(1)
+    compiled(copy.deepcopy(model))
+    step = compiled(copy.deepcopy(model))
+    assert [step(*b).loss for b in data] != first
 
 
 def test_evaluation_has_no_dropout():

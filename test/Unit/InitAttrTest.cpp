@@ -46,7 +46,7 @@ protected:
 TEST_F(InitAttrTest, ParsesEveryKind) {
   for (const char *kind :
        {"zeros", "ones", "fan_in_uniform", "kaiming_uniform", "kaiming_normal",
-        "xavier_uniform", "xavier_normal"}) {
+        "xavier_uniform", "xavier_normal", "seed"}) {
     auto attr = dyn_cast_or_null<InitAttr>(
         parse(std::string("#train.init<") + kind + ">"));
     ASSERT_TRUE(attr) << kind << ": " << diagnostics;

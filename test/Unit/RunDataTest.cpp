@@ -92,6 +92,36 @@ TEST_F(Initializers, ConstantsAndSeeds) {
   EXPECT_NE(*va, *vo);
 }
 
+TEST_F(Initializers, SeedStartsACounter) {
+  // #train.init<seed> draws a counter's start in [0, 2^31) from the run's
+  // rng: the same seed the same start, another seed another; float tensors
+  // are refused.
+  auto resolved = resolveInit(init("#train.init<seed>"), {});
+  ASSERT_TRUE(bool(resolved)) << llvm::toString(resolved.takeError());
+  std::mt19937_64 a(7), b(7), other(8);
+  auto va = initialInts(*resolved, 1, a), vb = initialInts(*resolved, 1, b),
+       vo = initialInts(*resolved, 1, other);
+  ASSERT_TRUE(va && vb && vo);
+  EXPECT_EQ(*va, *vb);
+  EXPECT_NE(*va, *vo);
+  std::mt19937_64 rng(9);
+  auto many = initialInts(*resolved, 1000, rng);
+  ASSERT_TRUE(bool(many));
+  int64_t high = 0; // starts in the upper half: about 500 of 1000
+  for (int32_t v : *many) {
+    ASSERT_GE(v, 0);
+    high += v >= (1 << 30);
+  }
+  EXPECT_NEAR(double(high), 500.0, 80.0);
+  auto zeros = initialInts(*resolveInit(init("#train.init<zeros>"), {2}), 2, rng);
+  ASSERT_TRUE(bool(zeros));
+  EXPECT_EQ(*zeros, std::vector<int32_t>(2, 0));
+  auto floats = initialValues(init("#train.init<seed>"), {}, rng);
+  ASSERT_FALSE(bool(floats));
+  EXPECT_NE(llvm::toString(floats.takeError()).find("i32 counter"),
+            std::string::npos);
+}
+
 TEST_F(Initializers, MissingFanIsAnError) {
   std::mt19937_64 rng(4);
   auto values = initialValues(init("#train.init<fan_in_uniform>"), {10}, rng);

@@ -35,6 +35,11 @@ llvm::Expected<InitSpec> resolveInit(train::InitAttr init,
 llvm::Expected<std::vector<float>>
 initialValues(const InitSpec &init, int64_t count, std::mt19937_64 &rng);
 
+/// `count` i32 values (a counter's start): `seed` draws each uniformly from
+/// [0, 2^31) with `rng`, the other kinds are `initialValues` truncated.
+llvm::Expected<std::vector<int32_t>>
+initialInts(const InitSpec &init, int64_t count, std::mt19937_64 &rng);
+
 /// `resolveInit`, then `initialValues` for every element of `shape`.
 llvm::Expected<std::vector<float>> initialValues(train::InitAttr init,
                                                  llvm::ArrayRef<int64_t> shape,

@@ -487,8 +487,10 @@ def _argument_text(index: int, a: Argument) -> str:
         if a.weight_decay is not None:
             extra += f", train.weight_decay = {float_literal(a.weight_decay)} : f64"
         attrs = f" {{train.param, train.init = #train.init<zeros>{extra}}}"
-    elif a.kind in ("state", "frozen", "counter"):
+    elif a.kind in ("state", "frozen"):
         attrs = " {train.state, train.init = #train.init<zeros>}"
+    elif a.kind == "counter":  # dropout's: starts where the run's seed says
+        attrs = " {train.state, train.init = #train.init<seed>}"
     # The model's name of a parameter or buffer: amp-run --init-from matches
     # a state_dict's tensors by it; an input's (the forward's parameter
     # name): amp-run --dataset=safetensors finds its tensor by it.

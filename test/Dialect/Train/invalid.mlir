@@ -824,7 +824,7 @@ func.func @unknown_arg_attr(%w: tensor<4xf32> {train.weight}) {
 
 // -----
 
-// expected-error @+1 {{unknown initializer 'he_uniform'; expected one of zeros, ones, constant, normal, uniform, fan_in_uniform, kaiming_uniform, kaiming_normal, xavier_uniform, xavier_normal}}
+// expected-error @+1 {{unknown initializer 'he_uniform'; expected one of zeros, ones, constant, normal, uniform, fan_in_uniform, kaiming_uniform, kaiming_normal, xavier_uniform, xavier_normal, seed}}
 func.func @init_unknown(%w: tensor<4x4xf32> {train.param, train.init = #train.init<he_uniform>}) {
   return
 }
@@ -854,6 +854,13 @@ func.func @init_fan_out_kaiming(%w: tensor<4x4xf32> {train.param, train.init = #
 
 // expected-error @+1 {{#train.init fans must be positive, got fan_in = -3, fan_out = 0}}
 func.func @init_negative_fan(%w: tensor<4xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = -3)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#train.init<seed> starts an i32 counter (the step counter dropout masks are keyed by), not argument #0 of type 'tensor<4x4xf32>'}}
+func.func @init_seed_on_float(%w: tensor<4x4xf32> {train.param, train.init = #train.init<seed>}) {
   return
 }
 

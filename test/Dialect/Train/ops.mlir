@@ -270,13 +270,15 @@ func.func @casts(%w: tensor<784x256xf32>) -> (tensor<784x256xf16>, tensor<784x25
 // CHECK-SAME: {train.param}
 // CHECK-SAME: {train.init = #train.init<ones>, train.state}
 // CHECK-SAME: {train.init = #train.init<fan_in_uniform>, train.param}
+// CHECK-SAME: {train.init = #train.init<seed>, train.state}
 func.func @params(%w: tensor<784x256xf32> {train.param, train.init = #train.init<kaiming_uniform>},
                   %b: tensor<256xf32> {train.param, train.init = #train.init<kaiming_uniform(fan_in = 784)>},
                   %e: tensor<100x16xf32> {train.param, train.init = #train.init<normal(0.02)>},
                   %v: tensor<3xf32> {train.param, train.init = #train.init<xavier_uniform(fan_in = 4, fan_out = 8)>},
                   %u: tensor<3xf16> {train.param},
                   %rv: tensor<3xf32> {train.state, train.init = #train.init<ones>},
-                  %lw: tensor<4x2xf32> {train.param, train.init = #train.init<fan_in_uniform>}) {
+                  %lw: tensor<4x2xf32> {train.param, train.init = #train.init<fan_in_uniform>},
+                  %count: tensor<i32> {train.state, train.init = #train.init<seed>}) {
   return
 }
 

@@ -95,7 +95,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
         << "unknown initializer '" << keyword
         << "'; expected one of zeros, ones, constant, normal, uniform, "
            "fan_in_uniform, kaiming_uniform, kaiming_normal, xavier_uniform, "
-           "xavier_normal";
+           "xavier_normal, seed";
     return {};
   }
   double value = 0.0;

@@ -279,6 +279,12 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                << "' (only parameters and state are "
                   "initialized)";
     }
+    if (init.getKind() == InitKind::seed && shapedType &&
+        !shapedType.getElementType().isSignlessInteger(32))
+      return emitError(loc)
+             << "#train.init<seed> starts an i32 counter (the step counter "
+                "dropout masks are keyed by), not argument #"
+             << argIndex << " of type " << argType;
     if (shapedType && shapedType.hasRank() && shapedType.hasStaticShape() &&
         failed(computeFans(init, shapedType.getShape(),
                            [&] { return emitError(loc); })))

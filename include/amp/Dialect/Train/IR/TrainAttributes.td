@@ -25,6 +25,7 @@ def Train_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"xavier_uniform", 7>,
     I32EnumAttrCase<"xavier_normal", 8>,
     I32EnumAttrCase<"fan_in_uniform", 9>,
+    I32EnumAttrCase<"seed", 10>,
   ]> {
   let cppNamespace = "::amp::train";
   let genSpecializedAttr = 0;
@@ -96,12 +97,19 @@ def Train_InitAttr : AttrDef<Train_Dialect, "Init"> {
     #train.init<xavier_uniform>             // U(-b, b), b = sqrt(6/(fan_in+fan_out))
     #train.init<xavier_normal>              // N(0, 2/(fan_in+fan_out))
     #train.init<fan_in_uniform(fan_in = 784)>   // explicit fan, e.g. for a bias
+    #train.init<seed>                       // an integer counter's start, drawn from the run's seed
     ```
 
     Fans come from the parameter's shape: a rank-2 matmul weight `[in, out]`
     has fan_in = in, fan_out = out; a rank-4 conv filter `[F, C, KH, KW]` has
     fan_in = C*KH*KW and fan_out = F*KH*KW. Other ranks (biases, norm scales)
     must give `fan_in` (and `fan_out` for xavier) explicitly.
+
+    `seed` is for an integer counter only (the step counter that
+    `train.dropout` masks are keyed by, `amp.dropout_step` of an imported
+    model): it starts at a number in [0, 2^31) drawn from the run's seed
+    (`amp-run --seed`; in Python, PyTorch's default generator, so
+    `torch.manual_seed` decides it), so that dropout masks follow the seed.
   }];
   let parameters = (ins
     "InitKind":$kind,

@@ -68,9 +68,11 @@ cl::opt<int64_t>
     steps("steps",
           cl::desc("Train this many steps instead (-1: epochs) (default: -1)"),
           cl::init(-1), cl::cat(trainingCategory));
-cl::opt<uint64_t>
-    seed("seed", cl::desc("Seed of initialisation, shuffling and dropout masks (default: 0)"),
-         cl::init(0), cl::cat(trainingCategory));
+cl::opt<uint64_t> seed(
+    "seed",
+    cl::desc(
+        "Seed of initialisation, shuffling and dropout masks (default: 0)"),
+    cl::init(0), cl::cat(trainingCategory));
 cl::opt<bool>
     shuffle("shuffle",
             cl::desc("Shuffle the batches each epoch (default: true)"),

@@ -113,7 +113,8 @@ TEST_F(Initializers, SeedStartsACounter) {
     high += v >= (1 << 30);
   }
   EXPECT_NEAR(double(high), 500.0, 80.0);
-  auto zeros = initialInts(*resolveInit(init("#train.init<zeros>"), {2}), 2, rng);
+  auto zeros =
+      initialInts(*resolveInit(init("#train.init<zeros>"), {2}), 2, rng);
   ASSERT_TRUE(bool(zeros));
   EXPECT_EQ(*zeros, std::vector<int32_t>(2, 0));
   auto floats = initialValues(init("#train.init<seed>"), {}, rng);

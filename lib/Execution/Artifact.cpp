@@ -93,6 +93,10 @@ std::string amp::serializeManifest(const ArtifactManifest &manifest) {
                        {"input_names", json::Array(abi.inputNames)}};
   if (abi.lr)
     abiJson["lr"] = *abi.lr;
+  json::Object evalLoss{{"label_smoothing", abi.evalLoss.labelSmoothing}};
+  if (abi.evalLoss.ignoreIndex)
+    evalLoss["ignore_index"] = *abi.evalLoss.ignoreIndex;
+  abiJson["eval_loss"] = std::move(evalLoss);
   if (!abi.numerics.empty()) {
     json::Array sites;
     for (const NumericsSite &site : abi.numerics) {
@@ -349,6 +353,21 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
       }
       m.abi.inputNames.push_back(name->str());
     }
+  }
+  // The cross-entropy's options evaluation scores by; absent in older
+  // artifacts (plain cross-entropy).
+  if (const json::Object *evalLoss = ok ? abi->getObject("eval_loss") : nullptr) {
+    if (const json::Value *ignore = evalLoss->get("ignore_index")) {
+      if (std::optional<int64_t> value = ignore->getAsInteger())
+        m.abi.evalLoss.ignoreIndex = *value;
+      else
+        ok = r.fail("'eval_loss' has a malformed 'ignore_index'");
+    }
+    std::optional<double> smoothing = evalLoss->getNumber("label_smoothing");
+    if (ok && (!smoothing || !(*smoothing >= 0.0 && *smoothing <= 1.0)))
+      ok = r.fail("'eval_loss' has a malformed 'label_smoothing'");
+    else if (ok)
+      m.abi.evalLoss.labelSmoothing = *smoothing;
   }
   // check-numerics' site table; absent without it (and in older
   // artifacts).

@@ -64,6 +64,23 @@ static SmallVector<Operation *> lossOps(func::FuncOp func) {
   return losses;
 }
 
+StepAbi::EvalLoss amp::describeEvalLoss(func::FuncOp forward) {
+  StepAbi::EvalLoss loss;
+  SmallVector<Operation *> losses = lossOps(forward);
+  if (losses.size() != 1)
+    return loss;
+  auto describe = [&](auto op) {
+    if (IntegerAttr ignore = op.getIgnoreIndexAttr())
+      loss.ignoreIndex = ignore.getInt();
+    loss.labelSmoothing = op.getLabelSmoothing().convertToDouble();
+  };
+  if (auto ce = dyn_cast<train::CrossEntropyOp>(losses.front()))
+    describe(ce);
+  else if (auto lce = dyn_cast<train::LinearCrossEntropyOp>(losses.front()))
+    describe(lce);
+  return loss;
+}
+
 LogicalResult amp::addLogitsFunction(ModuleOp module, func::FuncOp forward) {
   // The model's outputs: the results marked train.output (the importer's),
   // or else the input of the one loss op (logits, predictions).

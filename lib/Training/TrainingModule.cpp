@@ -52,6 +52,7 @@ amp::buildTrainingModule(OwningOpRef<ModuleOp> model,
   if (!abi)
     return abi.takeError();
   result.abi = std::move(*abi);
+  result.abi.evalLoss = describeEvalLoss(forwards.front());
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto initAttr = step.getArgAttrOfType<train::InitAttr>(
         i, train::TrainDialect::kInitAttrName);

@@ -508,13 +508,19 @@ llvm::Error TrainingRun::prepareData() {
   if (llvm::Error e = loadData())
     return e;
   // A label the logits have no class for makes every loss NaN and every
-  // step "skipped": say so before the first step.
+  // step "skipped": say so before the first step. (Rows labelled with the
+  // cross-entropy's ignore_index count for nothing.)
+  std::optional<int64_t> ignore = compiled.abi.evalLoss.ignoreIndex;
   if (classes > 0) {
     for (const Dataset *d : {&trainSet, &testSet}) {
-      if (d->labels.empty())
-        continue;
-      auto [lo, hi] = std::minmax_element(d->labels.begin(), d->labels.end());
-      if (*lo < 0 || *hi >= classes)
+      std::optional<int32_t> lo, hi;
+      for (int32_t label : d->labels) {
+        if (ignore && label == *ignore)
+          continue;
+        lo = lo ? std::min(*lo, label) : label;
+        hi = hi ? std::max(*hi, label) : label;
+      }
+      if (lo && (*lo < 0 || *hi >= classes))
         return error("the model has " + llvm::Twine(classes) +
                      " classes (its logits are " +
                      llvm::Twine(logitSpecs[0].shape[0]) + "x" +
@@ -1040,11 +1046,15 @@ llvm::Error TrainingRun::endEpoch(int64_t s, int64_t inEpoch) {
 /// Evaluation over the whole test (validation) set, the last batch padded:
 /// the accuracy of the argmax and the mean cross-entropy of the labels, from
 /// the model's logits function (its inputs and labels in the step's
-/// argument order).
+/// argument order), scored as the model's cross-entropy scores: rows
+/// labelled its ignore_index count for nothing, its label smoothing mixes
+/// in the mean over the classes.
 llvm::Expected<TrainingRun::Score> TrainingRun::evaluate() {
   llvm::ArrayRef<TensorSpec> evalSpecs = compiled.logits->getArgumentSpecs();
   const StepAbi &abi = compiled.abi;
-  int64_t correct = 0;
+  std::optional<int64_t> ignore = abi.evalLoss.ignoreIndex;
+  double smoothing = abi.evalLoss.labelSmoothing;
+  int64_t correct = 0, scored = 0;
   double lossSum = 0;
   for (int64_t start = 0; start < testSet.count; start += batch) {
     int64_t n = std::min(batch, testSet.count - start);
@@ -1074,14 +1084,24 @@ llvm::Expected<TrainingRun::Score> TrainingRun::evaluate() {
       auto row = logits.begin() + r * width;
       auto top = std::max_element(row, row + width);
       int32_t label = testSet.labels[start * targets + r];
+      if (ignore && label == *ignore)
+        continue;
+      ++scored;
       correct += top - row == label;
-      double sum = 0;
-      for (int64_t c = 0; c < width; ++c)
+      double sum = 0, mean = 0;
+      for (int64_t c = 0; c < width; ++c) {
         sum += std::exp(double(row[c]) - double(*top));
-      lossSum += double(*top) + std::log(sum) - double(row[label]);
+        mean += double(row[c]) / double(width);
+      }
+      double logSumExp = double(*top) + std::log(sum);
+      // -log p[label], and with smoothing e: (1 - e) of it + e * mean_c
+      // -log p[c] (PyTorch's F.cross_entropy(label_smoothing=e)).
+      lossSum += (1.0 - smoothing) * (logSumExp - double(row[label])) +
+                 smoothing * (logSumExp - mean);
     }
   }
-  double rows = double(testSet.count * targets);
+  // Every row ignored: NaN, as the cross-entropy's mean.
+  double rows = double(scored);
   return Score{double(correct) / rows, lossSum / rows};
 }
 

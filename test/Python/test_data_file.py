@@ -102,3 +102,47 @@ def test_amp_run_and_amp_train_match_the_python_api_on_a_data_file(setup):
     by_train = command_line_accuracy(directory, "amp-train", str(artifact))
     assert abs(by_run - expected) <= 0.5, (by_run, expected)
     assert abs(by_train - expected) <= 0.5, (by_train, expected)
+
+
+def test_held_out_loss_is_the_models_cross_entropy(tmp_path):
+    """amp-run and amp-train score the held-out tail as the model's own
+    cross-entropy does: rows labelled its ignore_index (PyTorch's -100)
+    count for nothing, its label smoothing is in the loss. With no steps
+    the figures are the initial weights', which PyTorch scores the same way
+    (1e-5)."""
+    g = torch.Generator().manual_seed(5)
+    examples, held = 200, 50
+    x = torch.randn(examples, 6, generator=g)
+    labels = torch.randint(0, 4, (examples,), generator=g)
+    labels[torch.rand(examples, generator=g) < 0.3] = -100  # padding rows
+    torch.manual_seed(1)
+    model = nn.Linear(6, 4)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.2)
+    save_file({"input": x, "labels": labels.int()}, str(tmp_path / "data.safetensors"))
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+              str(tmp_path / "weights.safetensors"))
+    text = amp.to_mlir(model, loss_fn, (x[:25], labels[:25]))
+    assert "ignore_index -100 label_smoothing" in text
+    (tmp_path / "model.mlir").write_text(text)
+    with torch.no_grad():
+        logits = model(x[-held:])
+    tail = labels[-held:]
+    want_loss = float(torch.nn.functional.cross_entropy(logits.double(), tail,
+                                                        label_smoothing=0.2))
+    kept = tail != -100
+    want_accuracy = 100.0 * float((logits.argmax(1)[kept] == tail[kept]).float().mean())
+    artifact = tmp_path / "step.so"
+    compiled = subprocess.run([tool("amp-compile"), str(tmp_path / "model.mlir"), "-o",
+                               str(artifact), "--opt-level=O0"], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    for command in ([tool("amp-run"), str(tmp_path / "model.mlir"), "--opt-level=O0"],
+                    [tool("amp-train"), str(artifact)]):
+        metrics = tmp_path / "metrics.json"
+        run = subprocess.run(
+            [*command, "--dataset=safetensors", f"--data-file={tmp_path / 'data.safetensors'}",
+             "--val-fraction=0.25", f"--init-from={tmp_path / 'weights.safetensors'}",
+             "--steps=0", f"--metrics={metrics}"], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        got = json.loads(metrics.read_text())
+        assert abs(got["test_loss"] - want_loss) <= 1e-5 * want_loss, (command[0], got, want_loss)
+        assert abs(got["test_accuracy_percent"] - want_accuracy) <= 1e-6, (command[0], got)

@@ -94,6 +94,13 @@ struct StepAbi {
   /// With check-numerics: the site table, in program order (the step's
   /// last result holds the measured magnitudes); empty otherwise.
   std::vector<NumericsSite> numerics;
+  /// How evaluation scores the outputs against the labels as the model's
+  /// cross-entropy does: rows labelled `ignoreIndex` count for nothing,
+  /// `labelSmoothing` mixes in the mean over the classes.
+  struct EvalLoss {
+    std::optional<int64_t> ignoreIndex;
+    double labelSmoothing = 0.0;
+  } evalLoss;
 
   /// The step scales its loss: found_inf (and the rest) among its results.
   bool hasLossScaling() const {

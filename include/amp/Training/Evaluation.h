@@ -7,6 +7,8 @@
 #ifndef AMP_TRAINING_EVALUATION_H
 #define AMP_TRAINING_EVALUATION_H
 
+#include "amp/Execution/CompiledStep.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -32,6 +34,11 @@ void toInferenceBatchNorm(train::BatchNormOp bn);
 /// marks no outputs and has not exactly one loss op.
 mlir::LogicalResult addLogitsFunction(mlir::ModuleOp module,
                                       mlir::func::FuncOp forward);
+
+/// The options of `forward`'s cross-entropy (train.cross_entropy or
+/// train.linear_cross_entropy) that evaluation scores by: its ignore_index
+/// and label_smoothing; none for another loss or several.
+StepAbi::EvalLoss describeEvalLoss(mlir::func::FuncOp forward);
 
 } // namespace amp
 

@@ -356,7 +356,8 @@ llvm::Expected<ArtifactManifest> amp::parseManifest(llvm::StringRef text) {
   }
   // The cross-entropy's options evaluation scores by; absent in older
   // artifacts (plain cross-entropy).
-  if (const json::Object *evalLoss = ok ? abi->getObject("eval_loss") : nullptr) {
+  if (const json::Object *evalLoss =
+          ok ? abi->getObject("eval_loss") : nullptr) {
     if (const json::Value *ignore = evalLoss->get("ignore_index")) {
       if (std::optional<int64_t> value = ignore->getAsInteger())
         m.abi.evalLoss.ignoreIndex = *value;

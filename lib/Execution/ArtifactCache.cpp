@@ -264,24 +264,22 @@ std::string ArtifactCache::computeKey(ModuleOp model,
   llvm::raw_string_ostream os(text);
   model->print(os, OpPrintingFlags().enableDebugInfo(withLocations));
   hash.update(text);
-  // The names argument locations give to parameters and state (a
-  // state_dict's keys) do not enter the code either. The data arguments'
-  // (the leading ones without attributes) do: the manifest's input_names
-  // hold them, which --dataset=safetensors reads a data file by.
+  // The names argument locations give do not enter the code, but the
+  // manifest holds them: the inputs' (input_names, by which
+  // --dataset=safetensors reads a data file) and the parameters' and
+  // state's (a state_dict's keys, by which --init-from loads one). A hit
+  // must carry this module's.
   if (!withLocations)
     model.walk([&](mlir::FunctionOpInterface func) {
       if (func.isExternal())
         return;
-      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-        mlir::DictionaryAttr attrs = func.getArgAttrDict(i);
-        auto named =
-            mlir::dyn_cast<mlir::NameLoc>(func.getArgument(i).getLoc());
-        if ((attrs && !attrs.empty()) || !named)
-          continue;
-        hash.update("input-name " + std::to_string(i) + " " +
-                    named.getName().str());
-        hash.update(llvm::StringRef("\0", 1));
-      }
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (auto named =
+                mlir::dyn_cast<mlir::NameLoc>(func.getArgument(i).getLoc())) {
+          hash.update("argument-name " + std::to_string(i) + " " +
+                      named.getName().str());
+          hash.update(llvm::StringRef("\0", 1));
+        }
     });
   return hexDigest(hash);
 }

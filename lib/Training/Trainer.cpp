@@ -90,6 +90,9 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), m);
   };
   std::mt19937_64 rng(seed);
+  // Counters (#train.init<seed>) draw from a stream of their own, so that
+  // the parameters' values do not depend on where a counter sits.
+  std::mt19937_64 counterRng(seed ^ 0xd1b54a32d192ed03ULL);
   std::vector<HostTensor> args;
   for (const TensorSpec &spec : specs)
     args.emplace_back(spec.kind, spec.shape);
@@ -100,7 +103,8 @@ amp::initialArguments(const CompiledStep &compiled, uint64_t seed) {
       return err("initializer for argument #" + llvm::Twine(i) +
                  " of a step with " + llvm::Twine(specs.size()));
     if (specs[i].kind == ElementKind::I32) { // a counter (train.increment)
-      auto ints = initialInts(init, specs[i].getNumElements(), rng);
+      auto ints = initialInts(init, specs[i].getNumElements(),
+                              init.kind == "seed" ? counterRng : rng);
       if (!ints)
         return err("argument #" + llvm::Twine(i) + ": " +
                    llvm::toString(ints.takeError()));

@@ -260,7 +260,7 @@ public:
 
   void onEpoch(const TrainingRun &run, const EpochOutcome &epoch) override {
     llvm::json::Object entry{{"epoch", epoch.epoch},
-                             {"test_accuracy_percent", 100 * epoch.accuracy},
+                             {"test_accuracy_percent", jsonNumber(100 * epoch.accuracy)},
                              {"train_loss", jsonNumber(epoch.trainLoss)}};
     if (run.isTokenModel())
       entry["validation_loss"] = jsonNumber(epoch.testLoss);
@@ -293,7 +293,7 @@ public:
              {"shuffle", config.shuffle}}},
         {"steps", std::move(steps)},
         {"epochs", std::move(epochs)},
-        {"test_accuracy_percent", 100 * run.getAccuracy()},
+        {"test_accuracy_percent", jsonNumber(100 * run.getAccuracy())},
         {"test_loss", jsonNumber(run.getTestLoss())},
         {"skipped_steps", run.getSkippedSteps()},
         {"forward_nonfinite_steps", run.getForwardNonfiniteSteps()},
@@ -1053,7 +1053,9 @@ llvm::Expected<TrainingRun::Score> TrainingRun::evaluate() {
   llvm::ArrayRef<TensorSpec> evalSpecs = compiled.logits->getArgumentSpecs();
   const StepAbi &abi = compiled.abi;
   std::optional<int64_t> ignore = abi.evalLoss.ignoreIndex;
-  double smoothing = abi.evalLoss.labelSmoothing;
+  // A token model's validation loss is in nats per byte, against the
+  // unigram baseline: without the smoothing term.
+  double smoothing = tokens ? 0.0 : abi.evalLoss.labelSmoothing;
   int64_t correct = 0, scored = 0;
   double lossSum = 0;
   for (int64_t start = 0; start < testSet.count; start += batch) {

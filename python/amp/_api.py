@@ -393,7 +393,7 @@ class Step:
         # from it (amp-run draws it from --seed).
         for index, argument in enumerate(imported.arguments):
             if argument.kind == "counter":
-                start = torch.randint(0, 2**31 - 1, (), dtype=torch.int32)
+                start = torch.randint(0, 2**31, (), dtype=torch.int32)
                 self._native.set(index, _to_numpy(start, "i32"))
         self.load_from(model)
 

@@ -146,3 +146,15 @@ def test_held_out_loss_is_the_models_cross_entropy(tmp_path):
         got = json.loads(metrics.read_text())
         assert abs(got["test_loss"] - want_loss) <= 1e-5 * want_loss, (command[0], got, want_loss)
         assert abs(got["test_accuracy_percent"] - want_accuracy) <= 1e-6, (command[0], got)
+    # A held-out tail of padding alone scores nothing: null in the metrics
+    # (valid JSON), as PyTorch's mean over no rows is NaN.
+    labels[-held:] = -100
+    save_file({"input": x, "labels": labels.int()}, str(tmp_path / "data.safetensors"))
+    run = subprocess.run(
+        [tool("amp-train"), str(artifact), "--dataset=safetensors",
+         f"--data-file={tmp_path / 'data.safetensors'}", "--val-fraction=0.25",
+         f"--init-from={tmp_path / 'weights.safetensors'}", "--steps=0",
+         f"--metrics={metrics}"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(metrics.read_text())
+    assert got["test_loss"] is None and got["test_accuracy_percent"] is None, got

@@ -102,6 +102,22 @@ TEST(ArtifactManifest, RoundTrips) {
   EXPECT_EQ(parsed->inits[0].second.fanIn, 3);
   EXPECT_EQ(parsed->inits[0].second.fanOut, 2);
   EXPECT_EQ(parsed->inits[1].second.value, 0.25);
+  // Evaluation's cross-entropy options: none by default, and both kept.
+  EXPECT_FALSE(parsed->abi.evalLoss.ignoreIndex);
+  EXPECT_EQ(parsed->abi.evalLoss.labelSmoothing, 0.0);
+  ArtifactManifest scored = m;
+  scored.abi.evalLoss.ignoreIndex = -100;
+  scored.abi.evalLoss.labelSmoothing = 0.1;
+  auto reparsed = parseManifest(serializeManifest(scored));
+  ASSERT_TRUE(bool(reparsed)) << llvm::toString(reparsed.takeError());
+  EXPECT_EQ(reparsed->abi.evalLoss.ignoreIndex, std::optional<int64_t>(-100));
+  EXPECT_EQ(reparsed->abi.evalLoss.labelSmoothing, 0.1);
+  // An artifact from before the record scores plain cross-entropy.
+  auto older = parseManifest(edited([](auto &o) {
+    o.getObject("abi")->erase("eval_loss");
+  }));
+  ASSERT_TRUE(bool(older)) << llvm::toString(older.takeError());
+  EXPECT_FALSE(older->abi.evalLoss.ignoreIndex);
 }
 
 TEST(ArtifactManifest, RejectsMalformed) {
@@ -126,6 +142,16 @@ TEST(ArtifactManifest, RejectsMalformed) {
               "an argument index is out of range of @train_step's 5 arguments");
   expectError(edited([](auto &o) { (*o.getObject("abi"))["num_results"] = 3; }),
               "out of range");
+  expectError(edited([](auto &o) {
+                (*o.getObject("abi"))["eval_loss"] = llvm::json::Object{
+                    {"ignore_index", "x"}, {"label_smoothing", 0.0}};
+              }),
+              "'eval_loss' has a malformed 'ignore_index'");
+  expectError(edited([](auto &o) {
+                (*o.getObject("abi"))["eval_loss"] =
+                    llvm::json::Object{{"label_smoothing", 2.0}};
+              }),
+              "'eval_loss' has a malformed 'label_smoothing'");
   expectError(edited([](auto &o) {
                 o["inits"] = llvm::json::Array{llvm::json::Object{{"x", 1}}};
               }),

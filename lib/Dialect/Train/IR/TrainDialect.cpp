@@ -279,8 +279,8 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                << "' (only parameters and state are "
                   "initialized)";
     }
-    if (init.getKind() == InitKind::seed && shapedType &&
-        !shapedType.getElementType().isSignlessInteger(32))
+    if (init.getKind() == InitKind::seed &&
+        (!shapedType || !shapedType.getElementType().isSignlessInteger(32)))
       return emitError(loc)
              << "#train.init<seed> starts an i32 counter (the step counter "
                 "dropout masks are keyed by), not argument #"

@@ -18,6 +18,16 @@ its own.
         [--modes fused,decomposed,torch[,torch-compile,fused-budget0.5,fused-budget0.5-gemms]]
         [--model decoder|gpt2] [--vocab 512]
 
+`--gemm-time` runs each configuration with ONEDNN_VERBOSE=1 (exec profiling) and
+adds the time of the oneDNN GEMMs (matmul and inner-product primitives, the
+kernels both sides share) per timed step: those over the batch's 4096
+token rows (projections, MLP, head, their gradients) and the rest
+(amp's attention blocks; PyTorch's SDPA calls none), and the step time
+outside the first. The time of a call is its own wall time, so calls made
+by two threads at once (amp's attention, threaded over batch x heads) add
+up to more than the wall time they take; GEMMs elsewhere (f32 through
+OpenBLAS or MKL, PyTorch's SDPA micro-kernels) are not counted.
+
 A mode ending in `-unfused-head` passes lm_head="decomposed" (the [rows,
 vocabulary] logits kept whole, for comparison with the fused LM head);
 `--vocab 50257` is GPT-2's vocabulary, where the head dominates memory.
@@ -106,6 +116,33 @@ def reset_peak():
         f.write("5")
 
 
+def mark(what):
+    """A line between oneDNN's verbose lines (C stdio, flushed first)."""
+    if os.environ.get("ONEDNN_VERBOSE"):
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+        print(what, flush=True)
+
+
+def gemm_times(lines, rows):
+    """Per timed step: (ms of GEMMs over `rows` token rows, ms of the
+    rest) from oneDNN's profile_exec lines between the step marks."""
+    steps, timed = [], False
+    for line in lines:
+        if line == "@@step-begin":
+            steps.append([0.0, 0.0])
+            timed = True
+        elif line == "@@step-end":
+            timed = False
+        elif timed and line.startswith("onednn_verbose,"):
+            fields = line.split(",")
+            if "exec" not in fields[:5] or not ({"matmul", "inner_product"} & set(fields)):
+                continue
+            dims = fields[-2].replace(":", "x").split("x")
+            steps[-1][0 if str(rows) in dims else 1] += float(fields[-1])
+    return steps
+
+
 def child(mode, batch, seq, steps, threads, model_name="decoder"):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -120,7 +157,9 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
         if mode == "torch-compile":
             model = torch.compile(model)
         reset_peak()
-        for tokens, labels in data:
+        for i, (tokens, labels) in enumerate(data):
+            if i:
+                mark("@@step-begin")
             start = time.perf_counter()
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 value = F.cross_entropy(model(tokens), labels)
@@ -129,6 +168,8 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
             opt.zero_grad()
             loss = value.item()
             times.append(time.perf_counter() - start)
+            if i:
+                mark("@@step-end")
     else:
         import amp
         start = time.perf_counter()
@@ -143,10 +184,14 @@ def child(mode, batch, seq, steps, threads, model_name="decoder"):
                            recompute_gemms=bool(gemms), lm_head=lm_head)
         amp.set_num_threads(threads)
         reset_peak()
-        for batch_data in data:
+        for i, batch_data in enumerate(data):
+            if i:
+                mark("@@step-begin")
             start = time.perf_counter()
             loss = step(*batch_data).loss
             times.append(time.perf_counter() - start)
+            if i:
+                mark("@@step-end")
     peak = rss_kib("VmHWM")
     return {"median_ms": 1000 * statistics.median(times[1:]),
             "memory_mib": (peak - base) / 1024, "loss": loss}
@@ -164,6 +209,8 @@ def main():
                         help="the decoder above, or HuggingFace's GPT-2 at its sizes")
     parser.add_argument("--vocab", type=int, default=512,
                         help="the vocabulary (issue 39's decoder: 512; GPT-2: 50257)")
+    parser.add_argument("--gemm-time", action="store_true",
+                        help="add the oneDNN GEMM time per step (ONEDNN_VERBOSE=1)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     VOCAB = args.vocab
@@ -174,11 +221,18 @@ def main():
         return
     print(f"{args.model}, vocabulary {args.vocab}; CPU: {cpu_name()}, {args.threads} threads, batch {args.batch}, "
           f"{args.steps} timed steps (median)")
-    print("| seq | form | step ms | training memory MiB | last loss |")
-    print("|---|---|---|---|---|")
+    if args.gemm_time:
+        print("| seq | form | step ms | training memory MiB | last loss | oneDNN GEMMs over "
+              "the token rows ms | other oneDNN GEMMs ms | step outside the first ms |")
+        print("|---|---|---|---|---|---|---|---|")
+    else:
+        print("| seq | form | step ms | training memory MiB | last loss |")
+        print("|---|---|---|---|---|")
     for seq in (int(s) for s in args.seqs.split(",")):
         for mode in args.modes.split(","):
             env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+            if args.gemm_time:
+                env.update(ONEDNN_VERBOSE="1")  # v2 (the system's) and v3 (PyTorch's): exec lines
             out = subprocess.run([sys.executable, __file__, "--child", f"{mode}:{seq}",
                                   "--batch", str(args.batch), "--steps", str(args.steps),
                                   "--threads", str(args.threads), "--model", args.model,
@@ -200,8 +254,14 @@ def main():
                         + (", recompute_gemms" if gemms else ""))
             if unfused_head:
                 name += ", unfused LM head"
-            print(f"| {seq} | {name} | {r['median_ms']:.0f} | {r['memory_mib']:.0f} | "
-                  f"{r['loss']:.4f} |", flush=True)
+            row = (f"| {seq} | {name} | {r['median_ms']:.0f} | {r['memory_mib']:.0f} | "
+                   f"{r['loss']:.4f} |")
+            if args.gemm_time:
+                gemms = gemm_times(out.stdout.splitlines(), args.batch * seq)
+                rows = statistics.median(g[0] for g in gemms) if gemms else float("nan")
+                rest = statistics.median(g[1] for g in gemms) if gemms else float("nan")
+                row += f" {rows:.0f} | {rest:.0f} | {r['median_ms'] - rows:.0f} |"
+            print(row, flush=True)
 
 
 def cpu_name():

@@ -105,8 +105,19 @@ LogicalResult amp::addLogitsFunction(ModuleOp module, func::FuncOp forward) {
   SmallVector<Value> results;
   for (unsigned i : outputs)
     results.push_back(ret.getOperand(i));
-  if (outputs.empty())
-    results.push_back(lossOps(clone).front()->getOperand(0));
+  if (outputs.empty()) {
+    Operation *loss = lossOps(clone).front();
+    if (auto head = dyn_cast<train::LinearCrossEntropyOp>(loss)) {
+      // The logits the fused head never makes whole: input x weight(^T),
+      // as the op computes them.
+      b.setInsertionPoint(head);
+      results.push_back(train::MatmulOp::create(
+          b, head.getLoc(), head.getInput(), head.getWeight(), Value(),
+          /*transpose_lhs=*/false, head.getTransposeWeight(), TypeAttr()));
+    } else {
+      results.push_back(loss->getOperand(0));
+    }
+  }
   b.setInsertionPoint(ret);
   func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();

@@ -27,7 +27,8 @@ void toInferenceBatchNorm(train::BatchNormOp bn);
 /// Adds @<name>_logits: `forward` (as autocast left it) returning the
 /// model's outputs, for evaluation and prediction: the results `forward`
 /// marks `train.output` (in order), or else the input of its one loss op
-/// (the logits of a train.cross_entropy). Batch norms run in inference mode
+/// (the logits of a train.cross_entropy; a train.linear_cross_entropy's
+/// input times its weight). Batch norms run in inference mode
 /// (normalized by the running statistics, so a test example's prediction
 /// does not depend on the rest of its batch) and dropout keeps everything.
 /// Same arguments as `forward`. Fails, with an error at `forward`, when it

@@ -161,6 +161,14 @@ private:
 
 namespace {
 
+/// An accuracy in percent; NaN when no held-out example was scored (every
+/// label the loss's ignore_index).
+std::string formatAccuracy(double accuracy) {
+  if (std::isnan(accuracy))
+    return "n/a (every held-out label is the loss's ignore_index)";
+  return llvm::formatv("{0:F2}%", 100 * accuracy).str();
+}
+
 /// The run's lines on stdout (and a progress bar on a terminal's stderr):
 /// a step line every --log-every steps, one per epoch, the summary.
 class ProgressReporter : public TrainingObserver {
@@ -207,7 +215,7 @@ public:
                    << "  next-byte accuracy ";
     else
       llvm::outs() << "  test accuracy ";
-    llvm::outs() << llvm::format("%.2f%%", 100 * epoch.accuracy) << "\n";
+    llvm::outs() << formatAccuracy(epoch.accuracy) << "\n";
     llvm::outs().flush();
   }
 
@@ -222,7 +230,7 @@ public:
                    << llvm::format("%.4f", unigram) << ", next-byte accuracy ";
     else
       llvm::outs() << "test accuracy ";
-    llvm::outs() << llvm::format("%.2f%%", 100 * run.getAccuracy()) << ", "
+    llvm::outs() << formatAccuracy(run.getAccuracy()) << ", "
                  << run.getSkippedSteps() << " skipped steps, ";
     // Without dynamic scaling there is no scale to report (bf16, O0,
     // static).
@@ -683,9 +691,14 @@ llvm::Error TrainingRun::initializeFromFile() {
     return it == checkpoint->metadata.end() ? std::string("?") : it->second;
   };
   llvm::outs() << config.tool << ": parameters and batch-norm state from "
-               << config.initFromPath << " (" << written("opt_level") << " "
-               << written("dtype") << " " << written("optimizer") << ", step "
-               << written("step") << ")\n";
+               << config.initFromPath;
+  // A checkpoint of amp's says what wrote it; a plain state_dict
+  // (safetensors.torch.save_file) says nothing.
+  if (checkpoint->metadata.count("step"))
+    llvm::outs() << " (" << written("opt_level") << " " << written("dtype")
+                 << " " << written("optimizer") << ", step " << written("step")
+                 << ")";
+  llvm::outs() << "\n";
   return llvm::Error::success();
 }
 

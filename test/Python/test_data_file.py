@@ -158,3 +158,8 @@ def test_held_out_loss_is_the_models_cross_entropy(tmp_path):
     assert run.returncode == 0, run.stderr
     got = json.loads(metrics.read_text())
     assert got["test_loss"] is None and got["test_accuracy_percent"] is None, got
+    assert "test accuracy n/a (every held-out label is the loss's ignore_index)" in run.stdout, \
+        run.stdout
+    # A plain state_dict (no amp metadata) is named without a blank record.
+    assert f"parameters and batch-norm state from {tmp_path / 'weights.safetensors'}\n" \
+        in run.stdout, run.stdout

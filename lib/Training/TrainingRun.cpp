@@ -267,9 +267,10 @@ public:
   }
 
   void onEpoch(const TrainingRun &run, const EpochOutcome &epoch) override {
-    llvm::json::Object entry{{"epoch", epoch.epoch},
-                             {"test_accuracy_percent", jsonNumber(100 * epoch.accuracy)},
-                             {"train_loss", jsonNumber(epoch.trainLoss)}};
+    llvm::json::Object entry{
+        {"epoch", epoch.epoch},
+        {"test_accuracy_percent", jsonNumber(100 * epoch.accuracy)},
+        {"train_loss", jsonNumber(epoch.trainLoss)}};
     if (run.isTokenModel())
       entry["validation_loss"] = jsonNumber(epoch.testLoss);
     if (epoch.partialSteps)

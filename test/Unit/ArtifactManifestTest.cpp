@@ -113,9 +113,8 @@ TEST(ArtifactManifest, RoundTrips) {
   EXPECT_EQ(reparsed->abi.evalLoss.ignoreIndex, std::optional<int64_t>(-100));
   EXPECT_EQ(reparsed->abi.evalLoss.labelSmoothing, 0.1);
   // An artifact from before the record scores plain cross-entropy.
-  auto older = parseManifest(edited([](auto &o) {
-    o.getObject("abi")->erase("eval_loss");
-  }));
+  auto older = parseManifest(
+      edited([](auto &o) { o.getObject("abi")->erase("eval_loss"); }));
   ASSERT_TRUE(bool(older)) << llvm::toString(older.takeError());
   EXPECT_FALSE(older->abi.evalLoss.ignoreIndex);
 }

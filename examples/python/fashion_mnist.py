@@ -135,7 +135,7 @@ def main():
     print(f"{steps} steps in {time.time() - start:.1f} s "
           f"({1000 * (time.time() - start) / max(steps, 1):.0f} ms/step)")
     amp_accuracy = accuracy(step.predict, test_x, test_y, b)
-    step.copy_to(model)
+    step.copy_to(model)  # the CPU step trains model in place; needed for O3 and CUDA
     model.eval()
     with torch.no_grad():
         torch_accuracy = accuracy(model, test_x, test_y, 1000)

@@ -300,17 +300,21 @@ public:
       : stepFn(stepFn), logitsFn(logitsFn) {
     for (const TensorSpec &spec : stepFn.getArgumentSpecs())
       args.emplace_back(spec.kind, spec.shape);
+    adopted.assign(args.size(), false);
   }
 
   llvm::Error set(unsigned i, const HostTensor &value) override {
     if (llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value))
       return e;
-    args[i] = value;
+    if (adopted[i])
+      copyInto(args[i], value);
+    else
+      args[i] = value;
     return llvm::Error::success();
   }
 
   llvm::Error take(unsigned i, HostTensor value) override {
-    if (value.isBorrowed())
+    if (value.isBorrowed() || (i < adopted.size() && adopted[i]))
       return set(i, value);
     if (llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value))
       return e;
@@ -321,7 +325,34 @@ public:
   llvm::Expected<HostTensor> get(unsigned i) override {
     if (i >= args.size())
       return llvm::createStringError("no argument #" + std::to_string(i));
-    return args[i];
+    // An adopted argument's value, as any other's, is the caller's to keep.
+    return adopted[i] ? args[i].clone() : args[i];
+  }
+
+  llvm::Expected<bool> adopt(unsigned i, void *data) override {
+    if (i >= args.size())
+      return llvm::createStringError("no argument #" + std::to_string(i));
+    if (!data || reinterpret_cast<uintptr_t>(data) % 64 != 0)
+      return false;
+    const TensorSpec &spec = stepFn.getArgumentSpecs()[i];
+    size_t bytes = args[i].getSizeInBytes();
+    // Two arguments in overlapping memory would each be updated over the
+    // other's values.
+    auto *begin = static_cast<const char *>(data);
+    for (auto [k, arg] : llvm::enumerate(args)) {
+      if (k == i || !adopted[k])
+        continue;
+      auto *other = static_cast<const char *>(arg.data());
+      if (begin < other + arg.getSizeInBytes() && other < begin + bytes)
+        return llvm::createStringError(
+            "argument #" + std::to_string(i) +
+            " would share memory with argument #" + std::to_string(k));
+    }
+    HostTensor home = HostTensor::borrow(spec.kind, spec.shape, data);
+    copyInto(home, args[i]);
+    args[i] = std::move(home);
+    adopted[i] = true;
+    return true;
   }
 
   llvm::Expected<std::vector<HostTensor>>
@@ -332,7 +363,7 @@ public:
     // value there (stepWith's) is copied first, so the caller's memory is
     // only read.
     for (int64_t a : stepFn.getResultArguments())
-      if (a >= 0 && args[a].isBorrowed())
+      if (a >= 0 && args[a].isBorrowed() && !adopted[a])
         args[a] = args[a].clone();
     std::vector<HostTensor *> mutableArgs;
     for (HostTensor &arg : args)
@@ -350,14 +381,17 @@ public:
         // Already in its argument (the session's own): the host gets a
         // copy.
         if (route.toHost)
-          toHost.push_back(args[a]);
+          toHost.push_back(adopted[a] ? args[a].clone() : args[a]);
         continue;
       }
       if (route.toHost && route.toArgument >= 0)
         toHost.push_back((*out)[r]);
       else if (route.toHost)
         toHost.push_back(std::move((*out)[r]));
-      if (route.toArgument >= 0) {
+      if (route.toArgument >= 0 && adopted[route.toArgument]) {
+        // The caller's memory stays the argument's home.
+        copyInto(args[route.toArgument], (*out)[r]);
+      } else if (route.toArgument >= 0) {
         // The value it replaces holds this result next step.
         std::swap(spare[r], args[route.toArgument]);
         args[route.toArgument] = std::move((*out)[r]);
@@ -377,7 +411,12 @@ public:
     // read in place); the session's own values go back afterwards.
     std::vector<std::pair<unsigned, HostTensor>> own;
     for (const auto &[i, value] : inputs) {
-      if (llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value)) {
+      llvm::Error e = checkArgument(stepFn.getArgumentSpecs(), i, value);
+      if (!e && adopted[i])
+        e = llvm::createStringError(
+            "argument #" + std::to_string(i) +
+            " lives in memory the session was given (adopt): set it instead");
+      if (e) {
         restore(own);
         return std::move(e);
       }
@@ -397,6 +436,13 @@ private:
       std::swap(args[i], value);
   }
 
+  /// Copies `value`'s elements into `home` (same type; nothing where they
+  /// are already there).
+  static void copyInto(HostTensor &home, const HostTensor &value) {
+    if (home.data() != value.data())
+      std::memcpy(home.data(), value.data(), home.getSizeInBytes());
+  }
+
   std::vector<const HostTensor *> pointers(size_t count) const {
     std::vector<const HostTensor *> p;
     for (size_t i = 0; i < count; ++i)
@@ -406,6 +452,8 @@ private:
 
   CompiledFunction &stepFn, &logitsFn;
   std::vector<HostTensor> args;
+  /// Which arguments live in the caller's memory (adopt).
+  std::vector<bool> adopted;
   /// The arguments the last step's results replaced: storage for the next
   /// step's results (callReusing).
   std::vector<HostTensor> spare;

@@ -357,8 +357,10 @@ class Step:
     """A compiled training step of one model, loss and optimizer.
 
     Call it with a batch (the model's inputs, then the target) for one
-    training step; ``copy_to`` writes the trained parameters and buffers
-    back into a model. Made by :func:`compile`.
+    training step. On the CPU it trains the model's own f32 parameters and
+    buffers in place (``compile``'s ``train_in_place``); ``copy_to`` writes
+    the trained values into a model's tensors otherwise (and
+    ``num_batches_tracked``). Made by :func:`compile`.
     """
 
     def __init__(self, native: Any, imported: _importer.ImportedModel,
@@ -366,7 +368,7 @@ class Step:
                  static_scale: Optional[float] = None,
                  rebuild: Optional[Callable[[Tuple[torch.Tensor, ...]],
                                             Tuple[Any, _importer.ImportedModel]]] = None,
-                 cache_hit: bool = False):
+                 cache_hit: bool = False, train_in_place: bool = True):
         self._static_scale = static_scale
         self._optimizer = optimizer
         # The batch: the model's inputs, then the target (the leading
@@ -396,6 +398,55 @@ class Step:
                 start = torch.randint(0, 2**31, (), dtype=torch.int32)
                 self._native.set(index, _to_numpy(start, "i32"))
         self.load_from(model)
+        # The model's float parameters and buffers are the step's own memory
+        # where it keeps them in f32 on the host (_share_model_memory).
+        self._homes: Dict[str, torch.Tensor] = {}
+        # num_batches_tracked (by name), counted per call
+        self._live_counters: Dict[str, torch.Tensor] = {}
+        if train_in_place:
+            self._share_model_memory(model)
+
+    def _share_model_memory(self, model: torch.nn.Module) -> None:
+        """Makes the model's f32 parameters and buffers the step's memory for
+        them (the CPU backend; the f32 masters at O2): the step reads and
+        updates them in place, so the model holds the trained values after
+        every call, as after a PyTorch optimizer step, and the process keeps
+        one copy instead of two. A tensor that is not a contiguous, 64-byte
+        aligned f32 CPU tensor of the argument's shape keeps a copy of its
+        own (``copy_to`` updates it)."""
+        values = self._model_tensors(model)
+        for argument in self._imported.arguments:
+            if argument.kind in ("param", "frozen", "state") and argument.name in values:
+                self._homes.setdefault(argument.name, values[argument.name])
+        self._give_homes()
+        # batch norm's num_batches_tracked (an i32 count in the step): the
+        # model's own int64 tensors count the calls.
+        seen = set()
+        for name in self._imported.counters:
+            if name in values and id(values[name]) not in seen:
+                seen.add(id(values[name]))
+                self._live_counters[name] = values[name]
+
+    def _give_homes(self) -> None:
+        """Gives the running native the model's tensors (``_homes``) as the
+        memory of the arguments holding them in f32."""
+        masters = self._masters()
+        taken = set()
+        for index, argument in enumerate(self._imported.arguments):
+            tensor = self._homes.get(argument.name)
+            if tensor is None or id(tensor) in taken:
+                continue
+            home = masters.get(index, index)
+            shape, element = self._arguments[home]
+            if element != "f32" or tensor.dtype != torch.float32 or \
+                    tensor.device.type != "cpu" or not tensor.is_contiguous() or \
+                    tuple(tensor.shape) != tuple(shape) or tensor.data_ptr() % 64:
+                continue
+            try:
+                if self._native.adopt(home, tensor.data_ptr()):
+                    taken.add(id(tensor))
+            except RuntimeError:
+                pass  # memory another argument has: this one keeps a copy
 
     @property
     def memory_plan(self) -> Optional[MemoryPlan]:
@@ -463,6 +514,7 @@ class Step:
             native.set(j, self._native.get(i))
         native.broadcast_state()
         self._adopt(native, imported)
+        self._give_homes()
 
     def _masters(self) -> Dict[int, int]:
         """Parameter argument -> its f32 master's argument: the masters are
@@ -494,6 +546,7 @@ class Step:
                 self._native.set(masters[index], _to_numpy(value, "f32"))
         # Data parallel: rank 0's values on every rank (DDP's broadcast).
         self._native.broadcast_state()
+        self._sync_counters()
 
     def _check_tensor(self, index: int, name: str, tensor: torch.Tensor) -> None:
         """``tensor`` fits data argument ``index`` (the inputs, then the target)."""
@@ -595,6 +648,8 @@ class Step:
         loss, scale, skipped, _collapsed, nonfinite = self._native.step_with(
             [(i, t.data_ptr(), t.element_size()) for i, t in enumerate(tensors)])
         self._calls += 1
+        if self._live_counters:
+            torch._foreach_add_(list(self._live_counters.values()), 1)
         # The step is the optimizer's step: tell torch's LR schedulers so
         # (they warn of a scheduler stepping before its optimizer otherwise).
         self._optimizer._opt_called = True
@@ -663,6 +718,14 @@ class Step:
             self._native.set(index, _to_numpy(state_dict[key], element))
         self._native.broadcast_state()
         self._calls = int(state_dict["amp.calls"])
+        self._sync_counters()
+
+    def _sync_counters(self) -> None:
+        """The model's num_batches_tracked (trained in place): its count when
+        compiled or loaded plus the calls since."""
+        with torch.no_grad():
+            for name, tensor in getattr(self, "_live_counters", {}).items():
+                tensor.fill_(self._counted_from[name] + self._calls)
 
     def predict(self, *inputs: torch.Tensor) -> Any:
         """The model's output on ``inputs`` in eval mode (batch norm on its
@@ -704,7 +767,9 @@ class Step:
         return torch.utils._pytree.tree_unflatten(leaves, imported.output_spec)
 
     def copy_to(self, model: torch.nn.Module) -> None:
-        """Writes the f32 master parameters and the buffers into ``model``'s own tensors."""
+        """Writes the f32 master parameters and the buffers into ``model``'s
+        own tensors (those the step trains in place hold them already), and
+        batch norm's ``num_batches_tracked``."""
         masters = self._masters()
         tensors = self._model_tensors(model)
         with torch.no_grad():
@@ -818,6 +883,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
             recompute_gemms: bool = False, lm_head: str = "fused",
             check_numerics: Union[bool, str] = False, autocast: str = "default",
             calibration: Optional["Calibration"] = None,
+            train_in_place: bool = True,
             _smallest_magnitudes: bool = False) -> Step:
     """Compiles the mixed-precision training step of ``model`` and ``loss_fn``.
 
@@ -844,8 +910,19 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     gradients is still skipped; the scale never changes); None (the
     default) is Apex's default for the opt level: a static 1.0 at O3 with
     float16 (whose loss cannot hold a larger dynamic scale), "dynamic"
-    otherwise. The model is not
-    run, changed or moved.
+    otherwise. Compiling does not run, change or move the model.
+
+    ``train_in_place=True`` (the default): the step trains the model's own
+    f32 parameters and buffers, as a PyTorch optimizer does. On the CPU
+    backend it reads and updates them in their memory (the f32 masters at
+    O2), so the model holds the trained values after every call (evaluate
+    or save it directly) and the process keeps one copy of them, not two.
+    A tensor the step keeps in another type (O3's low-precision
+    parameters) or on the GPU (``backend="cuda"``) is a copy of the step's
+    own, written back by ``Step.copy_to``; so is every tensor with
+    ``train_in_place=False``, which leaves the model's values as they are
+    until ``copy_to`` (two steps compiled from one model then each start
+    from its values and train apart).
 
     ``data_parallel=True`` makes the step one rank of an mpirun job
     (``mpirun -np N python train.py``), as DistributedDataParallel: the step
@@ -932,6 +1009,8 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
                          f"given {memory_budget!r}")
     if memory_budget is not None and memory_budget < 1 and backend != "cpu":
         raise ValueError("memory_budget is the CPU backend's (backend='cpu')")
+    if not isinstance(train_in_place, bool):
+        raise TypeError(f"train_in_place must be a bool, given {train_in_place!r}")
     if not isinstance(recompute_gemms, bool):
         raise TypeError(f"recompute_gemms must be a bool, given {recompute_gemms!r}")
     if recompute_gemms and (memory_budget is None or memory_budget == 1):
@@ -1015,7 +1094,7 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     # shape at the same call; a DistributedSampler's shards are one size
     # (drop_last), so another shape stays a ValueError there.
     step = Step(native, imported, model, optimizer, static_scale,
-                None if data_parallel else rebuild, hit)
+                None if data_parallel else rebuild, hit, train_in_place)
     step._check_numerics = check_numerics
     # The set-up's transient (initial values the model's replaced) goes
     # back to the kernel: the runtime keeps freed blocks for the steps.

@@ -126,8 +126,10 @@ def test_batches_in_any_layout_give_the_same_step():
              (x.requires_grad_(False).clone().requires_grad_(True), y)]
     results = []
     for form in forms:
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        step = amp.compile(model, nn.CrossEntropyLoss(), example_inputs=(x, y),
+        # each from the initial weights (the step trains its model in place)
+        twin = copy.deepcopy(model)
+        opt = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+        step = amp.compile(twin, nn.CrossEntropyLoss(), example_inputs=(x, y),
                            optimizer=opt, opt_level="O0")
         results.append([step(*form).loss for _ in range(3)])
     assert all(r == results[0] for r in results), results

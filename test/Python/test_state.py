@@ -142,3 +142,87 @@ def test_resume_with_a_scheduler_by_the_documented_recipe_is_bit_identical():
     # resumed run uses 0.1 again instead of 0.1 / 8, and differs.
     results, _ = resume(with_optimizer=False)
     assert results != uninterrupted
+
+
+def _pointers(model):
+    return {name: t.data_ptr() for name, t in model.state_dict(keep_vars=True).items()}
+
+
+@pytest.mark.parametrize("opt_level", ["O1", "O2"])
+def test_the_step_trains_the_models_tensors_in_place(opt_level):
+    """train_in_place (the default): the model's f32 parameters and batch-norm
+    statistics are the step's memory for them (the f32 masters at O2): after
+    every call the model holds exactly the step's values, in the same
+    tensors, without copy_to; writing into the model writes the step's
+    state. train_in_place=False trains apart, with the same losses bit for
+    bit, and leaves the model alone until copy_to."""
+    torch.manual_seed(0)
+    model = Net()
+    apart_model = copy.deepcopy(model)
+    initial = copy.deepcopy(model.state_dict())
+    pointers = _pointers(model)
+    options = dict(opt_level=opt_level, dtype=torch.float16)
+    step = compile_net(model, torch.optim.AdamW(model.parameters(), lr=1e-2), **options)
+    apart = compile_net(apart_model, torch.optim.AdamW(apart_model.parameters(), lr=1e-2),
+                        train_in_place=False, **options)
+    masters = {"O1": {}, "O2": {"conv.weight": "amp.master.0", "fc.weight": "amp.master.1",
+                                "fc.bias": "amp.master.2"}}[opt_level]
+    for calls, (x, y) in enumerate(batches(3), 1):
+        assert step(x, y).loss == apart(x, y).loss
+        state = step.state_dict()
+        for name, tensor in model.state_dict().items():
+            if name.endswith("num_batches_tracked"):  # i32 in the step, counted
+                assert tensor.dtype == torch.int64 and int(tensor) == calls
+                continue
+            expected = state[masters.get(name, name)]
+            assert expected.dtype == torch.float32
+            assert torch.equal(tensor, expected), name
+            assert not torch.equal(tensor, initial[name]), name
+    assert _pointers(model) == pointers  # the same memory, trained
+    for name, tensor in apart_model.state_dict().items():
+        assert torch.equal(tensor, initial[name]), name  # untouched until copy_to
+    apart.copy_to(apart_model)
+    for name, tensor in apart_model.state_dict().items():
+        assert torch.equal(tensor, model.state_dict()[name]), name
+
+    # The model's writes are the step's next values (as for an optimizer).
+    with torch.no_grad():
+        model.fc.bias.fill_(0.25)
+        model.bn.running_mean.fill_(-1.0)
+    state = step.state_dict()
+    assert torch.equal(state[masters.get("fc.bias", "fc.bias")], torch.full((10,), 0.25))
+    assert torch.equal(state["bn.running_mean"], torch.full((8,), -1.0))
+    # A resumed state's count is the model's too.
+    state["amp.calls"] = torch.tensor(7)
+    step.load_state_dict(state)
+    assert int(model.bn.num_batches_tracked) == 7
+
+
+def test_tensors_the_step_cannot_share_keep_a_copy_until_copy_to():
+    """A parameter whose memory is not 64-byte aligned (a view into another
+    tensor) keeps a copy in the step: the model's value stays until
+    copy_to, while the others train in place; a step compiled after it
+    starts from the trained values, and an unknown option type is refused."""
+    torch.manual_seed(0)
+    model = Net(bias=True)
+    storage = torch.zeros(model.fc.bias.numel() + 1)
+    storage[1:] = model.fc.bias.detach()
+    model.fc.bias = nn.Parameter(storage[1:])  # 4 bytes past an aligned block
+    assert model.fc.bias.data_ptr() % 64 != 0
+    bias = model.fc.bias.detach().clone()
+    step = compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1), opt_level="O0")
+    for x, y in batches(2):
+        step(x, y)
+    state = step.state_dict()
+    assert torch.equal(model.fc.bias.detach(), bias)
+    assert not torch.equal(state["fc.bias"], bias)
+    assert torch.equal(model.fc.weight.detach(), state["fc.weight"])
+    step.copy_to(model)
+    assert torch.equal(model.fc.bias.detach(), state["fc.bias"])
+
+    again = compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1), opt_level="O0")
+    for name, tensor in again.state_dict().items():
+        if not name.startswith("amp."):
+            assert torch.equal(tensor, state[name]), name
+    with pytest.raises(TypeError, match="train_in_place must be a bool"):
+        compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1), train_in_place="yes")

@@ -257,6 +257,110 @@ TEST(StepSession, HostSessionReusesReplacedArguments) {
     EXPECT_NE(p, mine);
 }
 
+// An adopted argument lives in the caller's memory: adopt copies the value
+// there, each step's result routed back into it is written there, set
+// copies into it; unaligned memory is declined, overlapping memory and a
+// stepWith value for it are refused.
+TEST(StepSession, HostSessionAdoptsTheCallersMemory) {
+  CountingStep step;
+  auto opened = openHostSession(step, step);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  StepSession &session = **opened;
+  std::vector<ResultRoute> routes = {{-1, true}, {0, false}};
+  ASSERT_FALSE(bool(session.set(
+      0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
+
+  alignas(64) float home[32] = {};
+  auto declined = session.adopt(0, home + 1);
+  ASSERT_TRUE(bool(declined));
+  EXPECT_FALSE(*declined);
+  EXPECT_EQ(home[1], 0.0f); // nothing written there
+  auto adopted = session.adopt(0, home);
+  ASSERT_TRUE(bool(adopted)) << llvm::toString(adopted.takeError());
+  ASSERT_TRUE(*adopted);
+  EXPECT_EQ(home[3], 4.0f); // the value moved in
+
+  EXPECT_EQ(stepSum(session, routes), 10.0f);
+  EXPECT_EQ(home[0], 2.0f);
+  EXPECT_EQ(stepSum(session, routes), 14.0f);
+  EXPECT_EQ(home[0], 3.0f);
+  // The caller's writes are the step's next value.
+  home[0] = 10.0f;
+  EXPECT_EQ(stepSum(session, routes), 10.0f + 4 + 5 + 6);
+  ASSERT_FALSE(bool(session.set(
+      0, HostTensor::fromFloats(ElementKind::F32, {4}, {0, 0, 0, 1}))));
+  EXPECT_EQ(home[3], 1.0f);
+  EXPECT_EQ(stepSum(session, routes), 1.0f);
+  EXPECT_EQ(home[3], 2.0f);
+  auto value = session.get(0);
+  ASSERT_TRUE(bool(value));
+  EXPECT_EQ(value->toFloats(), (std::vector<float>{1, 1, 1, 2}));
+  EXPECT_NE(value->data(), static_cast<void *>(home)); // get copies
+
+  // A step that fails leaves the home as it was.
+  step.fail = true;
+  EXPECT_FALSE(bool(session.step(routes)));
+  step.fail = false;
+  EXPECT_EQ(home[3], 2.0f);
+
+  // A stepWith value in its place is refused, the home kept.
+  alignas(64) float other[16] = {5, 5, 5, 5};
+  auto refused = session.stepWith(
+      routes, {{0u, HostTensor::borrow(ElementKind::F32, {4}, other)}});
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("set it instead"),
+            std::string::npos);
+  EXPECT_EQ(stepSum(session, routes), 5.0f);
+  EXPECT_EQ(other[0], 5.0f);
+
+  // Adopting the same memory again is allowed (the same argument).
+  auto again = session.adopt(0, home);
+  ASSERT_TRUE(bool(again) && *again);
+  EXPECT_EQ(home[3], 3.0f);
+}
+
+// Two arguments never share adopted memory (each would be updated over
+// the other's values).
+TEST(StepSession, HostSessionRefusesOverlappingHomes) {
+  class TwoArguments final : public HostResults<CompiledFunction> {
+  public:
+    llvm::Expected<std::vector<HostTensor>>
+    callReusing(llvm::ArrayRef<const HostTensor *> inputs,
+                std::vector<HostTensor> &reuse) override {
+      return callOnHost(
+          "step", args, results, inputs,
+          [](llvm::MutableArrayRef<void *>) { return llvm::Error::success(); },
+          &reuse);
+    }
+    llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
+      return args;
+    }
+    llvm::ArrayRef<TensorSpec> getResultSpecs() const override {
+      return results;
+    }
+
+  private:
+    std::vector<TensorSpec> args = {{ElementKind::F32, {32}},
+                                    {ElementKind::F32, {16}}};
+    std::vector<TensorSpec> results = {{ElementKind::F32, {}}};
+  } step;
+  auto opened = openHostSession(step, step);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  StepSession &session = **opened;
+  alignas(64) float memory[64] = {};
+  auto first = session.adopt(0, memory);
+  ASSERT_TRUE(bool(first) && *first);
+  auto overlapping = session.adopt(1, memory + 16);
+  ASSERT_FALSE(bool(overlapping));
+  EXPECT_EQ(llvm::toString(overlapping.takeError()),
+            "argument #1 would share memory with argument #0");
+  auto after = session.adopt(1, memory + 32);
+  ASSERT_TRUE(bool(after) && *after);
+  auto none = session.adopt(2, memory);
+  ASSERT_FALSE(bool(none));
+  EXPECT_EQ(llvm::toString(none.takeError()), "no argument #2");
+}
+
 // callReusing never hands out a buffer the same call reads.
 TEST(StepSession, ReuseSkipsInputs) {
   CountingStep step;

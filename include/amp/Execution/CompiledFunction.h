@@ -208,6 +208,20 @@ public:
   }
   /// The current value of argument `i`.
   virtual llvm::Expected<HostTensor> get(unsigned i) = 0;
+  /// Makes `data` argument `i`'s home from now on: host memory the caller
+  /// owns and keeps alive while the session lives, 64-byte aligned, holding
+  /// the argument's elements row-major. The argument's value is copied
+  /// there; the step reads and updates it there in place, and set, take and
+  /// a result routed back into the argument copy into it (python/amp gives
+  /// the model's own parameter tensors this way, so the model holds the
+  /// trained values and the session keeps no second copy). Returns false,
+  /// using nothing, where the session keeps its arguments elsewhere (device
+  /// memory) or `data` is not aligned.
+  virtual llvm::Expected<bool> adopt(unsigned i, void *data) {
+    (void)i;
+    (void)data;
+    return false;
+  }
   /// Runs the step on the current arguments. `routes` has one entry per
   /// result; returns the results routed to the host, in order.
   virtual llvm::Expected<std::vector<HostTensor>>

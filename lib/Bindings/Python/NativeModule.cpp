@@ -167,6 +167,18 @@ public:
       raise(std::move(e));
   }
 
+  /// Makes the memory at `address` argument `i`'s home from now on
+  /// (StepSession::adopt): the caller keeps it alive while this step lives.
+  /// The argument's value is copied there first. False where the session
+  /// keeps its arguments elsewhere (the GPU) or the memory is not 64-byte
+  /// aligned: nothing changes then.
+  bool adopt(unsigned i, uintptr_t address) {
+    if (i >= manifest().step.arguments.size())
+      throw std::out_of_range("argument " + std::to_string(i) +
+                              " out of range");
+    return take(session->adopt(i, reinterpret_cast<void *>(address)));
+  }
+
   /// Argument `i` as a new NumPy array.
   nb::object get(unsigned i) {
     HostTensor value = take(session->get(i));
@@ -418,6 +430,11 @@ NB_MODULE(_native, m) {
                    [](const NativeStep &s) { return indices(s.abi().scaler); })
       .def("set", &NativeStep::set, nb::arg("index"), nb::arg("array"),
            "Copies a C-contiguous array into argument `index`.")
+      .def("adopt", &NativeStep::adopt, nb::arg("index"), nb::arg("address"),
+           "Makes the host memory at `address` (the argument's elements, "
+           "64-byte aligned, kept alive by the caller) argument `index`'s "
+           "home: the step reads and updates it in place. False where the "
+           "session cannot (the GPU, unaligned memory).")
       .def("get", &NativeStep::get, nb::arg("index"),
            "Argument `index` as a new NumPy array (bf16 as uint16).")
       .def("step", &NativeStep::step,

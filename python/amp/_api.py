@@ -530,7 +530,9 @@ class Step:
         return tensors
 
     def load_from(self, model: torch.nn.Module) -> None:
-        """Sets the step's parameters (and f32 masters) and buffers from ``model``."""
+        """Sets the step's parameters (and f32 masters) and buffers from
+        ``model``. Where the step trains the compiled model's tensors in
+        place, this writes into them."""
         values = self._model_tensors(model)
         masters = self._masters()
         # num_batches_tracked (counted here): the model's count less the

@@ -344,9 +344,9 @@ public:
         continue;
       auto *other = static_cast<const char *>(arg.data());
       if (begin < other + arg.getSizeInBytes() && other < begin + bytes)
-        return llvm::createStringError(
-            "argument #" + std::to_string(i) +
-            " would share memory with argument #" + std::to_string(k));
+        return llvm::createStringError("argument #" + std::to_string(i) +
+                                       " would share memory with argument #" +
+                                       std::to_string(k));
     }
     HostTensor home = HostTensor::borrow(spec.kind, spec.shape, data);
     copyInto(home, args[i]);

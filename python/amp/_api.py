@@ -924,7 +924,11 @@ def compile(model: torch.nn.Module, loss_fn: Optional[Callable],
     own, written back by ``Step.copy_to``; so is every tensor with
     ``train_in_place=False``, which leaves the model's values as they are
     until ``copy_to`` (two steps compiled from one model then each start
-    from its values and train apart).
+    from its values and train apart). A tensor replaced in the model
+    afterwards (``model.half()``, ``p.data = ...``) is no longer the
+    step's: the step goes on with the memory it was given. With
+    ``data_parallel=True`` every rank's model takes rank 0's values when
+    the step is made, as DistributedDataParallel's broadcast.
 
     ``data_parallel=True`` makes the step one rank of an mpirun job
     (``mpirun -np N python train.py``), as DistributedDataParallel: the step

@@ -45,6 +45,7 @@ def test_two_ranks_equal_accumulation_bitwise(opt_level):
     kwargs = dict(example_inputs=data[0], opt_level=opt_level, dtype=torch.float16)
     dp = amp.compile(model, nn.CrossEntropyLoss(), optimizer=make(model),
                      data_parallel=True, **kwargs)
+    _same(model, single)  # trained in place: every rank's model has rank 0's values
     one = amp.compile(single, nn.CrossEntropyLoss(), optimizer=make(single),
                       accumulate=2, **kwargs)
     for update in range(4):
@@ -52,6 +53,7 @@ def test_two_ranks_equal_accumulation_bitwise(opt_level):
         for shard in (0, 1):
             want = one(*data[2 * update + shard])
         assert got.scale == want.scale
+    _same(model, single)  # without copy_to
     dp.copy_to(model)
     one.copy_to(single)
     _same(model, single)

@@ -403,6 +403,8 @@ class Step:
         self._homes: Dict[str, torch.Tensor] = {}
         # num_batches_tracked (by name), counted per call
         self._live_counters: Dict[str, torch.Tensor] = {}
+        # (master home, 16-bit parameter's argument, home's version) at O2
+        self._low_copies: List[Tuple[torch.Tensor, int, int]] = []
         if train_in_place:
             self._share_model_memory(model)
 
@@ -416,9 +418,18 @@ class Step:
         own (``copy_to`` updates it)."""
         values = self._model_tensors(model)
         for argument in self._imported.arguments:
-            if argument.kind in ("param", "frozen", "state") and argument.name in values:
-                self._homes.setdefault(argument.name, values[argument.name])
-        self._give_homes()
+            tensor = values.get(argument.name)
+            if argument.kind in ("param", "frozen", "state") and tensor is not None and \
+                    tensor.dtype == torch.float32 and tensor.device.type == "cpu" and \
+                    tensor.is_contiguous() and tensor.data_ptr() % 64 == 0:
+                # A tensor of its own on the same storage: the memory stays
+                # the step's even if the model's tensor is given other memory
+                # later (model.half(), p.data = t); it shares the version
+                # counter, which says when the model wrote into it.
+                self._homes.setdefault(argument.name, tensor.detach())
+        if not self._give_homes():
+            self._homes.clear()
+            return
         # batch norm's num_batches_tracked (an i32 count in the step): the
         # model's own int64 tensors count the calls.
         seen = set()
@@ -427,26 +438,40 @@ class Step:
                 seen.add(id(values[name]))
                 self._live_counters[name] = values[name]
 
-    def _give_homes(self) -> None:
+    def _give_homes(self) -> int:
         """Gives the running native the model's tensors (``_homes``) as the
-        memory of the arguments holding them in f32."""
+        memory of the arguments holding them in f32; returns how many it
+        took."""
         masters = self._masters()
         taken = set()
+        self._low_copies: List[Tuple[torch.Tensor, int, int]] = []
         for index, argument in enumerate(self._imported.arguments):
             tensor = self._homes.get(argument.name)
-            if tensor is None or id(tensor) in taken:
+            if tensor is None or tensor.data_ptr() in taken:
                 continue
             home = masters.get(index, index)
             shape, element = self._arguments[home]
-            if element != "f32" or tensor.dtype != torch.float32 or \
-                    tensor.device.type != "cpu" or not tensor.is_contiguous() or \
-                    tuple(tensor.shape) != tuple(shape) or tensor.data_ptr() % 64:
+            if element != "f32" or tuple(tensor.shape) != tuple(shape):
                 continue
             try:
-                if self._native.adopt(home, tensor.data_ptr()):
-                    taken.add(id(tensor))
+                if not self._native.adopt(home, tensor.data_ptr()):
+                    continue
             except RuntimeError:
-                pass  # memory another argument has: this one keeps a copy
+                continue  # memory another argument has: this one keeps a copy
+            taken.add(tensor.data_ptr())
+            if home != index:  # O2: the 16-bit parameter follows the model's writes
+                self._low_copies.append((tensor, index, tensor._version))
+        return len(taken)
+
+    def _follow_model_writes(self) -> None:
+        """At O2, the 16-bit parameters of masters the model wrote into since
+        the last call (``load_state_dict``, ``nn.init``, in-place ops under
+        ``no_grad``: whatever bumps the tensor's version) are set from them,
+        so the next forward reads the model's values."""
+        for k, (tensor, index, version) in enumerate(self._low_copies):
+            if tensor._version != version:
+                self._native.set(index, _to_numpy(tensor, self._arguments[index][1]))
+                self._low_copies[k] = (tensor, index, tensor._version)
 
     @property
     def memory_plan(self) -> Optional[MemoryPlan]:
@@ -632,6 +657,8 @@ class Step:
         if len(batch) != self._data:
             raise ValueError(f"a step takes the model's {self._data - 1} input(s) and the "
                              f"target, given {len(batch)} tensors")
+        if self._low_copies:  # before another batch shape's step takes the state
+            self._follow_model_writes()
         self._follow_batch(batch)
         # The tensors stay referenced here until the step has returned.
         tensors = [self._batch_tensor(i, name, t)
@@ -745,6 +772,8 @@ class Step:
                 else "input(s)"
             raise ValueError(f"predict takes the model's {count} {what}, given "
                              f"{len(inputs)} tensors")
+        if self._low_copies:
+            self._follow_model_writes()
         # inputs of another batch size that a call has compiled for (the last
         # batch of an epoch, or the first): that step
         shapes = tuple(tuple(getattr(t, "shape", ())) for t in inputs)

@@ -226,3 +226,66 @@ def test_tensors_the_step_cannot_share_keep_a_copy_until_copy_to():
             assert torch.equal(tensor, state[name]), name
     with pytest.raises(TypeError, match="train_in_place must be a bool"):
         compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1), train_in_place="yes")
+
+
+def test_o2_16_bit_parameters_follow_the_models_writes():
+    """At O2 the model's tensors are the f32 masters; a write into the model
+    (load_state_dict) reaches the 16-bit parameters the forward reads
+    before the next call: the losses equal those of a step given the same
+    values by load_from."""
+    torch.manual_seed(0)
+    model, twin, other = Net(), None, Net()
+    twin = copy.deepcopy(model)
+    options = dict(opt_level="O2", dtype=torch.float16)
+    step = compile_net(model, torch.optim.AdamW(model.parameters(), lr=1e-2), **options)
+    apart = compile_net(twin, torch.optim.AdamW(twin.parameters(), lr=1e-2),
+                        train_in_place=False, **options)
+    data = batches(3)
+    assert step(*data[0]).loss == apart(*data[0]).loss
+    model.load_state_dict(other.state_dict())
+    apart.load_from(other)
+    for x, y in data[1:]:
+        assert step(x, y).loss == apart(x, y).loss
+    for key, value in apart.state_dict().items():
+        assert torch.equal(step.state_dict()[key], value), key
+
+
+def test_in_place_training_carries_over_to_another_batch_shape():
+    """A smaller last batch runs on a step compiled for its shape: it trains
+    the same model tensors, which hold every call's values without
+    copy_to."""
+    torch.manual_seed(0)
+    model = Net()
+    twin = copy.deepcopy(model)
+    step = compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    apart = compile_net(twin, torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9),
+                        train_in_place=False)
+    (x, y), = batches(1)
+    for batch in ((x, y), (x[:5], y[:5]), (x, y), (x[:5], y[:5])):
+        assert step(*batch).loss == apart(*batch).loss
+        state = apart.state_dict()
+        for name, tensor in model.state_dict().items():
+            if not name.endswith("num_batches_tracked"):
+                assert torch.equal(tensor, state[name]), name
+    assert int(model.bn.num_batches_tracked) == 4
+
+
+def test_a_tensor_given_other_memory_leaves_the_step():
+    """p.data = t gives the model's Parameter other memory: the step goes on
+    with the memory it was given (kept alive by the step), and the new
+    tensor is the model's own."""
+    torch.manual_seed(0)
+    model = Net(bias=True)
+    twin = copy.deepcopy(model)
+    step = compile_net(model, torch.optim.SGD(model.parameters(), lr=0.1))
+    apart = compile_net(twin, torch.optim.SGD(twin.parameters(), lr=0.1), train_in_place=False)
+    data = batches(3)
+    assert step(*data[0]).loss == apart(*data[0]).loss
+    replaced = torch.zeros_like(model.fc.weight)
+    model.fc.weight.data = replaced
+    import gc
+    gc.collect()
+    for x, y in data[1:]:
+        assert step(x, y).loss == apart(x, y).loss
+    assert torch.equal(model.fc.weight.detach(), torch.zeros_like(replaced))
+    assert torch.equal(step.state_dict()["fc.weight"], apart.state_dict()["fc.weight"])

@@ -206,6 +206,23 @@ private:
                                      {ElementKind::F32, {4}}};
 };
 
+/// CountingStep's routes: the sum to the host, the next parameter back into
+/// the argument.
+const std::vector<ResultRoute> kCountingRoutes = {{-1, true}, {0, false}};
+
+/// A host session of `step` whose parameter starts at {1, 2, 3, 4} (null,
+/// with a test failure, where it does not open).
+std::unique_ptr<StepSession> openCounting(CountingStep &step) {
+  auto opened = openHostSession(step, step);
+  EXPECT_TRUE(bool(opened))
+      << (opened ? "" : llvm::toString(opened.takeError()));
+  if (!opened)
+    return nullptr;
+  EXPECT_FALSE(bool((*opened)->set(
+      0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
+  return std::move(*opened);
+}
+
 float stepSum(StepSession &session, llvm::ArrayRef<ResultRoute> routes) {
   auto out = session.step(routes);
   EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
@@ -220,12 +237,10 @@ float stepSum(StepSession &session, llvm::ArrayRef<ResultRoute> routes) {
 // or into a tensor the step reads, and a failed step leaves it usable.
 TEST(StepSession, HostSessionReusesReplacedArguments) {
   CountingStep step;
-  auto opened = openHostSession(step, step);
-  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
-  StepSession &session = **opened;
-  std::vector<ResultRoute> routes = {{-1, true}, {0, false}};
-  ASSERT_FALSE(bool(session.set(
-      0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
+  std::unique_ptr<StepSession> opened = openCounting(step);
+  ASSERT_TRUE(opened);
+  StepSession &session = *opened;
+  const std::vector<ResultRoute> &routes = kCountingRoutes;
   EXPECT_EQ(stepSum(session, routes), 10.0f);
   EXPECT_EQ(stepSum(session, routes), 14.0f);
   EXPECT_EQ(stepSum(session, routes), 18.0f);
@@ -263,12 +278,10 @@ TEST(StepSession, HostSessionReusesReplacedArguments) {
 // stepWith value for it are refused.
 TEST(StepSession, HostSessionAdoptsTheCallersMemory) {
   CountingStep step;
-  auto opened = openHostSession(step, step);
-  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
-  StepSession &session = **opened;
-  std::vector<ResultRoute> routes = {{-1, true}, {0, false}};
-  ASSERT_FALSE(bool(session.set(
-      0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
+  std::unique_ptr<StepSession> opened = openCounting(step);
+  ASSERT_TRUE(opened);
+  StepSession &session = *opened;
+  const std::vector<ResultRoute> &routes = kCountingRoutes;
 
   alignas(64) float home[32] = {};
   auto declined = session.adopt(0, home + 1);

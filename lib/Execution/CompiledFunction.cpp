@@ -389,8 +389,10 @@ public:
       else if (route.toHost)
         toHost.push_back(std::move((*out)[r]));
       if (route.toArgument >= 0 && adopted[route.toArgument]) {
-        // The caller's memory stays the argument's home.
+        // The caller's memory stays the argument's home; the result's
+        // buffer holds this result next step.
         copyInto(args[route.toArgument], (*out)[r]);
+        spare[r] = std::move((*out)[r]);
       } else if (route.toArgument >= 0) {
         // The value it replaces holds this result next step.
         std::swap(spare[r], args[route.toArgument]);

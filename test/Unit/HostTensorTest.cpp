@@ -167,29 +167,18 @@ float *packedData(llvm::MutableArrayRef<void *> packed, size_t i) {
   return static_cast<float **>(descriptor)[1];
 }
 
-/// A step of one f32[4] parameter: returns (sum of the parameter, the
-/// parameter + 1), the second routed back into the argument. It fails when
-/// asked, and records the buffers it wrote.
-class CountingStep final : public HostResults<CompiledFunction> {
+/// A function on host memory of the given argument and result types whose
+/// body is `run` (by default it writes nothing).
+class HostStep : public HostResults<CompiledFunction> {
 public:
+  HostStep(std::vector<TensorSpec> args, std::vector<TensorSpec> results)
+      : args(std::move(args)), results(std::move(results)) {}
   llvm::Expected<std::vector<HostTensor>>
   callReusing(llvm::ArrayRef<const HostTensor *> inputs,
               std::vector<HostTensor> &reuse) override {
     return callOnHost(
         "step", args, results, inputs,
-        [&](llvm::MutableArrayRef<void *> packed) -> llvm::Error {
-          if (fail)
-            return llvm::createStringError("asked to fail");
-          const float *param = packedData(packed, 0);
-          float *sum = packedData(packed, 1), *next = packedData(packed, 2);
-          *sum = 0.0f;
-          for (int i = 0; i < 4; ++i) {
-            *sum += param[i];
-            next[i] = param[i] + 1.0f;
-          }
-          written.push_back(next);
-          return llvm::Error::success();
-        },
+        [&](llvm::MutableArrayRef<void *> packed) { return run(packed); },
         &reuse);
   }
   llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override { return args; }
@@ -197,13 +186,42 @@ public:
     return results;
   }
 
+protected:
+  virtual llvm::Error run(llvm::MutableArrayRef<void *> packed) {
+    (void)packed;
+    return llvm::Error::success();
+  }
+
+private:
+  std::vector<TensorSpec> args, results;
+};
+
+/// A step of one f32[4] parameter: returns (sum of the parameter, the
+/// parameter + 1), the second routed back into the argument. It fails when
+/// asked, and records the buffers it wrote.
+class CountingStep final : public HostStep {
+public:
+  CountingStep()
+      : HostStep({{ElementKind::F32, {4}}},
+                 {{ElementKind::F32, {}}, {ElementKind::F32, {4}}}) {}
+
   bool fail = false;
   std::vector<const float *> written;
 
 private:
-  std::vector<TensorSpec> args = {{ElementKind::F32, {4}}};
-  std::vector<TensorSpec> results = {{ElementKind::F32, {}},
-                                     {ElementKind::F32, {4}}};
+  llvm::Error run(llvm::MutableArrayRef<void *> packed) override {
+    if (fail)
+      return llvm::createStringError("asked to fail");
+    const float *param = packedData(packed, 0);
+    float *sum = packedData(packed, 1), *next = packedData(packed, 2);
+    *sum = 0.0f;
+    for (int i = 0; i < 4; ++i) {
+      *sum += param[i];
+      next[i] = param[i] + 1.0f;
+    }
+    written.push_back(next);
+    return llvm::Error::success();
+  }
 };
 
 /// CountingStep's routes: the sum to the host, the next parameter back into
@@ -335,28 +353,8 @@ TEST(StepSession, HostSessionAdoptsTheCallersMemory) {
 // Two arguments never share adopted memory (each would be updated over
 // the other's values).
 TEST(StepSession, HostSessionRefusesOverlappingHomes) {
-  class TwoArguments final : public HostResults<CompiledFunction> {
-  public:
-    llvm::Expected<std::vector<HostTensor>>
-    callReusing(llvm::ArrayRef<const HostTensor *> inputs,
-                std::vector<HostTensor> &reuse) override {
-      return callOnHost(
-          "step", args, results, inputs,
-          [](llvm::MutableArrayRef<void *>) { return llvm::Error::success(); },
-          &reuse);
-    }
-    llvm::ArrayRef<TensorSpec> getArgumentSpecs() const override {
-      return args;
-    }
-    llvm::ArrayRef<TensorSpec> getResultSpecs() const override {
-      return results;
-    }
-
-  private:
-    std::vector<TensorSpec> args = {{ElementKind::F32, {32}},
-                                    {ElementKind::F32, {16}}};
-    std::vector<TensorSpec> results = {{ElementKind::F32, {}}};
-  } step;
+  HostStep step({{ElementKind::F32, {32}}, {ElementKind::F32, {16}}},
+                {{ElementKind::F32, {}}});
   auto opened = openHostSession(step, step);
   ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
   StepSession &session = **opened;

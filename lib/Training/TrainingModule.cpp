@@ -127,7 +127,8 @@ llvm::Error amp::checkModelArguments(ModuleOp model) {
         std::string kinds;
         for (uint32_t k = 0; auto kind = train::symbolizeInitKind(k); ++k)
           if (*kind != train::InitKind::seed) // a counter's, not a parameter's
-            kinds += (k ? ", " : "") + train::stringifyInitKind(*kind).str();
+            kinds += (kinds.empty() ? "" : ", ") +
+                     train::stringifyInitKind(*kind).str();
         return llvm::createStringError(
             what +
             " is a parameter without an initializer (it would "

@@ -397,7 +397,6 @@ class Step:
             if argument.kind == "counter":
                 start = torch.randint(0, 2**31, (), dtype=torch.int32)
                 self._native.set(index, _to_numpy(start, "i32"))
-        self.load_from(model)
         # The model's float parameters and buffers are the step's own memory
         # where it keeps them in f32 on the host (_share_model_memory).
         self._homes: Dict[str, torch.Tensor] = {}
@@ -405,6 +404,7 @@ class Step:
         self._live_counters: Dict[str, torch.Tensor] = {}
         # (master home, 16-bit parameter's argument, home's version) at O2
         self._low_copies: List[Tuple[torch.Tensor, int, int]] = []
+        self.load_from(model)
         if train_in_place:
             self._share_model_memory(model)
 
@@ -444,7 +444,7 @@ class Step:
         took."""
         masters = self._masters()
         taken = set()
-        self._low_copies: List[Tuple[torch.Tensor, int, int]] = []
+        self._low_copies = []
         for index, argument in enumerate(self._imported.arguments):
             tensor = self._homes.get(argument.name)
             if tensor is None or tensor.data_ptr() in taken:
@@ -753,7 +753,7 @@ class Step:
         """The model's num_batches_tracked (trained in place): its count when
         compiled or loaded plus the calls since."""
         with torch.no_grad():
-            for name, tensor in getattr(self, "_live_counters", {}).items():
+            for name, tensor in self._live_counters.items():
                 tensor.fill_(self._counted_from[name] + self._calls)
 
     def predict(self, *inputs: torch.Tensor) -> Any:

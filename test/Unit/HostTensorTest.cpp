@@ -224,23 +224,6 @@ private:
   }
 };
 
-/// CountingStep's routes: the sum to the host, the next parameter back into
-/// the argument.
-const std::vector<ResultRoute> kCountingRoutes = {{-1, true}, {0, false}};
-
-/// A host session of `step` whose parameter starts at {1, 2, 3, 4} (null,
-/// with a test failure, where it does not open).
-std::unique_ptr<StepSession> openCounting(CountingStep &step) {
-  auto opened = openHostSession(step, step);
-  EXPECT_TRUE(bool(opened))
-      << (opened ? "" : llvm::toString(opened.takeError()));
-  if (!opened)
-    return nullptr;
-  EXPECT_FALSE(bool((*opened)->set(
-      0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
-  return std::move(*opened);
-}
-
 float stepSum(StepSession &session, llvm::ArrayRef<ResultRoute> routes) {
   auto out = session.step(routes);
   EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
@@ -249,16 +232,29 @@ float stepSum(StepSession &session, llvm::ArrayRef<ResultRoute> routes) {
 
 } // namespace
 
+/// A host session of a CountingStep whose parameter starts at {1, 2, 3, 4}.
+class CountingSession : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto session = openHostSession(step, step);
+    ASSERT_TRUE(bool(session)) << llvm::toString(session.takeError());
+    opened = std::move(*session);
+    ASSERT_FALSE(bool(opened->set(
+        0, HostTensor::fromFloats(ElementKind::F32, {4}, {1, 2, 3, 4}))));
+  }
+
+  CountingStep step;
+  std::unique_ptr<StepSession> opened;
+  /// The sum to the host, the next parameter back into the argument.
+  const std::vector<ResultRoute> routes = {{-1, true}, {0, false}};
+};
+
 // A host session writes a step's results into the buffers of the arguments
 // they replaced the step before (two buffers in turn, nothing zeroed), with
 // the values of fresh buffers; it never writes into a view the caller set
 // or into a tensor the step reads, and a failed step leaves it usable.
-TEST(StepSession, HostSessionReusesReplacedArguments) {
-  CountingStep step;
-  std::unique_ptr<StepSession> opened = openCounting(step);
-  ASSERT_TRUE(opened);
+TEST_F(CountingSession, HostSessionReusesReplacedArguments) {
   StepSession &session = *opened;
-  const std::vector<ResultRoute> &routes = kCountingRoutes;
   EXPECT_EQ(stepSum(session, routes), 10.0f);
   EXPECT_EQ(stepSum(session, routes), 14.0f);
   EXPECT_EQ(stepSum(session, routes), 18.0f);
@@ -294,12 +290,8 @@ TEST(StepSession, HostSessionReusesReplacedArguments) {
 // there, each step's result routed back into it is written there, set
 // copies into it; unaligned memory is declined, overlapping memory and a
 // stepWith value for it are refused.
-TEST(StepSession, HostSessionAdoptsTheCallersMemory) {
-  CountingStep step;
-  std::unique_ptr<StepSession> opened = openCounting(step);
-  ASSERT_TRUE(opened);
+TEST_F(CountingSession, HostSessionAdoptsTheCallersMemory) {
   StepSession &session = *opened;
-  const std::vector<ResultRoute> &routes = kCountingRoutes;
 
   alignas(64) float home[32] = {};
   auto declined = session.adopt(0, home + 1);
